@@ -1,0 +1,219 @@
+// Chapter 01 driver — timing, and when the GPU wins.
+//
+//   01_timing                       everything: the add (float, double), timing methods, intensity sweep
+//   01_timing --kernel add_gpu      one version
+//   01_timing --n 1e7 --iters 1,16  smaller and faster
+//   01_timing --csv results/local/01_timing.csv
+//
+// Every result is validated (bitwise: an add and a square root are correctly rounded on both
+// sides) before and after timing; the CPU is timed with a host clock, the GPU with CUDA events.
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "course/bench.hpp"
+#include "course/cli.hpp"
+#include "course/device.hpp"
+#include "course/progress.hpp"
+#include "course/stats.hpp"
+#include "course/timer.hpp"
+#include "vector_add.hpp"
+
+namespace {
+
+struct Settings {
+  int cpu_reps = 5;
+  std::size_t intensity_n = std::size_t{1} << 24;
+  std::vector<int> iters = {1, 4, 16, 64};
+};
+
+template <class T>
+const char* precision_name() {
+  return sizeof(T) == 4 ? "float" : "double";
+}
+
+// Counts the outputs that differ from the host's reference computation (bitwise).
+template <class T>
+std::size_t count_wrong(const ch01::Problem<T>& p, bool intensity) {
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < p.n; ++i) {
+    const T expected = intensity ? ch01::sqrt_loop(p.h_a[i], p.h_b[i], p.iters) : p.h_a[i] + p.h_b[i];
+    wrong += !(p.h_out[i] == expected);
+  }
+  return wrong;
+}
+
+template <class T>
+void fetch_output(ch01::Problem<T>& p, const ch01::Runner& r) {
+  if (r.on_gpu) p.h_out = p.d_out.download();
+}
+
+// Runs one version on one problem: validate, time, validate again; returns the row.
+template <class T>
+course::Measurement measure(const course::Version<ch01::Runner>& v, ch01::Problem<T>& p, const course::Options& opt,
+                            const Settings& set, const std::string& config) {
+  auto run = [&] {
+    if constexpr (sizeof(T) == 4) v.run.f32(p, nullptr); else v.run.f64(p, nullptr);
+  };
+  auto validate = [&](const char* when) {
+    p.poison();
+    run();
+    CUDA_CHECK(cudaDeviceSynchronize());
+    fetch_output(p, v.run);
+    const std::size_t wrong = count_wrong(p, v.run.intensity);
+    if (wrong != 0) {
+      std::ostringstream msg;
+      msg << v.name << " (" << config << ", n=" << p.n << ") gave " << wrong << " wrong elements " << when;
+      throw std::runtime_error(msg.str());
+    }
+  };
+  validate("before timing");
+  const auto samples = v.run.on_gpu ? course::time_gpu_ms(run, opt.warmup, opt.reps)
+                                    : course::time_cpu_ms(run, 1, set.cpu_reps);
+  validate("after timing");  // a benchmark must not be able to pass by not running
+
+  course::Measurement m;
+  m.version = std::string(v.name);
+  m.config = config;
+  m.n = p.n;
+  m.bytes = 3.0 * p.n * sizeof(T);  // read a and b, write out
+  m.ms = course::summarize(samples);
+  m.roofline_gbps = course::measured_roofline().read_gbps;
+  m.rel_error = 0.0;
+  m.valid = true;
+  return m;
+}
+
+// Exercise 2 in context: three ways to time the same launch.
+template <class T>
+void timing_methods(ch01::Problem<T>& p, course::Table& table) {
+  using clock = std::chrono::steady_clock;
+  auto launch = [&] { ch01::launch_add(p.d_a.data(), p.d_b.data(), p.d_out.data(), p.n, nullptr); };
+  launch();  // warm-up: module load, first-touch
+  CUDA_CHECK(cudaDeviceSynchronize());
+
+  auto t0 = clock::now();
+  launch();
+  auto t1 = clock::now();
+  const double host_no_sync = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  CUDA_CHECK(cudaDeviceSynchronize());
+
+  t0 = clock::now();
+  launch();
+  CUDA_CHECK(cudaDeviceSynchronize());
+  t1 = clock::now();
+  const double host_sync = std::chrono::duration<double, std::milli>(t1 - t0).count();
+
+  const double events = ch01::time_with_events_ms(launch, nullptr);
+  table.add_row({std::string("host clock, no sync"), std::string("measures the launch only"), host_no_sync});
+  table.add_row({std::string("host clock + sync"), std::string("launch + kernel + wake-up"), host_sync});
+  table.add_row({std::string("CUDA events"), std::string("GPU time of the kernel (exercise 2)"), events});
+}
+
+std::vector<int> parse_iters(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      const int v = std::stoi(item);
+      if (v < 0 || v > 100000) throw std::out_of_range("iters");
+      out.push_back(v);
+    } catch (const std::exception&) {
+      throw course::UsageError("--iters: '" + item + "' is not a whole number in [0, 100000]");
+    }
+  }
+  if (out.empty()) throw course::UsageError("--iters: give at least one value, e.g. 1,4,16");
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  course::App app("01_timing",
+                  "Chapter 01: add two vectors on the CPU and on the GPU, in float and double, with and "
+                  "without the host<->device copies; then raise the arithmetic intensity with a loop of "
+                  "square roots and watch the GPU's advantage grow.",
+                  100000000, 20, 3);
+  Settings set;
+  std::string iters_text = "1,4,16,64";
+  std::string intensity_n_text = "2^24";
+  app.cli().add_option("--cpu-reps", set.cpu_reps, "Timed repetitions of the CPU versions")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  app.cli().add_option("--iters", iters_text, "Square roots per element in the intensity sweep (comma list)")
+      ->capture_default_str();
+  app.cli().add_option("--intensity-n", intensity_n_text, "Elements in the intensity sweep")->capture_default_str();
+  std::vector<std::pair<std::string, std::string>> names;
+  for (const auto& v : ch01::versions()) names.emplace_back(v.name, v.description);
+  app.set_versions(names);
+
+  return app.run(argc, argv, [&](const course::Options& opt) {
+    set.iters = parse_iters(iters_text);
+    set.intensity_n = course::parse_size(intensity_n_text);
+    if (opt.n == 0 || set.intensity_n == 0) throw course::UsageError("--n and --intensity-n must be at least 1");
+    const auto& facts = course::device_facts();
+    std::printf("GPU: %s\n", course::describe_device(facts).c_str());
+    const auto& roof = course::measured_roofline();
+    std::printf("Measured read roofline %.0f GB/s (%.0f%% of the %.0f GB/s peak), device copy %.0f GB/s\n\n",
+                roof.read_gbps, 100 * roof.read_gbps / facts.peak_gbps, facts.peak_gbps, roof.copy_gbps);
+    course::require_fits(3 * std::max(opt.n, set.intensity_n) * sizeof(double), "three double vectors");
+
+    auto selected = [&](const course::Version<ch01::Runner>& v) { return opt.kernel.empty() || v.name == opt.kernel; };
+    int steps = 0;
+    for (const auto& v : ch01::versions())
+      if (selected(v)) steps += 2 * (v.run.intensity ? static_cast<int>(set.iters.size()) : 1);
+    course::Progress progress(steps, "01_timing", !opt.quiet);
+    course::Table table = course::measurement_table();
+
+    auto sweep = [&](auto tag) {
+      using T = decltype(tag);
+      {
+        ch01::Problem<T> p(opt.n, 0, opt.seed);
+        for (const auto& v : ch01::versions())
+          if (selected(v) && !v.run.intensity) {
+            progress.step(std::string(v.name) + " " + precision_name<T>());
+            course::add_measurement(table, measure(v, p, opt, set, precision_name<T>()));
+          }
+      }
+      ch01::Problem<T> q(set.intensity_n, 0, opt.seed);
+      for (int iters : set.iters) {
+        q.iters = iters;
+        for (const auto& v : ch01::versions())
+          if (selected(v) && v.run.intensity) {
+            progress.step(std::string(v.name) + " " + precision_name<T>() + " iters=" + std::to_string(iters));
+            course::add_measurement(table, measure(v, q, opt, set,
+                                                   std::string(precision_name<T>()) + ", iters=" + std::to_string(iters)));
+          }
+      }
+    };
+    sweep(float{});
+    sweep(double{});
+    progress.done();
+
+    std::cout << "Every row validated bitwise against the host, before and after timing.\n"
+                 "bytes = 3 n sizeof(T): the minimum traffic (read a, b; write out).\n\n";
+    table.print(std::cout, course::measurement_screen_columns());
+
+    course::Table methods({"method", "what it measures", "ms"});
+    if (opt.kernel.empty() || opt.kernel == "add_gpu") {
+      ch01::Problem<float> p(opt.n, 0, opt.seed);
+      timing_methods(p, methods);
+      std::cout << "\nThree ways to time one float add kernel, n = " << course::format_size(opt.n) << ":\n";
+      methods.print(std::cout);
+    }
+    if (!opt.csv.empty()) {
+      table.write_csv(opt.csv);
+      if (!methods.rows().empty()) {
+        std::string stem = opt.csv;
+        if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".csv") == 0) stem.resize(stem.size() - 4);
+        methods.write_csv(stem + "_methods.csv");
+      }
+      std::cout << "\nCSV written to " << opt.csv << "\n";
+    }
+    return course::kExitOk;
+  });
+}

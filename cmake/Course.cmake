@@ -1,0 +1,69 @@
+# The course's CMake vocabulary: finding Catch2 (v2 or v3) and declaring a chapter.
+
+# Catch2 3 (the GPU machine, most students) or Catch2 2.13 (Debian): one interface target,
+# `course_catch`, carries the right headers and a main() for either.
+macro(course_find_catch2)
+  find_package(Catch2 3 CONFIG QUIET)
+  if(Catch2_FOUND)
+    add_library(course_catch INTERFACE)
+    target_link_libraries(course_catch INTERFACE Catch2::Catch2WithMain)
+    target_compile_definitions(course_catch INTERFACE COURSE_CATCH2_V3=1)
+  else()
+    find_package(Catch2 2.13 CONFIG REQUIRED)
+    add_library(course_catch STATIC "${PROJECT_SOURCE_DIR}/tests/support/catch_main_v2.cpp")
+    target_link_libraries(course_catch PUBLIC Catch2::Catch2)
+  endif()
+  message(STATUS "dotcourse: Catch2 ${Catch2_VERSION}")
+  list(APPEND CMAKE_MODULE_PATH "${Catch2_DIR}")
+  include(Catch)
+endmacro()
+
+# Registers every Catch2 test case of TARGET with CTest, under LABEL. GPU tests print the marker
+# COURSE-NO-GPU when no GPU is present, and CTest reports them as skipped (never as passed).
+function(course_add_catch_tests target label)
+  catch_discover_tests(${target}
+    DISCOVERY_TIMEOUT 60
+    PROPERTIES SKIP_REGULAR_EXPRESSION "COURSE-NO-GPU"
+               TIMEOUT 1200
+               LABELS ${label})
+endfunction()
+
+# course_chapter(NN_name SOURCES a.cu b.cu [LIBS target...])
+#
+# Declares one chapter:
+#   NN_name_lib   the exercise sources, from ${COURSE_TREE_DIR}/NN_name/ (student or solution files)
+#   NN_name       the chapter's executable, from chapters/NN_name/main.cpp (the driver is never an exercise)
+#   test_NN_name  the chapter's Catch2 tests, from tests/test_NN_name.cpp, labelled chNN in CTest
+function(course_chapter name)
+  cmake_parse_arguments(PARSE_ARGV 1 CH "" "" "SOURCES;LIBS")
+  if(NOT CH_SOURCES)
+    message(FATAL_ERROR "course_chapter(${name}): SOURCES is empty")
+  endif()
+  string(SUBSTRING "${name}" 0 2 number)
+  set(label "ch${number}")
+  set(tree_dir "${COURSE_TREE_DIR}/${name}")
+
+  list(TRANSFORM CH_SOURCES PREPEND "${tree_dir}/")
+  foreach(src IN LISTS CH_SOURCES)
+    if(NOT EXISTS "${src}")
+      message(FATAL_ERROR "course_chapter(${name}): ${src} does not exist. "
+                          "Is COURSE_TREE (${COURSE_TREE}) a complete chapters/ tree?")
+    endif()
+  endforeach()
+
+  add_library(${name}_lib STATIC ${CH_SOURCES})
+  target_include_directories(${name}_lib PUBLIC "${tree_dir}")
+  target_link_libraries(${name}_lib PUBLIC course_common ${CH_LIBS})
+  set_target_properties(${name}_lib PROPERTIES CUDA_SEPARABLE_COMPILATION OFF
+                                               POSITION_INDEPENDENT_CODE ON)
+
+  add_executable(${name} "${PROJECT_SOURCE_DIR}/chapters/${name}/main.cpp")
+  target_link_libraries(${name} PRIVATE ${name}_lib course_cli)
+
+  set(test_src "${PROJECT_SOURCE_DIR}/tests/test_${name}.cpp")
+  if(COURSE_BUILD_TESTS AND EXISTS "${test_src}")
+    add_executable(test_${name} "${test_src}")
+    target_link_libraries(test_${name} PRIVATE ${name}_lib course_test_support)
+    course_add_catch_tests(test_${name} ${label})
+  endif()
+endfunction()

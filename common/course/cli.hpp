@@ -1,0 +1,64 @@
+#pragma once
+/// \file cli.hpp
+/// \brief The command line every chapter shares, and main()'s error handling.
+///
+/// Every executable takes --n, --reps, --warmup, --kernel, --list, --csv, --seed and --help.
+/// A chapter adds its own options through cli() before run(). run() turns every failure into one
+/// clear line on stderr and a distinct exit code (course::ExitCode).
+
+#include <CLI/CLI.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace course {
+
+/// The options common to all chapters, after parsing.
+struct Options {
+  std::size_t n = 0;              ///< elements per input vector (--n)
+  int reps = 0;                   ///< timed repetitions (--reps)
+  int warmup = 0;                 ///< untimed warm-up runs (--warmup)
+  std::string kernel;             ///< one version to run, or empty for all (--kernel)
+  std::string csv;                ///< where to write the CSV, or empty (--csv)
+  std::uint64_t seed = 2024;      ///< seed of the random inputs (--seed)
+  bool list = false;              ///< print the versions and exit (--list)
+  bool quiet = false;             ///< no progress line (--quiet)
+};
+
+/// Parses "1048576", "2^20", "1<<20", "1e6", "16M", "4Ki" (K/M/G are powers of 1000, Ki/Mi/Gi of
+/// 1024). Throws UsageError with the offending text otherwise.
+std::size_t parse_size(const std::string& text);
+
+/// "2^20" for powers of two, the plain number otherwise.
+std::string format_size(std::size_t n);
+
+/// A chapter's command line and main().
+class App {
+ public:
+  /// `name` is the executable ("05_many_blocks"), `description` one or two sentences for --help.
+  App(std::string name, std::string description, std::size_t default_n, int default_reps = 50,
+      int default_warmup = 5);
+
+  /// The CLI11 application, to add chapter-specific options before run().
+  CLI::App& cli() { return app_; }
+
+  /// The versions --kernel accepts and --list prints: (name, description) pairs.
+  void set_versions(std::vector<std::pair<std::string, std::string>> versions);
+
+  /// Parses, handles --help and --list, checks for a GPU when `needs_gpu`, then calls `body` and
+  /// returns its exit code. Maps exceptions to exit codes: UsageError and parse errors → 2,
+  /// NoGpuError → 3, DoesNotFitError → 4, CudaError and anything else → 1.
+  int run(int argc, char** argv, const std::function<int(const Options&)>& body, bool needs_gpu = true);
+
+ private:
+  std::string name_;
+  CLI::App app_;
+  Options options_;
+  std::string n_text_;
+  std::vector<std::pair<std::string, std::string>> versions_;
+};
+
+}  // namespace course

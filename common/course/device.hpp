@@ -1,0 +1,62 @@
+#pragma once
+/// \file device.hpp
+/// \brief Facts about the GPU, and its measured bandwidth roofline.
+///
+/// The datasheet bandwidth is a promise; the roofline is what a kernel can actually reach. Every
+/// table of the course reports bandwidth as a percentage of the measured read roofline, so that
+/// numbers from different cards compare.
+
+#include <cstddef>
+#include <string>
+
+namespace course {
+
+/// What the course needs to know about the current device.
+struct DeviceFacts {
+  int id = 0;
+  std::string name;
+  int cc_major = 0;
+  int cc_minor = 0;
+  int sm_count = 0;
+  int warp_size = 32;
+  int max_threads_per_block = 0;
+  int max_threads_per_sm = 0;
+  std::size_t shared_per_block = 0;  ///< bytes of static shared memory a block may use
+  std::size_t l2_bytes = 0;
+  std::size_t global_bytes = 0;
+  int memory_clock_khz = 0;
+  int bus_width_bits = 0;
+  double peak_gbps = 0;  ///< 2 × memory clock × bus width / 8 (GB/s, 1e9 bytes)
+};
+
+/// The bandwidth a simple, well-built kernel reaches on this card (GB/s, 1e9 bytes per second).
+struct Roofline {
+  double read_gbps = 0;  ///< a read-only streaming kernel: the ceiling of a dot product
+  double copy_gbps = 0;  ///< device-to-device copy, bytes read plus bytes written
+  std::size_t bytes = 0; ///< size of the buffer the read was measured on
+};
+
+/// True when a CUDA device can be used. Never throws; on false, `why` (if given) says why.
+bool gpu_available(std::string* why = nullptr);
+
+/// Throws NoGpuError, with the reason, when no CUDA device can be used.
+void require_gpu();
+
+/// Facts of the current device, queried once per process.
+const DeviceFacts& device_facts();
+
+/// One line: "NVIDIA H100 80GB HBM3, sm_90, 132 SMs, 50 MiB L2, 79.2 GiB, peak 3352 GB/s".
+std::string describe_device(const DeviceFacts& facts);
+
+/// The measured roofline of the current device, measured on first use (a few hundred ms) and
+/// cached for the rest of the process. Measured on buffers several times larger than L2.
+const Roofline& measured_roofline();
+
+/// Free device memory in bytes (cudaMemGetInfo).
+std::size_t free_device_bytes();
+
+/// Throws DoesNotFitError, naming both sizes, when `bytes` exceed the device's free memory
+/// (minus a small reserve). Call it before allocating, with everything the run will allocate.
+void require_fits(std::size_t bytes, const std::string& what);
+
+}  // namespace course

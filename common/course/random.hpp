@@ -1,0 +1,45 @@
+#pragma once
+/// \file random.hpp
+/// \brief Seeded random inputs, the same on host and device.
+///
+/// Value i of a stream depends only on (seed, i), never on how many threads produced it, so a
+/// vector filled on the GPU and one filled on the CPU are identical and a reference can be
+/// computed without copying gigabytes back.
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#if defined(__CUDACC__)
+#define COURSE_HOST_DEVICE __host__ __device__
+#else
+#define COURSE_HOST_DEVICE
+#endif
+
+namespace course {
+
+/// SplitMix64 finalizer of seed and index: a counter-based generator.
+COURSE_HOST_DEVICE inline std::uint64_t mix64(std::uint64_t seed, std::uint64_t i) {
+  std::uint64_t z = seed * 0x9E3779B97F4A7C15ull + i + 0x632BE59BD9B4E019ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/// Value i of stream `seed`, uniform in [lo, hi) with 24 random bits.
+COURSE_HOST_DEVICE inline float random_at(std::uint64_t seed, std::uint64_t i, float lo, float hi) {
+  const float unit = static_cast<float>(mix64(seed, i) >> 40) * (1.0f / 16777216.0f);  // [0, 1)
+  return lo + (hi - lo) * unit;
+}
+
+/// n values of stream `seed`, uniform in [lo, hi). Signed by default: a dot product of signed
+/// data cancels, which is where summation errors and wrong indices show.
+std::vector<float> random_vector(std::size_t n, std::uint64_t seed, float lo = -1.0f, float hi = 1.0f);
+
+/// Fills d_out[0, n) on the device with the same values random_vector would give. Asynchronous.
+void fill_random_device(float* d_out, std::size_t n, std::uint64_t seed, float lo = -1.0f,
+                        float hi = 1.0f, cudaStream_t stream = nullptr);
+
+}  // namespace course

@@ -1,0 +1,42 @@
+#pragma once
+/// \file table.hpp
+/// \brief One table, two outputs: aligned text for people, CSV with named columns for plots/.
+
+#include <iosfwd>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace course {
+
+/// A table cell: text, a real number or a whole number.
+using Cell = std::variant<std::string, double, long long>;
+
+/// Rows of cells under named columns. print() shows numbers with 4 significant digits;
+/// write_csv() keeps full precision. CSV is the only interface between executables and plots/.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> columns);
+
+  /// Appends a row; throws UsageError unless it has one cell per column.
+  void add_row(std::vector<Cell> row);
+
+  const std::vector<std::string>& columns() const { return columns_; }
+  const std::vector<std::vector<Cell>>& rows() const { return rows_; }
+
+  /// Aligned text, a header line, a rule, one line per row; only the columns named in `only`
+  /// (all when empty).
+  void print(std::ostream& out, const std::vector<std::string>& only = {}) const;
+
+  /// Writes header and rows to `path` (creating its folder), or throws UsageError naming the path.
+  void write_csv(const std::string& path) const;
+
+ private:
+  std::vector<std::string> columns_;
+  std::vector<std::vector<Cell>> rows_;
+};
+
+/// How a cell is shown to people: numbers with 4 significant digits.
+std::string format_cell(const Cell& cell);
+
+}  // namespace course

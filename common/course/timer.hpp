@@ -1,0 +1,69 @@
+#pragma once
+/// \file timer.hpp
+/// \brief GPU timing with CUDA events, and host timing for CPU baselines.
+///
+/// Kernel launches return before the kernel has run, so a host clock around a launch measures
+/// the launch, not the work. Events are recorded into the stream and time-stamped by the GPU when
+/// the stream reaches them: their difference is the GPU time of whatever was enqueued in between.
+
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <vector>
+
+#include "course/check.hpp"
+
+namespace course {
+
+/// A pair of CUDA events on one stream, created on construction and destroyed with the timer.
+class EventTimer {
+ public:
+  explicit EventTimer(cudaStream_t stream = nullptr);
+  ~EventTimer();
+  EventTimer(const EventTimer&) = delete;
+  EventTimer& operator=(const EventTimer&) = delete;
+
+  /// Records the start event into the stream.
+  void start();
+  /// Records the stop event, waits for it, and returns the milliseconds since start().
+  float stop_ms();
+
+ private:
+  cudaStream_t stream_;
+  cudaEvent_t start_ = nullptr;
+  cudaEvent_t stop_ = nullptr;
+};
+
+/// Runs `work()` `warmup` times untimed, then `reps` times, each timed on its own by events on
+/// `stream`. Returns the `reps` timed samples in milliseconds (the warm-up never enters them).
+template <class Work>
+std::vector<double> time_gpu_ms(Work&& work, int warmup, int reps, cudaStream_t stream = nullptr) {
+  for (int i = 0; i < warmup; ++i) work();
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<double> samples;
+  samples.reserve(reps > 0 ? static_cast<std::size_t>(reps) : 0u);
+  EventTimer timer(stream);
+  for (int i = 0; i < reps; ++i) {
+    timer.start();
+    work();
+    samples.push_back(timer.stop_ms());
+  }
+  return samples;
+}
+
+/// Same contract as time_gpu_ms, for host code, with std::chrono::steady_clock.
+template <class Work>
+std::vector<double> time_cpu_ms(Work&& work, int warmup, int reps) {
+  for (int i = 0; i < warmup; ++i) work();
+  std::vector<double> samples;
+  samples.reserve(reps > 0 ? static_cast<std::size_t>(reps) : 0u);
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    work();
+    const auto t1 = std::chrono::steady_clock::now();
+    samples.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  return samples;
+}
+
+}  // namespace course

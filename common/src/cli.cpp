@@ -1,0 +1,162 @@
+#include "course/cli.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <limits>
+
+#include "course/check.hpp"
+#include "course/device.hpp"
+
+namespace course {
+namespace {
+
+constexpr std::size_t kMax = std::numeric_limits<std::size_t>::max();
+
+std::size_t checked_mul(std::size_t a, std::size_t b, const std::string& text) {
+  if (a != 0 && b > kMax / a) throw UsageError("size '" + text + "' is too large");
+  return a * b;
+}
+
+// term := digits [K|M|G|Ki|Mi|Gi] | digits e digits | base ^ exp | a << b
+std::size_t parse_term(const std::string& t, const std::string& text) {
+  auto whole = [&](const std::string& s) -> std::size_t {
+    if (s.empty() || s.size() > 19) throw UsageError("'" + text + "' is not a size (try 1048576, 2^20, 1<<20, 1e6, 16Mi)");
+    for (char c : s)
+      if (!std::isdigit(static_cast<unsigned char>(c)))
+        throw UsageError("'" + text + "' is not a size (try 1048576, 2^20, 1<<20, 1e6, 16Mi)");
+    return std::stoull(s);
+  };
+  auto power = [&](std::size_t base, std::size_t exp) {
+    std::size_t v = 1;
+    for (std::size_t k = 0; k < exp; ++k) v = checked_mul(v, base, text);
+    return v;
+  };
+  if (auto p = t.find('^'); p != std::string::npos) return power(whole(t.substr(0, p)), whole(t.substr(p + 1)));
+  if (auto p = t.find("<<"); p != std::string::npos) {
+    const std::size_t shift = whole(t.substr(p + 2));
+    if (shift >= 63) throw UsageError("size '" + text + "' is too large");
+    return checked_mul(whole(t.substr(0, p)), std::size_t{1} << shift, text);
+  }
+  if (auto p = t.find_first_of("eE"); p != std::string::npos) return checked_mul(whole(t.substr(0, p)), power(10, whole(t.substr(p + 1))), text);
+  static const std::pair<const char*, std::size_t> suffixes[] = {
+      {"Ki", std::size_t{1} << 10}, {"Mi", std::size_t{1} << 20}, {"Gi", std::size_t{1} << 30},
+      {"K", 1000}, {"M", 1000000}, {"G", 1000000000}};
+  for (const auto& [suffix, scale] : suffixes) {
+    const std::string s(suffix);
+    if (t.size() > s.size() && t.compare(t.size() - s.size(), s.size(), s) == 0)
+      return checked_mul(whole(t.substr(0, t.size() - s.size())), scale, text);
+  }
+  return whole(t);
+}
+
+}  // namespace
+
+std::size_t parse_size(const std::string& text) {
+  std::string s;
+  for (char c : text)
+    if (!std::isspace(static_cast<unsigned char>(c))) s += c;
+  if (s.empty()) throw UsageError("empty size");
+  // expr := term (('+' | '-') term)*, so "2^20+3" works.
+  std::size_t value = 0;
+  char op = '+';
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= s.size(); ++i) {
+    if (i == s.size() || ((s[i] == '+' || s[i] == '-') && i > start)) {
+      const std::size_t term = parse_term(s.substr(start, i - start), text);
+      if (op == '+') {
+        if (term > kMax - value) throw UsageError("size '" + text + "' is too large");
+        value += term;
+      } else {
+        if (term > value) throw UsageError("size '" + text + "' is negative");
+        value -= term;
+      }
+      if (i < s.size()) op = s[i];
+      start = i + 1;
+    } else if (s[i] == '+' || s[i] == '-') {
+      throw UsageError("'" + text + "' is not a size (try 1048576, 2^20, 1<<20, 1e6, 16Mi)");
+    }
+  }
+  return value;
+}
+
+std::string format_size(std::size_t n) {
+  if (n >= 1024 && (n & (n - 1)) == 0) {
+    int k = 0;
+    while ((std::size_t{1} << k) != n) ++k;
+    return "2^" + std::to_string(k);
+  }
+  return std::to_string(n);
+}
+
+App::App(std::string name, std::string description, std::size_t default_n, int default_reps, int default_warmup)
+    : name_(std::move(name)), app_(std::move(description), name_) {
+  options_.n = default_n;
+  options_.reps = default_reps;
+  options_.warmup = default_warmup;
+  n_text_ = format_size(default_n);
+  app_.add_option("--n", n_text_, "Elements per input vector: 1048576, 2^20, 1<<20, 1e6, 16Mi, 2^20+3")
+      ->capture_default_str();
+  app_.add_option("--reps", options_.reps, "Timed repetitions (the median is reported)")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app_.add_option("--warmup", options_.warmup, "Untimed warm-up runs before timing")
+      ->check(CLI::Range(0, 10000))
+      ->capture_default_str();
+  app_.add_option("--kernel", options_.kernel, "Run only this version (see --list)");
+  app_.add_flag("--list", options_.list, "List the versions and exit");
+  app_.add_option("--csv", options_.csv, "Write the results as CSV to this path");
+  app_.add_option("--seed", options_.seed, "Seed of the random inputs")->capture_default_str();
+  app_.add_flag("--quiet", options_.quiet, "No progress line on stderr");
+  app_.footer(
+      "Exit codes: 0 ran and validated, 1 CUDA error or failed validation, 2 bad command line or input,\n"
+      "3 no CUDA GPU, 4 does not fit in the device's free memory.");
+}
+
+void App::set_versions(std::vector<std::pair<std::string, std::string>> versions) { versions_ = std::move(versions); }
+
+int App::run(int argc, char** argv, const std::function<int(const Options&)>& body, bool needs_gpu) {
+  try {
+    app_.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app_.exit(e);  // --help
+    std::cerr << name_ << ": error: " << e.what() << "\nRun '" << name_ << " --help' for the options.\n";
+    return kExitUsage;
+  }
+  try {
+    options_.n = parse_size(n_text_);
+    if (options_.list) {
+      for (const auto& [name, what] : versions_) std::printf("%-20s %s\n", name.c_str(), what.c_str());
+      return kExitOk;
+    }
+    if (!options_.kernel.empty()) {
+      bool known = false;
+      std::string names;
+      for (const auto& v : versions_) {
+        known = known || v.first == options_.kernel;
+        names += (names.empty() ? "" : ", ") + v.first;
+      }
+      if (!known) throw UsageError("--kernel '" + options_.kernel + "' is not a version of this chapter; choose one of: " + names);
+    }
+    if (needs_gpu) require_gpu();
+    return body(options_);
+  } catch (const UsageError& e) {
+    std::cerr << name_ << ": error: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const NoGpuError& e) {
+    std::cerr << name_ << ": " << e.what() << "\n";
+    return kExitNoGpu;
+  } catch (const DoesNotFitError& e) {
+    std::cerr << name_ << ": does not fit: " << e.what() << "\n";
+    return kExitDoesNotFit;
+  } catch (const CudaError& e) {
+    std::cerr << name_ << ": CUDA error: " << e.what() << "\n";
+    return kExitFailure;
+  } catch (const std::exception& e) {
+    std::cerr << name_ << ": error: " << e.what() << "\n";
+    return kExitFailure;
+  }
+}
+
+}  // namespace course

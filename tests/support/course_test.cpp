@@ -1,0 +1,79 @@
+#include "course_test.hpp"
+
+#include <cmath>
+#include <memory>
+#include <sstream>
+
+#include "course/random.hpp"
+
+namespace course::test {
+namespace {
+
+// Catch2's own invoker interface, the same in v2 and v3; ownership of it differs (below).
+class FunctionInvoker : public Catch::ITestInvoker {
+ public:
+  explicit FunctionInvoker(std::function<void()> body) : body_(std::move(body)) {}
+  void invoke() const override { body_(); }
+
+ private:
+  std::function<void()> body_;
+};
+
+// Names and tags must outlive registration only until Catch2 copies them into its TestCaseInfo,
+// which both versions do inside AutoReg's constructor; kept alive anyway, for safety.
+std::vector<std::unique_ptr<std::string>>& keep_alive() {
+  static std::vector<std::unique_ptr<std::string>> strings;
+  return strings;
+}
+
+}  // namespace
+
+bool add_case(const std::string& name, const std::string& tags, std::function<void()> body) {
+  auto& kept = keep_alive();
+  kept.push_back(std::make_unique<std::string>(name));
+  const std::string& kept_name = *kept.back();
+  kept.push_back(std::make_unique<std::string>(tags));
+  const std::string& kept_tags = *kept.back();
+#if COURSE_CATCH_MAJOR >= 3
+  Catch::AutoReg reg(Catch::Detail::unique_ptr<Catch::ITestInvoker>(new FunctionInvoker(std::move(body))),
+                     CATCH_INTERNAL_LINEINFO, Catch::StringRef(),
+                     Catch::NameAndTags{Catch::StringRef(kept_name), Catch::StringRef(kept_tags)});
+#else
+  Catch::AutoReg reg(new FunctionInvoker(std::move(body)), CATCH_INTERNAL_LINEINFO, Catch::StringRef(),
+                     Catch::NameAndTags{Catch::StringRef(kept_name), Catch::StringRef(kept_tags)});
+#endif
+  (void)reg;
+  return true;
+}
+
+std::vector<std::size_t> awkward_sizes(std::size_t block, std::uint64_t seed) {
+  const std::size_t random_n = 2 + static_cast<std::size_t>(mix64(seed, 0) % ((std::size_t{1} << 22) - 1));
+  return {0, 1, block - 1, block, block + 1, (std::size_t{1} << 20) + 3, random_n};
+}
+
+DotInputs make_dot_inputs(std::size_t n, std::uint64_t seed) {
+  DotInputs in;
+  in.x = random_vector(n, seed);
+  in.y = random_vector(n, seed ^ 0x5DEECE66Dull);
+  if (n >= 64) {
+    // Magnitude of the bound for the unspiked data, with Σ|x·y| ≈ n/4 for uniform [−1, 1).
+    Reference plain{0.0, 0.25 * static_cast<double>(n), n};
+    const double spike = std::max(1.0, 64.0 * dot_error_bound(plain));
+    const std::size_t at[3] = {0, n / 2, n - 1};
+    for (int k = 0; k < 3; ++k) {
+      in.x[at[k]] = static_cast<float>(k % 2 == 0 ? spike : -spike);
+      in.y[at[k]] = 1.0f;
+    }
+  }
+  in.ref = reference_dot(in.x.data(), in.y.data(), n);
+  return in;
+}
+
+std::string explain(const Verdict& v, std::size_t n, const std::string& version, const std::string& hint) {
+  std::ostringstream out;
+  out << version << " at n = " << n << ": " << v.message;
+  if (!hint.empty()) out << "\nHint: " << hint;
+  return out.str();
+}
+
+}  // namespace course::test

@@ -1,0 +1,77 @@
+// Chapter 01 grading tests: every GPU version of the registry, at awkward sizes, in both
+// precisions, bitwise against the host; and the event-timing exercise against physics.
+
+#include <cmath>
+#include <sstream>
+#include <string>
+
+#include "course/device.hpp"
+#include "support/course_test.hpp"
+#include "vector_add.hpp"
+
+namespace {
+
+template <class T>
+void check_version(const course::Version<ch01::Runner>& v, std::size_t n, int iters) {
+  ch01::Problem<T> p(n, iters, 1234 + n);
+  if constexpr (sizeof(T) == 4) v.run.f32(p, nullptr); else v.run.f64(p, nullptr);
+  CHECK_NOTHROW(course::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize", __FILE__, __LINE__));
+  if (v.run.on_gpu) p.h_out = p.d_out.download();
+  std::size_t wrong = 0, first = n;
+  for (std::size_t i = 0; i < n; ++i) {
+    const T expected = v.run.intensity ? ch01::sqrt_loop(p.h_a[i], p.h_b[i], iters) : p.h_a[i] + p.h_b[i];
+    if (!(p.h_out[i] == expected)) {
+      if (wrong == 0) first = i;
+      ++wrong;
+    }
+  }
+  std::ostringstream msg;
+  msg << v.name << " (" << (sizeof(T) == 4 ? "float" : "double") << ") at n = " << n << ": " << wrong
+      << " of " << n << " elements wrong";
+  if (wrong) {
+    msg << "; the first at index " << first << " (got " << p.h_out[first] << ")."
+        << "\nHint: NaN means the element was never written. Check that every thread computes its global"
+           " index as blockIdx.x * blockDim.x + threadIdx.x, that the grid covers n (round up), and the"
+           " bounds check i < n.";
+  }
+  INFO(msg.str());
+  CHECK(wrong == 0);
+}
+
+const bool registered = [] {
+  for (const auto& v : ch01::versions()) {
+    // Every version needs the GPU: even the CPU versions' Problem holds device buffers.
+    std::string tags = "[ch01][gpu]";
+    if (v.exercise) tags += "[exercise]";
+    const std::string name = "ch01 " + std::string(v.name) + ": matches the host bitwise at awkward sizes";
+    course::test::add_case(name, tags, [&v] {
+      COURSE_REQUIRE_GPU();
+      for (std::size_t n : course::test::awkward_sizes(256, 11)) {
+        check_version<float>(v, n, 5);
+        check_version<double>(v, n, 5);
+      }
+    });
+  }
+  return true;
+}();
+
+}  // namespace
+
+TEST_CASE("ch01 time_with_events_ms: measures GPU time, not the launch", "[ch01][gpu][exercise]") {
+  COURSE_REQUIRE_GPU();
+  // Filling 1.5 GiB takes a known minimum time at the card's peak bandwidth, thousands of times
+  // longer than enqueuing it. A host clock without a wait would see only the enqueue. (The work is
+  // a memset, not the student's add kernel, so this test grades exercise 2 alone.)
+  course::DeviceBuffer<float> d(std::size_t{3} << 27);
+  auto launch = [&] { d.fill_bytes(0); };
+  launch();
+  course::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize", __FILE__, __LINE__);
+  const float ms = ch01::time_with_events_ms(launch, nullptr);
+  const double floor_ms = d.bytes() / (course::device_facts().peak_gbps * 1e9) * 1e3;
+  INFO("time_with_events_ms reported " << ms << " ms; writing " << d.bytes() << " bytes takes at least "
+       << floor_ms << " ms on this card.\nHint: record the start event, call launch(), record the stop "
+          "event, then cudaEventSynchronize(stop) before cudaEventElapsedTime.");
+  CHECK(std::isfinite(ms));
+  CHECK(ms >= 0.9 * floor_ms);
+  CHECK(ms < 1000.0 * floor_ms);
+}

@@ -1,0 +1,214 @@
+// Tests of the common kit: statistics, sizes, tables, the reference and its error bound, random
+// inputs (host and device agree), the timer, device facts, and the checks' error reporting.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "course/bench.hpp"
+#include "course/buffer.hpp"
+#include "course/check.hpp"
+#include "course/cli.hpp"
+#include "course/device.hpp"
+#include "course/random.hpp"
+#include "course/reference.hpp"
+#include "course/stats.hpp"
+#include "course/table.hpp"
+#include "course/timer.hpp"
+#include "support/course_test.hpp"
+
+using Catch::Matchers::WithinAbs;
+using Catch::Matchers::WithinRel;
+
+TEST_CASE("common: summarize gives median, mean, sd, min, max", "[common]") {
+  const auto s = course::summarize({5.0, 1.0, 3.0, 2.0, 4.0});
+  CHECK(s.count == 5);
+  CHECK(s.median == 3.0);
+  CHECK(s.min == 1.0);
+  CHECK(s.max == 5.0);
+  CHECK_THAT(s.mean, WithinAbs(3.0, 1e-12));
+  CHECK_THAT(s.sd, WithinAbs(std::sqrt(2.5), 1e-12));
+  CHECK(course::summarize({4.0, 1.0}).median == 2.5);
+  CHECK(course::summarize({7.0}).sd == 0.0);
+  CHECK_THROWS_AS(course::summarize({}), course::UsageError);
+}
+
+TEST_CASE("common: parse_size accepts the usual spellings and rejects the rest", "[common]") {
+  CHECK(course::parse_size("1048576") == 1048576u);
+  CHECK(course::parse_size("2^20") == (std::size_t{1} << 20));
+  CHECK(course::parse_size("1<<24") == (std::size_t{1} << 24));
+  CHECK(course::parse_size("2^20+3") == (std::size_t{1} << 20) + 3);
+  CHECK(course::parse_size("2^10-1") == 1023u);
+  CHECK(course::parse_size("1e6") == 1000000u);
+  CHECK(course::parse_size("16M") == 16000000u);
+  CHECK(course::parse_size("16Mi") == (std::size_t{16} << 20));
+  CHECK(course::parse_size("0") == 0u);
+  CHECK_THROWS_AS(course::parse_size(""), course::UsageError);
+  CHECK_THROWS_AS(course::parse_size("-5"), course::UsageError);
+  CHECK_THROWS_AS(course::parse_size("abc"), course::UsageError);
+  CHECK_THROWS_AS(course::parse_size("2^70"), course::UsageError);
+  CHECK_THROWS_AS(course::parse_size("1-2"), course::UsageError);
+  CHECK(course::format_size(std::size_t{1} << 20) == "2^20");
+  CHECK(course::format_size(1000) == "1000");
+}
+
+TEST_CASE("common: a table prints aligned and writes CSV with named columns", "[common]") {
+  course::Table t({"version", "n", "gbps"});
+  t.add_row({std::string("a,b"), 3LL, 1.5});
+  t.add_row({std::string("plain"), 12LL, std::nan("")});
+  CHECK_THROWS_AS(t.add_row({std::string("short")}), course::UsageError);
+  std::ostringstream out;
+  t.print(out);
+  CHECK(out.str().find("version") == 0);
+  CHECK(out.str().find("1.5") != std::string::npos);
+  const std::string path = "test_common_table.csv";
+  t.write_csv(path);
+  std::ifstream in(path);
+  std::string header, row1, row2;
+  std::getline(in, header);
+  std::getline(in, row1);
+  std::getline(in, row2);
+  CHECK(header == "version,n,gbps");
+  CHECK(row1 == "\"a,b\",3,1.5");
+  CHECK(row2 == "plain,12,nan");
+  std::remove(path.c_str());
+}
+
+TEST_CASE("common: measurement rows carry GB/s and % of roofline", "[common]") {
+  course::Table t = course::measurement_table();
+  course::Measurement m;
+  m.version = "v1";
+  m.n = 1000;
+  m.bytes = 2e9;
+  m.ms = course::summarize({1.0, 1.0, 1.0});
+  m.roofline_gbps = 4000;
+  m.valid = true;
+  course::add_measurement(t, m);
+  const auto& row = t.rows().at(0);
+  const auto col = [&](const std::string& name) {
+    for (std::size_t c = 0; c < t.columns().size(); ++c)
+      if (t.columns()[c] == name) return c;
+    FAIL("no column " << name);
+    return std::size_t{0};
+  };
+  CHECK_THAT(std::get<double>(row[col("gbps")]), WithinRel(2000.0, 1e-12));
+  CHECK_THAT(std::get<double>(row[col("pct_roofline")]), WithinRel(50.0, 1e-12));
+  CHECK(std::get<long long>(row[col("valid")]) == 1);
+}
+
+TEST_CASE("common: the reference dot is exact on small integers and propagates NaN and inf", "[common]") {
+  const float x[] = {1, 2, 3, -4};
+  const float y[] = {5, 6, 7, 8};
+  const auto ref = course::reference_dot(x, y, 4);
+  CHECK(ref.value == 1 * 5 + 2 * 6 + 3 * 7 - 4 * 8);
+  CHECK(ref.sum_abs == 5 + 12 + 21 + 32);
+  const float xn[] = {1, NAN};
+  CHECK(std::isnan(course::reference_dot(xn, y, 2).value));
+  const float xi[] = {1, INFINITY};
+  CHECK(std::isinf(course::reference_dot(xi, y, 2).value));
+  CHECK(course::reference_dot(x, y, 0).value == 0.0);
+}
+
+TEST_CASE("common: the error bound accepts float rounding and rejects real mistakes", "[common]") {
+  const std::size_t n = 1 << 16;
+  const auto x = course::random_vector(n, 1);
+  const auto y = course::random_vector(n, 2);
+  const auto ref = course::reference_dot(x.data(), y.data(), n);
+  // A plain float loop is the least accurate order; it must pass.
+  float acc = 0;
+  for (std::size_t i = 0; i < n; ++i) acc += x[i] * y[i];
+  const auto good = course::check_dot(acc, ref);
+  CHECK(good.ok);
+  INFO(good.message);
+  // Dropping one typical element, doubling, NaN and inf must fail.
+  float dropped = 0;
+  for (std::size_t i = 1; i < n; ++i) dropped += x[i] * y[i];
+  (void)dropped;  // one element of size ~1/4 is below the bound at n = 2^16 (see reference.hpp)
+  CHECK_FALSE(course::check_dot(2.0 * ref.value, ref).ok);
+  CHECK_FALSE(course::check_dot(NAN, ref).ok);
+  CHECK_FALSE(course::check_dot(INFINITY, ref).ok);
+  CHECK(course::check_dot(0.0, course::Reference{0.0, 0.0, 0}).ok);
+  CHECK_FALSE(course::check_dot(1e-30, course::Reference{0.0, 0.0, 0}).ok);
+  // The bound grows like sqrt(n), not like n.
+  const double b1 = course::dot_error_bound({0, 1.0, 1 << 10});
+  const double b2 = course::dot_error_bound({0, 1.0, 1 << 20});
+  CHECK_THAT(b2 / b1, WithinRel(32.0, 0.01));
+}
+
+TEST_CASE("common: test inputs plant spikes whose loss the bound cannot absorb", "[common]") {
+  const std::size_t n = (1 << 20) + 3;
+  const auto in = course::test::make_dot_inputs(n, 7);
+  const double bound = course::dot_error_bound(in.ref);
+  for (std::size_t i : {std::size_t{0}, n / 2, n - 1}) CHECK(std::fabs(in.x[i] * in.y[i]) > 10 * bound);
+  const auto sizes = course::test::awkward_sizes(256, 3);
+  REQUIRE(sizes.size() == 7);
+  CHECK(sizes[0] == 0);
+  CHECK(sizes[2] == 255);
+  CHECK(sizes[4] == 257);
+}
+
+TEST_CASE("common: random inputs are seeded, signed and in range", "[common]") {
+  const auto a = course::random_vector(1000, 42);
+  const auto b = course::random_vector(1000, 42);
+  const auto c = course::random_vector(1000, 43);
+  CHECK(a == b);
+  CHECK(a != c);
+  int negative = 0;
+  for (float v : a) {
+    REQUIRE(v >= -1.0f);
+    REQUIRE(v < 1.0f);
+    negative += v < 0;
+  }
+  CHECK(negative > 400);
+  CHECK(negative < 600);
+}
+
+TEST_CASE("common: device and host random streams agree", "[common][gpu]") {
+  COURSE_REQUIRE_GPU();
+  const std::size_t n = (1 << 20) + 3;
+  course::DeviceBuffer<float> d(n);
+  course::fill_random_device(d.data(), n, 99, -2.0f, 3.0f);
+  const auto host = course::random_vector(n, 99, -2.0f, 3.0f);
+  CHECK(d.download() == host);
+}
+
+TEST_CASE("common: CHECK throws a CudaError naming the call", "[common][gpu]") {
+  COURSE_REQUIRE_GPU();
+  void* p = nullptr;
+  try {
+    CUDA_CHECK(cudaMalloc(&p, std::size_t{1} << 62));
+    FAIL("an impossible cudaMalloc did not throw");
+  } catch (const course::CudaError& e) {
+    CHECK(e.code() == cudaErrorMemoryAllocation);
+    CHECK_THAT(std::string(e.what()), course::test::contains("cudaMalloc"));
+  }
+  CHECK_THROWS_AS(course::require_fits(std::size_t{1} << 60, "a test"), course::DoesNotFitError);
+}
+
+TEST_CASE("common: device facts and the measured roofline are plausible", "[common][gpu]") {
+  COURSE_REQUIRE_GPU();
+  const auto& f = course::device_facts();
+  CHECK(f.sm_count > 0);
+  CHECK(f.l2_bytes > 0);
+  CHECK(f.peak_gbps > 0);
+  const auto& r = course::measured_roofline();
+  INFO(course::describe_device(f) << "; read roofline " << r.read_gbps << " GB/s, copy " << r.copy_gbps << " GB/s");
+  CHECK(r.read_gbps > 0.3 * f.peak_gbps);
+  CHECK(r.read_gbps <= 1.05 * f.peak_gbps);
+  CHECK(r.copy_gbps > 0);
+}
+
+TEST_CASE("common: the event timer measures GPU time, not launch time", "[common][gpu]") {
+  COURSE_REQUIRE_GPU();
+  const std::size_t n = std::size_t{1} << 28;
+  course::DeviceBuffer<float> d(n);
+  course::EventTimer timer;
+  timer.start();
+  d.fill_bytes(0);
+  const float ms = timer.stop_ms();
+  // Writing 1 GiB takes at least 1 GiB / (peak bandwidth); a timer that measured only the
+  // (asynchronous) enqueue would report microseconds.
+  const double floor_ms = d.bytes() / (course::device_facts().peak_gbps * 1e9) * 1e3;
+  CHECK(ms >= 0.9 * floor_ms);
+}

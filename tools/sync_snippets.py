@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""Keep the course's text true: code and measured numbers in Markdown come from their sources.
+
+In chapters/*/README.md, docs/*.md and README.md:
+
+  <!-- snippet: solutions/05_many_blocks/dot.cu block_tree -->
+  ```cuda
+  (the lines between the two `// [block_tree]` markers of that file)
+  ```
+  <!-- /snippet -->
+
+  <!-- num: 05_many_blocks.csv version=block_tree n=16777216 col=gbps fmt=.0f -->2950<!-- /num -->
+
+  <!-- table: 06_ladder.csv where=n=268435456 cols=version,median_ms,gbps fmt=median_ms:.4f,gbps:.0f -->
+  (a Markdown table of the matching rows)
+  <!-- /table -->
+
+Numbers and tables come from the CSVs of a real run (default results/reference/h100). A `num`
+must match exactly one row. In snippets taken from solutions/, the solution-region markers are
+dropped and the stubs left out.
+
+  tools/sync_snippets.py           rewrite the text
+  tools/sync_snippets.py --check   exit 1 when any text disagrees with its sources (CI)
+"""
+import argparse
+import csv
+import pathlib
+import re
+import sys
+import textwrap
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SNIPPET = re.compile(r"(<!-- snippet: (\S+) (\S+) -->\n)(.*?)(<!-- /snippet -->)", re.S)
+NUM = re.compile(r"(<!-- num: ([^>]*?) -->)(.*?)(<!-- /num -->)", re.S)
+TABLE = re.compile(r"(<!-- table: ([^>]*?) -->\n)(.*?)(<!-- /table -->)", re.S)
+LANG = {".cu": "cuda", ".cuh": "cuda", ".cpp": "cpp", ".hpp": "cpp", ".h": "cpp", ".py": "python",
+        ".cmake": "cmake", ".txt": "cmake", ".sh": "bash"}
+
+
+class SyncError(Exception):
+    pass
+
+
+def extract(path, tag):
+    src = ROOT / path
+    if not src.is_file():
+        raise SyncError(f"snippet source {path} does not exist")
+    lines = src.read_text().splitlines()
+    marker = re.compile(r"^\s*//\s*\[" + re.escape(tag) + r"\]\s*$")
+    at = [i for i, line in enumerate(lines) if marker.match(line)]
+    if len(at) != 2:
+        raise SyncError(f"{path}: marker '// [{tag}]' must appear exactly twice (found {len(at)})")
+    body, skipping = [], False
+    for line in lines[at[0] + 1:at[1]]:
+        s = line.strip()
+        if s in ("// BEGIN SOLUTION", "// END SOLUTION"):
+            skipping = False
+            continue
+        if s == "// STUB":
+            skipping = True
+            continue
+        if not skipping:
+            body.append(line)
+    return textwrap.dedent("\n".join(body)).strip("\n")
+
+
+def parse_spec(spec):
+    parts = spec.split()
+    if not parts:
+        raise SyncError("empty marker")
+    fields = {}
+    for p in parts[1:]:
+        if "=" not in p:
+            raise SyncError(f"'{p}' in '{spec}' is not key=value")
+        k, v = p.split("=", 1)
+        fields[k] = v
+    return parts[0], fields
+
+
+def load_csv(results, name, cache):
+    if name not in cache:
+        path = results / name
+        if not path.is_file():
+            raise SyncError(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path} does not exist "
+                            "(run the chapter on a GPU with --csv, or fix the marker)")
+        with path.open(newline="") as f:
+            cache[name] = list(csv.DictReader(f))
+    return cache[name]
+
+
+def same(a, b):
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return a == b
+
+
+def select(rows, conditions, what):
+    for key in conditions:
+        if rows and key not in rows[0]:
+            raise SyncError(f"{what}: no column '{key}'")
+    return [r for r in rows if all(same(r[k], v) for k, v in conditions.items())]
+
+
+def fmt(value, spec):
+    try:
+        return format(float(value), spec) if spec else value
+    except ValueError:
+        return value
+
+
+def render_num(spec, results, cache):
+    name, fields = parse_spec(spec)
+    col = fields.pop("col", None)
+    spec_fmt = fields.pop("fmt", "")
+    if col is None:
+        raise SyncError(f"num '{spec}' needs col=")
+    rows = select(load_csv(results, name, cache), fields, f"num '{spec}'")
+    if len(rows) != 1:
+        raise SyncError(f"num '{spec}' matches {len(rows)} rows of {name}; it must match exactly one")
+    if col not in rows[0]:
+        raise SyncError(f"num '{spec}': {name} has no column '{col}'")
+    return fmt(rows[0][col], spec_fmt)
+
+
+def render_table(spec, results, cache):
+    name, fields = parse_spec(spec)
+    cols = fields.get("cols", "").split(",")
+    where = dict(kv.split("=", 1) for kv in fields.get("where", "").split(",") if kv)
+    fmts = dict(kv.split(":", 1) for kv in fields.get("fmt", "").split(",") if kv)
+    rows = select(load_csv(results, name, cache), where, f"table '{spec}'")
+    if not rows:
+        raise SyncError(f"table '{spec}' matches no row of {name}")
+    for c in cols:
+        if c not in rows[0]:
+            raise SyncError(f"table '{spec}': {name} has no column '{c}'")
+    out = ["| " + " | ".join(cols) + " |", "|" + "|".join(" --- " for _ in cols) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(fmt(r[c], fmts.get(c, ".4g")) if c not in ("version", "config") else r[c]
+                                      for c in cols) + " |")
+    return "\n".join(out) + "\n"
+
+
+def sync_text(text, results, cache):
+    def snippet(m):
+        path, tag = m.group(2), m.group(3)
+        lang = LANG.get(pathlib.Path(path).suffix, "")
+        return f"{m.group(1)}```{lang}\n{extract(path, tag)}\n```\n{m.group(5)}"
+
+    text = SNIPPET.sub(snippet, text)
+    text = NUM.sub(lambda m: m.group(1) + render_num(m.group(2), results, cache) + m.group(4), text)
+    text = TABLE.sub(lambda m: m.group(1) + render_table(m.group(2), results, cache) + m.group(4), text)
+    return text
+
+
+def documents():
+    yield from sorted((ROOT / "chapters").glob("*/README.md"))
+    yield from sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "CONTRIBUTING.md")  # its markers are examples
+    if (ROOT / "README.md").is_file():
+        yield ROOT / "README.md"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="only compare; exit 1 on any difference")
+    parser.add_argument("--results", default="results/reference/h100", help="folder of the CSVs numbers come from")
+    args = parser.parse_args()
+    results = (ROOT / args.results).resolve()
+    cache, differ, errors, count = {}, [], [], 0
+    for doc in documents():
+        text = doc.read_text()
+        try:
+            new = sync_text(text, results, cache)
+        except SyncError as e:
+            errors.append(f"{doc.relative_to(ROOT)}: {e}")
+            continue
+        count += 1
+        if new != text:
+            differ.append(doc)
+            if not args.check:
+                doc.write_text(new)
+    for e in errors:
+        print(f"sync_snippets: {e}", file=sys.stderr)
+    if args.check:
+        for d in differ:
+            print(f"sync_snippets: {d.relative_to(ROOT)} disagrees with its sources; run tools/sync_snippets.py",
+                  file=sys.stderr)
+        ok = not differ and not errors
+        print(f"sync_snippets: {count} documents checked" + ("" if ok else ", problems above"))
+        return 0 if ok else 1
+    print(f"sync_snippets: updated {len(differ)} of {count} documents")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
