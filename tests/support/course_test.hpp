@@ -57,7 +57,8 @@ inline auto contains(const std::string& s) { return Catch::Matchers::Contains(s)
 bool add_case(const std::string& name, const std::string& tags, std::function<void()> body);
 
 /// Sizes every reduction is tested at: 0, 1, block−1, block, block+1, 2^20+3, and a random size
-/// in [2, 2^22] drawn from `seed` (printed in the test's name so a failure can be replayed).
+/// in [2, 2^22] drawn from `seed`. With COURSE_TEST_SMALL=1 (sanitizer runs) the last two shrink to
+/// 2^16+3 and a random size in [2, 2^16].
 std::vector<std::size_t> awkward_sizes(std::size_t block, std::uint64_t seed);
 
 /// Random signed inputs in [−1, 1) for a dot product of n elements (distinct streams for x and

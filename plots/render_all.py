@@ -1,0 +1,36 @@
+"""Renders every chapter's plots: runs plots/NN_*.py for each chapter whose CSV is present.
+
+    python3 plots/render_all.py --results results/reference/h100 --out results/local/plots
+"""
+import argparse
+import pathlib
+import subprocess
+import sys
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--results", type=pathlib.Path, required=True, help="folder with the chapters' CSVs")
+    p.add_argument("--out", type=pathlib.Path, required=True, help="folder for the images")
+    args = p.parse_args()
+    scripts = sorted(HERE.glob("[0-9][0-9]_*.py"))
+    failed, skipped, done = [], [], 0
+    for script in scripts:
+        if not (args.results / f"{script.stem}.csv").is_file():
+            skipped.append(script.stem)
+            continue
+        r = subprocess.run([sys.executable, str(script), "--results", str(args.results), "--out", str(args.out)])
+        if r.returncode != 0:
+            failed.append(script.stem)
+        else:
+            done += 1
+    if skipped:
+        print(f"render_all: no CSV in {args.results} for: {', '.join(skipped)} (skipped)")
+    print(f"render_all: {done} chapters plotted into {args.out}" + (f"; FAILED: {', '.join(failed)}" if failed else ""))
+    return 1 if failed or done == 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Makes sure the course's build dependencies are present: CMake >= 3.25, nvcc (CUDA 12.x/13.x),
+# Catch2 (2.13 or 3.x) and CLI11. Installs the missing ones with apt-get where that is possible
+# (Debian/Ubuntu, as root); otherwise says exactly what to install and exits 2.
+# Sourced or run by tools/test.sh and tools/run_course.sh; safe to run again.
+set -euo pipefail
+
+missing_pkgs=()
+say() { echo "setup: $*" >&2; }
+
+command -v cmake >/dev/null || { say "cmake not found: install CMake >= 3.25"; exit 2; }
+cmake_version=$(cmake --version | head -1 | awk '{print $3}')
+if [ "$(printf '%s\n3.25\n' "$cmake_version" | sort -V | head -1)" != "3.25" ]; then
+  say "CMake $cmake_version is too old: 3.25 or newer is needed"; exit 2
+fi
+if ! command -v nvcc >/dev/null; then
+  if [ -x /usr/local/cuda/bin/nvcc ]; then
+    export PATH="/usr/local/cuda/bin:$PATH"
+  else
+    say "nvcc not found: install the CUDA Toolkit (12.x or 13.x) and put its bin/ on PATH"; exit 2
+  fi
+fi
+
+have_cmake_package() {  # name: is a CMake config for it installed where find_package looks?
+  local name=$1
+  for dir in /usr/lib/cmake /usr/share/cmake /usr/local/lib/cmake /usr/local/share/cmake \
+             /usr/lib/x86_64-linux-gnu/cmake /usr/lib/aarch64-linux-gnu/cmake /usr/local/lib64/cmake \
+             ${CMAKE_PREFIX_PATH:+${CMAKE_PREFIX_PATH//:/ }}; do
+    compgen -G "$dir/${name}*/${name}Config.cmake" >/dev/null 2>&1 && return 0
+    compgen -G "$dir/${name}Config.cmake" >/dev/null 2>&1 && return 0
+  done
+  return 1
+}
+have_cmake_package Catch2 || missing_pkgs+=(catch2)
+have_cmake_package CLI11 || missing_pkgs+=(libcli11-dev)
+if [ "${COURSE_SETUP_DOCS:-0}" = 1 ] && ! command -v doxygen >/dev/null; then missing_pkgs+=(doxygen); fi
+
+if [ ${#missing_pkgs[@]} -gt 0 ]; then
+  if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    say "installing ${missing_pkgs[*]} with apt-get"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing_pkgs[@]}" >/dev/null
+  else
+    say "missing: ${missing_pkgs[*]}. Install them (Debian/Ubuntu: sudo apt-get install ${missing_pkgs[*]};"
+    say "elsewhere: Catch2 2.13 or 3.x and CLI11 2.x from your package manager or their sources), then run again."
+    exit 2
+  fi
+fi
+
+# Python for the plots: the system's python3 if it has matplotlib, else a venv in .venv.
+course_python() {
+  local root
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  if python3 -c 'import matplotlib' >/dev/null 2>&1; then
+    echo python3
+  elif [ -x "$root/.venv/bin/python" ] && "$root/.venv/bin/python" -c 'import matplotlib' >/dev/null 2>&1; then
+    echo "$root/.venv/bin/python"
+  else
+    say "creating .venv for the plots (pip install -r plots/requirements.txt)"
+    python3 -m venv "$root/.venv" >&2
+    "$root/.venv/bin/pip" install -q -r "$root/plots/requirements.txt" >&2
+    echo "$root/.venv/bin/python"
+  fi
+}
