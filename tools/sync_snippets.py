@@ -10,13 +10,15 @@ In chapters/*/README.md, docs/*.md and README.md:
   <!-- /snippet -->
 
   <!-- num: 05_many_blocks.csv version=block_tree n=16777216 col=gbps fmt=.0f -->2950<!-- /num -->
+  <!-- num: 01_timing.csv version=add_cpu config=float col=median_ms over="version=add_gpu;config=float" fmt=.0f -->190<!-- /num -->
 
   <!-- table: 06_ladder.csv where=n=268435456 cols=version,median_ms,gbps fmt=median_ms:.4f,gbps:.0f -->
   (a Markdown table of the matching rows)
   <!-- /table -->
 
 Numbers and tables come from the CSVs of a real run (default results/reference/h100). A `num`
-must match exactly one row. In snippets taken from solutions/, the solution-region markers are
+must match exactly one row; with over="k=v;..." it is divided by the same column of another row
+(a speed-up). Values with spaces are quoted: config="float, iters=64". In snippets taken from solutions/, the solution-region markers are
 dropped and the stubs left out.
 
   tools/sync_snippets.py           rewrite the text
@@ -26,6 +28,7 @@ import argparse
 import csv
 import pathlib
 import re
+import shlex
 import sys
 import textwrap
 
@@ -65,7 +68,10 @@ def extract(path, tag):
 
 
 def parse_spec(spec):
-    parts = spec.split()
+    try:
+        parts = shlex.split(spec)  # values with spaces are quoted: config="float, iters=64"
+    except ValueError as e:
+        raise SyncError(f"cannot parse marker '{spec}': {e}")
     if not parts:
         raise SyncError("empty marker")
     fields = {}
@@ -109,18 +115,34 @@ def fmt(value, spec):
         return value
 
 
+def one_row(rows, conditions, what, name):
+    match = select(rows, conditions, what)
+    if len(match) != 1:
+        raise SyncError(f"{what} matches {len(match)} rows of {name}; it must match exactly one")
+    return match[0]
+
+
 def render_num(spec, results, cache):
+    """One cell; with over="k=v;k2=v2", the cell divided by the same column of another row
+    (a speed-up or a ratio, still computed from the measurement)."""
     name, fields = parse_spec(spec)
     col = fields.pop("col", None)
     spec_fmt = fields.pop("fmt", "")
+    over = fields.pop("over", None)
     if col is None:
         raise SyncError(f"num '{spec}' needs col=")
-    rows = select(load_csv(results, name, cache), fields, f"num '{spec}'")
-    if len(rows) != 1:
-        raise SyncError(f"num '{spec}' matches {len(rows)} rows of {name}; it must match exactly one")
-    if col not in rows[0]:
+    rows = load_csv(results, name, cache)
+    row = one_row(rows, fields, f"num '{spec}'", name)
+    if col not in row:
         raise SyncError(f"num '{spec}': {name} has no column '{col}'")
-    return fmt(rows[0][col], spec_fmt)
+    if over is None:
+        return fmt(row[col], spec_fmt)
+    other = dict(kv.split("=", 1) for kv in over.split(";") if kv)
+    base = one_row(rows, other, f"num '{spec}' (over=)", name)
+    try:
+        return format(float(row[col]) / float(base[col]), spec_fmt or ".3g")
+    except (ValueError, ZeroDivisionError) as e:
+        raise SyncError(f"num '{spec}': cannot divide {row[col]} by {base[col]}: {e}")
 
 
 def render_table(spec, results, cache):

@@ -115,7 +115,7 @@ void add_gpu(Problem<T>& p, cudaStream_t s) {
 
 // [with_copies]
 // What a program that starts and ends on the host pays: both inputs over PCIe, the kernel, the
-// output back. The copies move as many bytes as the kernel, over a link ~50× slower than HBM.
+// output back. The copies move as many bytes as the kernel, over a link far slower than HBM.
 template <class T>
 void add_gpu_copies(Problem<T>& p, cudaStream_t s) {
   const std::size_t bytes = p.n * sizeof(T);

@@ -8,6 +8,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -30,8 +31,10 @@ COURSE_HOST_DEVICE inline std::uint64_t mix64(std::uint64_t seed, std::uint64_t 
 
 /// Value i of stream `seed`, uniform in [lo, hi) with 24 random bits.
 COURSE_HOST_DEVICE inline float random_at(std::uint64_t seed, std::uint64_t i, float lo, float hi) {
-  const float unit = static_cast<float>(mix64(seed, i) >> 40) * (1.0f / 16777216.0f);  // [0, 1)
-  return lo + (hi - lo) * unit;
+  const float unit = static_cast<float>(mix64(seed, i) >> 40) * (1.0f / 16777216.0f);  // [0, 1), exact
+  // An explicit fused multiply-add: nvcc contracts a*b+c into an FMA on the device and g++ does not
+  // on the host, which would make the two streams differ in the last bit.
+  return fmaf(hi - lo, unit, lo);
 }
 
 /// n values of stream `seed`, uniform in [lo, hi). Signed by default: a dot product of signed
