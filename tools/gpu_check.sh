@@ -79,12 +79,31 @@ if ! skipped sanitize; then
   done
 fi
 
-if ! skipped grade && [ -x tools/grade ]; then
+if ! skipped grade; then
+  # The grader proves the tests: the unfilled student tree must score zero on every exercise,
+  # the solutions full marks (correctness and performance).
   for tree in chapters solutions; do
-    tools/grade --tree $tree --build-dir build/gpu-$tree --no-build --out "$out/grade-$tree" >"$out/grade-$tree.log" 2>&1
+    t0=$SECONDS
+    tools/grade --tree $tree --build-dir build/gpu-$tree --no-build --expect-gpu --out "$out/grade-$tree" \
+      >"$out/grade-$tree.log" 2>&1
     rc=$?
-    score=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(f\"{d['score']:g} of {sum(t.get('max_score',0) for t in d['tests']):g}\")" "$out/grade-$tree/results.json" 2>/dev/null || echo "no results.json")
-    note "grade $tree" "$([ $rc -le 1 ] && echo info || echo FAIL)" "$score (exit $rc)"
+    verdict=$(python3 - "$out/grade-$tree/results.json" "$tree" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except OSError:
+    print("FAIL no results.json"); sys.exit()
+c, p = d["extra_data"]["correctness"], d["extra_data"]["performance"]
+text = f"correctness {c['score']:g}/{c['max_score']:g}, performance {p['score']:g}/{p['max_score']:g}"
+if sys.argv[2] == "chapters":
+    ok = c["score"] == 0 and p["score"] == 0 and c["max_score"] > 0
+else:
+    ok = c["score"] == c["max_score"] > 0 and p["score"] == p["max_score"]
+print(("ok" if ok else "FAIL") + " " + text)
+PY
+)
+    [ $rc -ne 0 ] && verdict="FAIL exit $rc; ${verdict#* }"
+    note "grade $tree" "${verdict%% *}" "${verdict#* }, $((SECONDS - t0)) s"
   done
 fi
 

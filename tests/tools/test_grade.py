@@ -1,0 +1,728 @@
+"""Tests of tools/grade's logic: no GPU, no build, standard library only.
+
+    python3 -m unittest discover -s tests/tools -p 'test_*.py'
+
+The JUnit fixtures are real `ctest --output-junit` files (CTest 3.25, Catch2 2.13), with one test
+of each kind: passed, failed (a Catch2 assertion), skipped by the GPU guard (COURSE-NO-GPU),
+crashed (SIGSEGV: empty failure), and "Unable to find executable" (notrun that is not a skip).
+"""
+
+import importlib.machinery
+import importlib.util
+import io
+import json
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+FIXTURES = HERE / "fixtures"
+
+
+def load_grade():
+    """tools/grade has no .py suffix: load it from its path."""
+    path = REPO / "tools" / "grade"
+    loader = importlib.machinery.SourceFileLoader("course_grade", str(path))
+    spec = importlib.util.spec_from_loader("course_grade", loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["course_grade"] = module  # dataclasses look their module up while the file runs
+    loader.exec_module(module)
+    return module
+
+
+grade = load_grade()
+
+ADD = "ch01 add_gpu: matches the host bitwise at awkward sizes"
+COPIES = "ch01 add_gpu_copies: matches the host bitwise at awkward sizes"
+EVENTS = "ch01 time_with_events_ms: measures GPU time, not the launch"
+ADD_CPU = "ch01 add_cpu: matches the host bitwise at awkward sizes"
+SQRT_CPU = "ch01 sqrt_cpu: matches the host bitwise at awkward sizes"
+CRASH = "ch01 sqrt_gpu: matches the host bitwise at awkward sizes"
+MISSING = "ch01 sqrt_gpu_copies: matches the host bitwise at awkward sizes"
+
+
+def manifest(correctness=None, performance=None, chapter="01_timing"):
+    data = {"chapter": chapter, "title": "Timing",
+            "correctness": correctness if correctness is not None else [
+                {"tests": "ch01 add_gpu: *", "points": 4},
+                {"tests": "ch01 add_gpu_copies: *", "points": 2},
+                {"tests": "ch01 time_with_events_ms: *", "points": 4}],
+            "performance": performance if performance is not None else []}
+    return grade.parse_manifest(data, Path(f"{chapter}.json"))
+
+
+def perf_rule(**over):
+    rule = {"name": "add kernel", "points": 4, "args": ["--kernel", "add_gpu"],
+            "row": {"version": "add_gpu", "config": "float", "n": 100000000},
+            "metric": "pct_roofline", "zero_at": 20, "full_at": 60, "requires": ["ch01 add_gpu: *"]}
+    rule.update(over)
+    return rule
+
+
+def result(name, status, output="", message="", no_gpu=False):
+    return grade.TestResult(name, status, output, message, 0.0, no_gpu)
+
+
+def passing(*names):
+    return [result(n, "passed") for n in names]
+
+
+def chapter01():
+    """The repository's own manifest of chapter 01."""
+    return next(m for m in grade.load_manifests(REPO / "tools" / "grading") if m.chapter == "01_timing")
+
+
+def csv_rows():
+    return grade.read_csv_rows(FIXTURES / "01_timing.csv")
+
+
+class FakeRunner:
+    """Stands in for the chapter executable: counts its calls, returns a fixed PerfRun."""
+
+    def __init__(self, run):
+        self.run, self.calls = run, 0
+
+    def __call__(self, *args):
+        self.calls += 1
+        return self.run
+
+
+def ok_run(rows=None):
+    return grade.PerfRun(0, rows if rows is not None else csv_rows(), "", "fixture.csv")
+
+
+class JUnitParsing(unittest.TestCase):
+    def setUp(self):
+        self.tests = grade.parse_junit(FIXTURES / "ctest_mixed.xml")
+        self.by_name = {t.name: t for t in self.tests}
+
+    def test_every_testcase_is_read_with_its_name_unescaped(self):
+        self.assertEqual(len(self.tests), 7)
+        self.assertEqual(set(self.by_name), {ADD, COPIES, EVENTS, ADD_CPU, SQRT_CPU, CRASH, MISSING})
+
+    def test_statuses(self):
+        status = {n: t.status for n, t in self.by_name.items()}
+        self.assertEqual(status[ADD], "failed")
+        self.assertEqual(status[COPIES], "passed")
+        self.assertEqual(status[ADD_CPU], "passed")
+        self.assertEqual(status[EVENTS], "skipped")
+        self.assertEqual(status[SQRT_CPU], "skipped")
+        self.assertEqual(status[CRASH], "failed")
+
+    def test_notrun_for_a_missing_executable_is_a_failure_not_a_skip(self):
+        t = self.by_name[MISSING]
+        self.assertEqual(t.status, "failed")
+        self.assertIn("Unable to find executable", t.message)
+
+    def test_gpu_skips_are_recognised_with_the_guards_reason(self):
+        self.assertTrue(self.by_name[EVENTS].no_gpu)
+        self.assertFalse(self.by_name[ADD].no_gpu)
+        reason = grade.gpu_skip_reason(self.tests)
+        self.assertTrue(reason.startswith("COURSE-NO-GPU: no usable CUDA GPU"), reason)
+        self.assertIsNone(grade.gpu_skip_reason(passing(ADD)))
+
+    def test_output_is_the_tests_own_text(self):
+        self.assertIn("255 of 255 elements wrong", self.by_name[ADD].output)
+
+    def test_failure_excerpt_drops_the_catch2_banner_and_keeps_the_hint(self):
+        text = grade.failure_excerpt(self.by_name[ADD])
+        self.assertIn("CHECK( 255 == 0 )", text)
+        self.assertIn("Hint: NaN means", text)
+        self.assertNotIn("Catch v2", text)
+        self.assertNotIn("test cases:", text)
+        self.assertLessEqual(len(text.splitlines()), 13)
+
+    def test_failure_excerpt_starts_at_the_first_failure(self):
+        out = ("Filters: x\n-----\nch01 x: y\n  first section\n-----\nt.cpp:1\n" + "." * 79 + "\n\n"
+               "t.cpp:5: FAILED:\n  CHECK( a == b )\nwith message:\n  first size\n\n-----\nch01 x: y\n"
+               "  second section\n-----\nt.cpp:9\n" + "." * 79 + "\n\nt.cpp:12: FAILED:\n  REQUIRE( c )\n\n"
+               + "=" * 79 + "\ntest cases: 1 | 1 failed\n")
+        text = grade.failure_excerpt(result("ch01 x: y", "failed", out))
+        self.assertTrue(text.startswith("t.cpp:5: FAILED:"), text)
+        self.assertIn("first size", text)
+        self.assertNotIn("test cases:", text)
+
+    def test_a_crash_is_explained_from_the_console(self):
+        console = grade.parse_ctest_console((FIXTURES / "ctest_mixed_console.txt").read_text())
+        self.assertEqual(console[CRASH], "Exception: SegFault")
+        self.assertEqual(console[ADD], "Failed")
+        self.assertEqual(console[COPIES], "Passed")
+        self.assertEqual(console[MISSING], "Not Run")
+        text = grade.failure_excerpt(self.by_name[CRASH], console[CRASH])
+        self.assertIn("CTest: Exception: SegFault", text)
+        self.assertIn("launching", text)
+
+    def test_testsuites_root_and_error_elements(self):
+        xml = ('<testsuites><testsuite name="x"><testcase name="ch02 a: b" status="run"/>'
+               '<testcase name="ch02 c: d"><error message="boom">trace</error></testcase>'
+               '<testcase name="ch02 e: f" status="disabled"><skipped message="Disabled"/></testcase>'
+               '</testsuite></testsuites>')
+        with tempfile.TemporaryDirectory() as d:
+            p = Path(d) / "j.xml"
+            p.write_text(xml)
+            tests = {t.name: t for t in grade.parse_junit(p)}
+        self.assertEqual(tests["ch02 a: b"].status, "passed")
+        self.assertEqual(tests["ch02 c: d"].status, "failed")
+        self.assertIn("boom", tests["ch02 c: d"].message)
+        self.assertEqual(tests["ch02 e: f"].status, "failed")  # disabled: should have run
+
+    def test_the_real_no_gpu_run_of_chapter_01(self):
+        """ctest_nogpu.xml: the solutions build of chapter 01 on a machine without a GPU."""
+        tests = grade.parse_junit(FIXTURES / "ctest_nogpu.xml")
+        self.assertEqual(len(tests), 7)
+        self.assertTrue(all(t.status == "skipped" and t.no_gpu for t in tests))
+        self.assertEqual(grade.gpu_skip_reason(tests),
+                         "COURSE-NO-GPU: no usable CUDA GPU (cudaGetDeviceCount: cudaErrorInsufficientDriver, "
+                         "CUDA driver version is insufficient for CUDA runtime version)")
+
+    def test_ctest4_catch2v3_student_tree_on_a_gpu(self):
+        """ctest4_student_on_gpu.xml: the unfilled student tree of chapter 01 on the H100 (CMake 4.4,
+        Catch2 3.4): <failure message="Failed"/> and a <properties> block per test case."""
+        tests = {t.name: t for t in grade.parse_junit(FIXTURES / "ctest4_student_on_gpu.xml")}
+        self.assertEqual(len(tests), 7)
+        self.assertEqual({n for n, t in tests.items() if t.status == "failed"}, {ADD, COPIES, EVENTS})
+        self.assertEqual({n for n, t in tests.items() if t.status == "passed"},
+                         {ADD_CPU, SQRT_CPU, CRASH, MISSING})
+        text = grade.failure_excerpt(tests[ADD])
+        self.assertTrue(text.startswith("/home/course/dotcourse/tests/test_01_timing.cpp:38: FAILED:"), text)
+        self.assertIn("at n = 1: 1 of 1 elements wrong", text)
+        self.assertIn("bounds check i < n", text)
+        self.assertEqual(grade.one_line(text),
+                         "add_gpu (float) at n = 1: 1 of 1 elements wrong; the first at index 0 (got -")
+        g = grade.assemble([chapter01()], list(tests.values()),
+                           lambda m, r: self.fail("no measurement without passing tests"))
+        self.assertEqual(g.total()[0], 0.0)   # the unfilled tree scores zero
+        self.assertGreater(g.total()[1], 0.0)
+        self.assertEqual(g.not_assessed(), 0.0)
+        self.assertEqual(g.exit_code(), grade.EXIT_OK)
+
+    def test_missing_or_broken_junit_is_a_grader_error(self):
+        with tempfile.TemporaryDirectory() as d:
+            with self.assertRaises(grade.GradeError):
+                grade.parse_junit(Path(d) / "absent.xml")
+            bad = Path(d) / "bad.xml"
+            bad.write_text("<testsuite><testcase")
+            with self.assertRaises(grade.GradeError):
+                grade.parse_junit(bad)
+
+
+class Manifests(unittest.TestCase):
+    def test_the_repositorys_manifests_are_valid(self):
+        manifests = grade.load_manifests(REPO / "tools" / "grading")
+        self.assertGreaterEqual(len(manifests), 1)
+        for m in manifests:
+            self.assertTrue(m.correctness or m.performance, m.path)
+            for rule in m.performance:
+                self.assertTrue(rule.requires)
+
+    def test_chapter_01_grades_its_exercises_and_the_add_kernels_roofline(self):
+        m = chapter01()
+        tests = passing(ADD, COPIES, EVENTS, ADD_CPU)
+        graded, others = grade.grade_correctness([m], tests)
+        self.assertEqual({i.name for i in graded}, {ADD, COPIES, EVENTS})
+        self.assertEqual([i.name for i in others], [ADD_CPU])
+        self.assertTrue(all(i.max_points > 0 for i in graded))
+        (perf,) = m.performance
+        self.assertEqual(perf.metric, "pct_roofline")
+        self.assertEqual(perf.row["version"], "add_gpu")
+        self.assertTrue(any(grade.match(g, ADD) for g in perf.requires))
+
+    def test_mistakes_are_caught_when_the_grader_starts(self):
+        bad = [
+            {"chapter": "01_timing", "correctness": [{"tests": "ch01 *", "points": -1}]},
+            {"chapter": "01_timing", "correctness": [{"tests": "ch01 *", "point": 1}]},
+            {"chapter": "01_timing", "performance": [perf_rule(requires=[])]},
+            {"chapter": "01_timing", "performance": [perf_rule(metric="median_ms")]},
+            {"chapter": "01_timing", "performance": [perf_rule(full_at=20)]},
+            {"chapter": "01_timing", "performance": [perf_rule(args=["--csv", "x.csv"])]},
+            {"chapter": "01_timing", "performance": [perf_rule(row={"config": "float"})]},
+            {"chapter": "02_cpu_dot"},                       # file is 01_timing.json
+            {"chapter": "timing"},
+        ]
+        for data in bad:
+            with self.subTest(data=data), self.assertRaises(grade.ManifestError):
+                grade.parse_manifest(data, Path("01_timing.json"))
+
+    def test_requires_may_be_one_string_and_comments_are_allowed(self):
+        m = grade.parse_manifest({"chapter": "01_timing", "comment": "x",
+                                  "performance": [perf_rule(requires="ch01 add_gpu: *", comment="y")]},
+                                 Path("01_timing.json"))
+        self.assertEqual(m.performance[0].requires, ["ch01 add_gpu: *"])
+
+    def test_speedup_metric_needs_a_version(self):
+        grade.parse_manifest({"chapter": "01_timing", "performance": [perf_rule(metric="speedup_vs:add_lib")]},
+                             Path("01_timing.json"))
+        with self.assertRaises(grade.ManifestError):
+            grade.parse_manifest({"chapter": "01_timing", "performance": [perf_rule(metric="speedup_vs:")]},
+                                 Path("01_timing.json"))
+
+
+class CorrectnessRules(unittest.TestCase):
+    def test_points_per_matching_test_and_first_rule_wins(self):
+        m = manifest(correctness=[{"tests": "ch01 add_gpu: *", "points": 3},
+                                  {"tests": "ch01 add*", "points": 1}])
+        graded, others = grade.grade_correctness([m], passing(ADD, COPIES, ADD_CPU, EVENTS))
+        points = {i.name: (i.points, i.max_points) for i in graded}
+        self.assertEqual(points, {ADD: (3, 3), COPIES: (1, 1), ADD_CPU: (1, 1)})
+        self.assertEqual([(i.name, i.status, i.max_points) for i in others], [(EVENTS, "not graded", 0.0)])
+
+    def test_glob_does_not_let_add_gpu_swallow_add_gpu_copies(self):
+        self.assertTrue(grade.match("ch01 add_gpu: *", ADD))
+        self.assertFalse(grade.match("ch01 add_gpu: *", COPIES))
+        self.assertFalse(grade.match("ch01 ADD_GPU: *", ADD))  # case-sensitive
+
+    def test_failed_test_scores_zero_with_its_message(self):
+        m = manifest()
+        tests = grade.parse_junit(FIXTURES / "ctest_mixed.xml")
+        graded, _ = grade.grade_correctness([m], tests)
+        item = next(i for i in graded if i.name == ADD)
+        self.assertEqual((item.points, item.max_points, item.status), (0.0, 4.0, "failed"))
+        self.assertIn("Hint: NaN means", item.detail)
+
+    def test_a_rule_that_matches_nothing_still_counts_its_points(self):
+        m = manifest(correctness=[{"tests": "ch01 renamed: *", "points": 2, "expect": 2}])
+        graded, _ = grade.grade_correctness([m], passing(ADD))
+        self.assertEqual(len(graded), 2)
+        self.assertEqual(sum(i.max_points for i in graded), 4)
+        self.assertEqual(sum(i.points for i in graded), 0)
+        self.assertTrue(all(i.status == "failed" for i in graded))
+
+    def test_skipped_test_is_not_assessed_unless_a_gpu_is_expected(self):
+        m = manifest()
+        tests = [result(EVENTS, "skipped", "COURSE-NO-GPU: none", "SKIP_REGULAR_EXPRESSION_MATCHED", True)]
+        graded, _ = grade.grade_correctness([m], tests)
+        (item,) = [i for i in graded if i.name == EVENTS]
+        self.assertEqual((item.status, item.points, item.max_points), ("skipped", 0.0, 4.0))
+        graded, _ = grade.grade_correctness([m], tests, expect_gpu=True)
+        (item,) = [i for i in graded if i.name == EVENTS]
+        self.assertEqual(item.status, "failed")
+
+    def test_not_graded_tests_are_grouped_by_chapter(self):
+        graded, others = grade.grade_correctness([manifest()], passing("ch07 x: y", "common: stats"))
+        self.assertEqual(sorted(i.chapter for i in others), ["ch07", "other"])
+
+
+class LinearScoring(unittest.TestCase):
+    def test_linear_between_thresholds(self):
+        self.assertEqual(grade.linear_points(40, 20, 60, 4), 2.0)
+        self.assertEqual(grade.linear_points(30, 20, 60, 4), 1.0)
+        self.assertEqual(grade.linear_points(92.6, 20, 60, 4), 4.0)
+        self.assertEqual(grade.linear_points(10, 20, 60, 4), 0.0)
+        self.assertEqual(grade.linear_points(20, 20, 60, 4), 0.0)
+        self.assertEqual(grade.linear_points(60, 20, 60, 4), 4.0)
+
+    def test_rounded_to_hundredths(self):
+        self.assertEqual(grade.linear_points(1.0, 0.0, 3.0, 1.0), 0.33)
+
+    def test_reversed_thresholds_reward_lower_values(self):
+        self.assertEqual(grade.linear_points(1.5, 2.0, 1.0, 10), 5.0)
+        self.assertEqual(grade.linear_points(3.0, 2.0, 1.0, 10), 0.0)
+
+    def test_not_a_number_scores_zero(self):
+        self.assertEqual(grade.linear_points(float("nan"), 20, 60, 4), 0.0)
+        self.assertEqual(grade.linear_points(float("inf"), 20, 60, 4), 0.0)
+
+
+class PerformanceRules(unittest.TestCase):
+    def grade_one(self, rule, tests, run, expect_gpu=False):
+        m = manifest(performance=[rule])
+        return grade.grade_performance(m, m.performance[0], tests, run, expect_gpu)
+
+    def test_pct_roofline_of_the_named_row(self):
+        runner = FakeRunner(ok_run())
+        item = self.grade_one(perf_rule(zero_at=20, full_at=100), passing(ADD), runner)
+        self.assertEqual(runner.calls, 1)
+        self.assertAlmostEqual(item.measured, 92.6)
+        self.assertEqual(item.points, round(4 * (92.6 - 20) / 80, 2))
+        self.assertEqual(item.status, "partial")
+        self.assertEqual(self.grade_one(perf_rule(), passing(ADD), runner).status, "passed")
+
+    def test_no_points_and_no_run_unless_the_required_tests_passed(self):
+        runner = FakeRunner(ok_run())
+        tests = [result(ADD, "failed", "boom")]
+        item = self.grade_one(perf_rule(), tests, runner)
+        self.assertEqual((item.points, item.status, runner.calls), (0.0, "failed", 0))
+        self.assertIn(ADD, item.detail)
+
+    def test_every_glob_of_requires_must_match_a_test(self):
+        runner = FakeRunner(ok_run())
+        item = self.grade_one(perf_rule(requires=["ch01 add_gpu: *", "ch01 gone: *"]), passing(ADD), runner)
+        self.assertEqual((item.points, item.status, runner.calls), (0.0, "failed", 0))
+
+    def test_a_failure_outranks_a_skip(self):
+        tests = [result(ADD, "failed"), result(COPIES, "skipped", no_gpu=True)]
+        state, _ = grade.requirement_state(["ch01 add_gpu*"], tests)
+        self.assertEqual(state, "failed")
+
+    def test_skipped_requirement_is_not_assessed(self):
+        runner = FakeRunner(ok_run())
+        tests = [result(ADD, "skipped", "COURSE-NO-GPU", "SKIP_REGULAR_EXPRESSION_MATCHED", True)]
+        item = self.grade_one(perf_rule(), tests, runner)
+        self.assertEqual((item.status, item.points, runner.calls), ("skipped", 0.0, 0))
+        self.assertTrue(item.no_gpu)
+        item = self.grade_one(perf_rule(), tests, runner, expect_gpu=True)
+        self.assertEqual(item.status, "failed")
+
+    def test_invalid_row_scores_zero(self):
+        rule = perf_rule(row={"version": "add_gpu_copies", "config": "float"}, requires=["ch01 add_gpu*"])
+        item = self.grade_one(rule, passing(ADD, COPIES), FakeRunner(ok_run()))
+        self.assertEqual((item.points, item.status), (0.0, "failed"))
+        self.assertIn("not valid", item.detail)
+
+    def test_valid_may_be_written_as_true(self):
+        rows = [dict(r, valid="true") for r in csv_rows()]
+        self.assertTrue(grade.row_valid(rows[1]))
+        self.assertFalse(grade.row_valid({"valid": "0"}))
+        self.assertFalse(grade.row_valid({"valid": "false"}))
+        self.assertFalse(grade.row_valid({}))
+
+    def test_speedup_vs_a_library_baseline_in_the_same_run(self):
+        rule = perf_rule(metric="speedup_vs:add_lib", zero_at=0.5, full_at=1.0)
+        item = self.grade_one(rule, passing(ADD), FakeRunner(ok_run()))
+        self.assertAlmostEqual(item.measured, 0.4102 / 0.4235)
+        self.assertEqual(item.points, round(4 * (0.4102 / 0.4235 - 0.5) / 0.5, 2))
+        # The double row is compared with the double baseline (n written as 1e+08 there).
+        rule = perf_rule(metric="speedup_vs:add_lib", zero_at=0.5, full_at=1.0,
+                         row={"version": "add_gpu", "config": "double"})
+        item = self.grade_one(rule, passing(ADD), FakeRunner(ok_run()))
+        self.assertAlmostEqual(item.measured, 0.8222 / 0.8391)
+
+    def test_an_invalid_or_missing_baseline_is_a_grader_error_not_a_zero(self):
+        for metric in ("speedup_vs:add_lib_broken", "speedup_vs:cublas"):
+            with self.subTest(metric=metric):
+                item = self.grade_one(perf_rule(metric=metric, zero_at=0.5, full_at=1),
+                                      passing(ADD), FakeRunner(ok_run()))
+                self.assertEqual(item.status, "error")
+
+    def test_a_rule_must_name_one_row(self):
+        rule = perf_rule(row={"version": "add_gpu"})
+        item = self.grade_one(rule, passing(ADD), FakeRunner(ok_run()))
+        self.assertEqual(item.status, "error")
+        self.assertIn("2 CSV rows", item.detail)
+        with self.assertRaises(LookupError):
+            grade.select_row(csv_rows(), {"version": "nope"})
+
+    def test_executable_exit_codes(self):
+        cases = [(3, "skipped"), (1, "failed"), (2, "error"), (4, "error")]
+        for code, status in cases:
+            with self.subTest(code=code):
+                item = self.grade_one(perf_rule(), passing(ADD), FakeRunner(grade.PerfRun(code, [], "out")))
+                self.assertEqual((item.status, item.points), (status, 0.0))
+        item = self.grade_one(perf_rule(), passing(ADD), FakeRunner(grade.PerfRun(3, [])), expect_gpu=True)
+        self.assertEqual(item.status, "failed")
+        item = self.grade_one(perf_rule(), passing(ADD), FakeRunner(grade.PerfRun(-1, [], timed_out=True)))
+        self.assertEqual(item.status, "failed")
+
+    def test_a_non_number_metric_scores_zero(self):
+        rows = csv_rows()
+        rows[1]["pct_roofline"] = "nan"
+        item = self.grade_one(perf_rule(), passing(ADD), FakeRunner(ok_run(rows)))
+        self.assertEqual((item.points, item.status), (0.0, "failed"))
+
+
+def no_gpu_grade():
+    """Chapter 01 on a machine without a GPU: every GPU test skipped, as CTest reports it."""
+    m = manifest(performance=[perf_rule(), perf_rule(name="copies", requires=["ch01 add_gpu_copies: *"])])
+    out = "warning:\n  COURSE-NO-GPU: no usable CUDA GPU (no CUDA-capable device is detected)\n"
+    tests = [result(n, "skipped", out, "SKIP_REGULAR_EXPRESSION_MATCHED", True)
+             for n in (ADD, COPIES, EVENTS, ADD_CPU)]
+    runner = FakeRunner(ok_run())
+    g = grade.assemble([m], tests, lambda mm, r: runner(mm, r), tree="chapters")
+    return g, runner
+
+
+class IncompleteWithoutGpu(unittest.TestCase):
+    def setUp(self):
+        self.g, self.runner = no_gpu_grade()
+
+    def test_exit_code_is_incomplete_and_nothing_ran(self):
+        self.assertTrue(self.g.incomplete)
+        self.assertEqual(self.g.exit_code(), grade.EXIT_INCOMPLETE)
+        self.assertEqual(self.runner.calls, 0)
+
+    def test_every_point_is_counted_as_not_assessed(self):
+        self.assertEqual(self.g.total(), (0.0, 18.0))
+        self.assertEqual(self.g.not_assessed(), 18.0)
+        self.assertEqual(self.g.not_assessed("correctness"), 10.0)
+        self.assertEqual(self.g.not_assessed("performance"), 8.0)
+
+    def test_headline_says_the_gpu_tests_did_not_run_and_is_not_a_zero(self):
+        head = self.g.headline()
+        self.assertIn("GPU tests did not run on this machine", head)
+        self.assertIn("18 of 18 points were not assessed", head)
+        self.assertIn("not a zero", head)
+        self.assertIn("no CUDA-capable device", head)
+
+    def test_results_json_reports_no_failure(self):
+        r = grade.gradescope_results(self.g)
+        json.dumps(r)
+        graded = [t for t in r["tests"] if "correctness" in t["tags"] or "performance" in t["tags"]]
+        self.assertEqual(len(graded), 5)
+        for t in graded:
+            self.assertNotIn("status", t)
+            self.assertEqual(t["score"], 0.0)
+        self.assertIn("GPU tests did not run", r["output"])
+        self.assertTrue(r["extra_data"]["incomplete"])
+        self.assertEqual(r["extra_data"]["points_not_assessed"], 18.0)
+
+    def test_report_says_so_too(self):
+        md = grade.render_markdown(self.g)
+        self.assertIn("INCOMPLETE: the GPU tests did not run", md)
+        self.assertIn("not run (no GPU)", md)
+        self.assertNotIn("**failed**", md)
+        self.assertIn("| **total** | **0** | **18** | **18** |", md)
+        self.assertIn(f"| {ADD_CPU} | skipped (no GPU) |", md)  # add_cpu has no rule: not graded
+
+    def test_a_real_failure_still_counts_without_a_gpu(self):
+        m = manifest(performance=[perf_rule()])
+        tests = [result(ADD, "failed", "x"), result(EVENTS, "skipped", "COURSE-NO-GPU", "SKIP_REGULAR_EXPRESSION_MATCHED",
+                                                   True), result(COPIES, "passed")]
+        g = grade.assemble([m], tests, lambda mm, r: ok_run())
+        statuses = {i.name: i.status for i in g.items}
+        self.assertEqual(statuses[ADD], "failed")
+        self.assertEqual(statuses["add kernel"], "failed")  # requires add_gpu, which failed
+        self.assertEqual(statuses[EVENTS], "skipped")
+        self.assertEqual(g.total(), (2.0, 14.0))
+        self.assertEqual(g.not_assessed(), 4.0)
+        self.assertEqual(g.exit_code(), grade.EXIT_INCOMPLETE)
+
+
+class CompleteRun(unittest.TestCase):
+    def setUp(self):
+        m = manifest(performance=[perf_rule(zero_at=20, full_at=100, leaderboard=True)])
+        tests = passing(COPIES, EVENTS, ADD_CPU) + [result(ADD, "passed")]
+        self.g = grade.assemble([m], tests, lambda mm, r: ok_run(), tree="solutions")
+        self.g.seconds = 12.6
+
+    def test_totals_and_exit_code(self):
+        self.assertFalse(self.g.incomplete)
+        self.assertEqual(self.g.exit_code(), grade.EXIT_OK)
+        perf = round(4 * (92.6 - 20) / 80, 2)
+        self.assertEqual(self.g.total("correctness"), (10.0, 10.0))
+        self.assertEqual(self.g.total("performance"), (perf, 4.0))
+        self.assertEqual(self.g.headline(), "")
+
+    def test_results_json_fields(self):
+        r = grade.gradescope_results(self.g)
+        r = json.loads(json.dumps(r))
+        for key in ("score", "execution_time", "output", "visibility", "stdout_visibility", "tests"):
+            self.assertIn(key, r)
+        self.assertEqual(r["execution_time"], 13)
+        self.assertAlmostEqual(r["score"], 10 + round(4 * (92.6 - 20) / 80, 2))
+        graded = [t for t in r["tests"] if "not-graded" not in t["tags"]]
+        self.assertEqual([t["number"] for t in graded], ["1.1", "1.2", "1.3", "1.4"])
+        for t in r["tests"]:
+            for key in ("name", "number", "score", "max_score", "output", "tags", "visibility"):
+                self.assertIn(key, t)
+            self.assertIn(t["visibility"], grade.VISIBILITIES)
+        perf = graded[-1]
+        self.assertEqual(perf["status"], "failed")       # partial credit: below max_score
+        self.assertEqual(perf["tags"], ["ch01", "performance"])
+        self.assertIn("pct_roofline = 92.6", perf["output"])
+        self.assertEqual([t["status"] for t in graded[:3]], ["passed"] * 3)
+        self.assertEqual(r["leaderboard"], [{"name": "01_timing add kernel", "value": 92.6, "order": "desc"}])
+        not_graded = [t for t in r["tests"] if "not-graded" in t["tags"]]
+        self.assertEqual([(t["number"], t["max_score"], t["status"]) for t in not_graded], [("1.5", 0.0, "passed")])
+
+    def test_report_has_the_tables(self):
+        md = grade.render_markdown(self.g)
+        self.assertIn("### Correctness: 10 of 10", md)
+        self.assertIn("| 1.4 | add kernel | version=add_gpu config=float n=100000000 | pct_roofline | 92.6 | 20 | 100 |", md)
+        self.assertIn("### Not graded (1 tests, 0 points)", md)
+
+
+class Options(unittest.TestCase):
+    def test_no_performance_leaves_measurements_out_of_the_totals(self):
+        m = manifest(performance=[perf_rule()])
+        g = grade.assemble([m], passing(ADD, COPIES, EVENTS), None)
+        self.assertEqual([i.kind for i in g.items], ["correctness"] * 3)
+        self.assertEqual(g.total(), (10.0, 10.0))
+        self.assertEqual(g.exit_code(), grade.EXIT_OK)
+        self.assertIn("--no-performance", " ".join(g.notes))
+        self.assertIn("--no-performance", grade.render_markdown(g))
+
+    def test_chapter_selection_builds_only_its_targets(self):
+        m = chapter01()
+        self.assertEqual(grade.build_targets([m], True), ["--target", "01_timing", "test_01_timing"])
+        self.assertEqual(grade.build_targets([m], False), [])
+
+    def test_chapter_names_resolve(self):
+        ms = [manifest(), manifest(chapter="05_many_blocks", correctness=[])]
+        for want in ("05_many_blocks", "05", "ch05"):
+            self.assertEqual([m.chapter for m in grade.resolve_chapters([want], ms)], ["05_many_blocks"])
+        with self.assertRaises(grade.UsageError):
+            grade.resolve_chapters(["06"], ms)
+
+    def test_tree_names(self):
+        self.assertEqual(grade.resolve_tree("solutions")[2], "solutions")
+        with tempfile.TemporaryDirectory() as d:
+            student = Path(d) / "alice" / "chapters"
+            student.mkdir(parents=True)
+            value, path, name = grade.resolve_tree(str(student))
+            self.assertEqual((value, name), (str(student.resolve()), "alice-chapters"))
+            with self.assertRaises(grade.UsageError):
+                grade.resolve_tree(str(Path(d) / "nothing"))
+
+
+FAKE_EXE = """#!/usr/bin/env python3
+# Stands in for a chapter executable: writes the fixture CSV where --csv says, counts its runs.
+import shutil, sys
+from pathlib import Path
+here = Path(sys.argv[0]).resolve().parent
+with open(here / "calls.txt", "a") as f:
+    f.write(" ".join(sys.argv[1:]) + "\\n")
+if "--no-gpu" in sys.argv:
+    print("01_timing: no CUDA GPU found"); sys.exit(3)
+shutil.copy("{csv}", sys.argv[sys.argv.index("--csv") + 1])
+print("ran")
+"""
+
+
+class Runner(unittest.TestCase):
+    """make_runner() against a stand-in executable (a Python script as bin/01_timing)."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        root = Path(self.tmp.name)
+        self.build, self.out = root / "build", root / "out"
+        (self.build / "bin").mkdir(parents=True)
+        exe = self.build / "bin" / "01_timing"
+        exe.write_text(FAKE_EXE.replace("{csv}", str(FIXTURES / "01_timing.csv")))
+        exe.chmod(0o755)
+        self.calls = self.build / "bin" / "calls.txt"
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_rules_with_the_same_arguments_share_one_run(self):
+        m = manifest(performance=[perf_rule(), perf_rule(name="double", row={"version": "add_gpu", "config": "double"}),
+                                  perf_rule(name="no gpu", args=["--no-gpu"])])
+        self.out.mkdir()
+        run = grade.make_runner(self.build, self.out, self.out / "test.log")
+        with redirect_stderr(io.StringIO()):
+            g = grade.assemble([m], passing(ADD, COPIES, EVENTS), run)
+        perf = {i.name: i for i in g.items if i.kind == "performance"}
+        self.assertEqual(perf["add kernel"].measured, 92.6)
+        self.assertEqual(perf["double"].measured, 93.5)
+        self.assertEqual(perf["no gpu"].status, "skipped")
+        self.assertEqual(self.calls.read_text().splitlines()[0].split()[2:], ["--kernel", "add_gpu"])
+        self.assertEqual(len(self.calls.read_text().splitlines()), 2)   # two distinct argument lists
+        self.assertTrue((self.out / "perf" / "01_timing-run1" / "01_timing.csv").exists())
+        self.assertEqual((self.out / "perf" / "01_timing-run1" / "output.txt").read_text().strip(), "ran")
+        self.assertEqual(g.exit_code(), grade.EXIT_INCOMPLETE)
+
+    def test_a_missing_executable_is_a_grader_error(self):
+        m = manifest(chapter="05_many_blocks", correctness=[], performance=[perf_rule()])
+        self.out.mkdir()
+        run = grade.make_runner(self.build, self.out, self.out / "test.log")
+        g = grade.assemble([m], passing(ADD), run)
+        self.assertEqual(g.items[0].status, "error")
+        self.assertEqual(g.exit_code(), grade.EXIT_ERROR)
+
+
+class BuildFailure(unittest.TestCase):
+    def test_zero_points_and_the_compiler_error(self):
+        log = "\n".join([f"[ {i}%] Building CUDA object x{i}.o" for i in range(60)]
+                        + ["/s/chapters/01_timing/vector_add.cu(31): error: identifier \"i\" is undefined",
+                           "1 error detected"] + [f"make line {i}" for i in range(50)]
+                        + ["make: *** [Makefile:146: all] Error 2"])
+        tail = grade.build_log_excerpt(log)
+        self.assertIn('error: identifier "i" is undefined', tail)
+        self.assertIn("make: *** [Makefile:146: all] Error 2", tail)
+        g = grade.build_failed_grade([manifest(performance=[perf_rule()])], tail, tree="chapters")
+        self.assertEqual(g.exit_code(), grade.EXIT_ERROR)
+        self.assertEqual(g.total(), (0.0, 14.0))
+        r = grade.gradescope_results(g)
+        self.assertEqual(r["score"], 0.0)
+        self.assertIn("BUILD FAILED", r["output"])
+        self.assertIn("is undefined", r["output"])
+        self.assertTrue(all(t["status"] == "failed" for t in r["tests"]))
+        self.assertIn("## Build log", grade.render_markdown(g))
+
+
+class CommandLine(unittest.TestCase):
+    def run_main(self, argv):
+        err, out = io.StringIO(), io.StringIO()
+        with redirect_stderr(err), redirect_stdout(out):
+            code = grade.main(argv)
+        return code, out.getvalue(), err.getvalue()
+
+    def test_bad_arguments_exit_2(self):
+        with tempfile.TemporaryDirectory() as d:
+            for argv in (["--chapter", "99_nope"], ["--tree", str(Path(d) / "absent")],
+                         ["--no-build", "--build-dir", d, "--out", d], ["--jobs", "0"], ["--bogus"]):
+                with self.subTest(argv=argv):
+                    try:
+                        code, _, err = self.run_main(argv)
+                    except SystemExit as e:  # argparse
+                        code = e.code
+                    self.assertEqual(code, grade.EXIT_USAGE)
+
+    def test_no_test_at_all_is_a_grader_error_not_a_zero(self):
+        def fake_run_logged(cmd, log, timeout=None, cwd=None):
+            junit = Path(cmd[cmd.index("--output-junit") + 1])
+            junit.write_text('<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="(empty)" tests="0"/>')
+            return 0, "No tests were found!!!"
+
+        real = grade.run_logged
+        grade.run_logged = fake_run_logged
+        try:
+            with tempfile.TemporaryDirectory() as d:
+                (Path(d) / "CTestTestfile.cmake").write_text("")
+                code, _, err = self.run_main(["--no-build", "--build-dir", d, "--out", str(Path(d) / "out")])
+                self.assertFalse((Path(d) / "out" / "results.json").exists())
+        finally:
+            grade.run_logged = real
+        self.assertEqual(code, grade.EXIT_ERROR)
+        self.assertIn("CTest ran no test", err)
+
+    def test_main_end_to_end_without_a_gpu(self):
+        """main() on a fake configured build: ctest is stubbed to write the real no-GPU-style
+        fixture; the chapter executable is never started because its requirements were skipped."""
+        calls = []
+
+        def fake_run_logged(cmd, log, timeout=None, cwd=None):
+            calls.append(cmd)
+            if cmd[0] == "ctest":
+                junit = Path(cmd[cmd.index("--output-junit") + 1])
+                junit.write_text((FIXTURES / "ctest_mixed.xml").read_text())
+                return 8, (FIXTURES / "ctest_mixed_console.txt").read_text()
+            raise AssertionError(f"unexpected command {cmd}")
+
+        real = grade.run_logged
+        grade.run_logged = fake_run_logged
+        try:
+            with tempfile.TemporaryDirectory() as d:
+                build, out = Path(d) / "build", Path(d) / "out"
+                build.mkdir()
+                (build / "CTestTestfile.cmake").write_text("")
+                code, stdout, _ = self.run_main(["--no-build", "--build-dir", str(build), "--out", str(out),
+                                                 "--chapter", "01"])
+                results = json.loads((out / "results.json").read_text())
+                report = (out / "report.md").read_text()
+        finally:
+            grade.run_logged = real
+        self.assertEqual(code, grade.EXIT_INCOMPLETE)
+        self.assertEqual([c[0] for c in calls], ["ctest"])
+        self.assertIn("-L", calls[0])
+        self.assertEqual(calls[0][calls[0].index("-L") + 1], "^(ch01)$")
+        self.assertIn("report.md", stdout)
+        self.assertIn("GPU tests did not run", results["output"])
+        by_name = {t["name"]: t for t in results["tests"]}
+        self.assertEqual(by_name[ADD]["status"], "failed")     # a real failure
+        self.assertNotIn("status", by_name[EVENTS])            # skipped: no status
+        self.assertEqual(by_name[COPIES]["status"], "passed")
+        self.assertEqual(by_name[f"{CRASH} (not graded)"]["max_score"], 0.0)
+        perf = [t for t in results["tests"] if "performance" in t["tags"]]
+        self.assertEqual(len(perf), 1)
+        self.assertTrue(perf[0]["name"].startswith("ch01 performance: "))
+        self.assertEqual(perf[0]["score"], 0.0)
+        self.assertEqual(perf[0]["status"], "failed")          # requires add_gpu, which failed
+        self.assertIn("Hint: NaN means", report)
+
+
+if __name__ == "__main__":
+    unittest.main()
