@@ -26,6 +26,7 @@ struct Options {
   std::uint64_t seed = 2024;      ///< seed of the random inputs (--seed)
   bool list = false;              ///< print the versions and exit (--list)
   bool quiet = false;             ///< no progress line (--quiet)
+  bool n_given = false;           ///< --n was on the command line (else n is the chapter's default)
 };
 
 /// Parses "1048576", "2^20", "1<<20", "1e6", "16M", "4Ki" (K/M/G are powers of 1000, Ki/Mi/Gi of

@@ -126,6 +126,7 @@ int App::run(int argc, char** argv, const std::function<int(const Options&)>& bo
   }
   try {
     options_.n = parse_size(n_text_);
+    options_.n_given = app_.get_option("--n")->count() > 0;
     if (options_.list) {
       for (const auto& [name, what] : versions_) std::printf("%-20s %s\n", name.c_str(), what.c_str());
       return kExitOk;

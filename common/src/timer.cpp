@@ -14,14 +14,20 @@ EventTimer::EventTimer(cudaStream_t stream) : stream_(stream) {
 
 EventTimer::~EventTimer() {
   // Destructors must not throw; a failure to destroy an event leaks a handle, nothing more.
-  cudaEventDestroy(start_);
-  cudaEventDestroy(stop_);
+  if (start_ != nullptr) cudaEventDestroy(start_);
+  if (stop_ != nullptr) cudaEventDestroy(stop_);
 }
 
 void EventTimer::start() { CUDA_CHECK(cudaEventRecord(start_, stream_)); }
 
 float EventTimer::stop_ms() {
-  CUDA_CHECK(cudaEventRecord(stop_, stream_));
+  record_stop();
+  return elapsed_ms();
+}
+
+void EventTimer::record_stop() { CUDA_CHECK(cudaEventRecord(stop_, stream_)); }
+
+float EventTimer::elapsed_ms() {
   CUDA_CHECK(cudaEventSynchronize(stop_));
   float ms = 0;
   CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
