@@ -1,0 +1,188 @@
+// Chapter 04 driver — one block: the race, and atomics.
+//
+//   04_one_block                          every version at n = 2^20 and 2^24, then the race shown
+//   04_one_block --kernel atomic_once     one version
+//   04_one_block --n 2^22 --reps 20       one size (given --n, only that size is measured)
+//   04_one_block --csv results/local/04_one_block.csv   (and 04_one_block_race.csv beside it)
+//
+// Every version is validated against the fp64 reference before and after timing; the racy one
+// fails, as it must, and is reported but does not fail the run. Then every version adds n ones
+// several times: the exact answer is n, so the racy result counts the additions that survived.
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <iostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "course/bench.hpp"
+#include "course/buffer.hpp"
+#include "course/check.hpp"
+#include "course/cli.hpp"
+#include "course/device.hpp"
+#include "course/progress.hpp"
+#include "course/random.hpp"
+#include "course/reference.hpp"
+#include "course/stats.hpp"
+#include "course/table.hpp"
+#include "course/timer.hpp"
+#include "dot.hpp"
+
+namespace {
+
+using Version = course::Version<ch04::GpuDot>;
+
+// The larger size of the default sweep: 2 × 64 MiB of inputs, well beyond the H100's 50 MB L2,
+// so the timings measure memory, not cache.
+constexpr std::size_t kLargeN = std::size_t{1} << 24;
+// Runs of the race demonstration.
+constexpr int kRaceRuns = 10;
+
+// Random signed inputs on the device (filled there), their fp64 reference, and the result.
+struct Inputs {
+  Inputs(std::size_t n_, std::uint64_t seed) : n(n_), d_x(n_), d_y(n_), d_result(1) {
+    const auto x = course::random_vector(n, seed);
+    const auto y = course::random_vector(n, seed + 1);
+    ref = course::reference_dot(x.data(), y.data(), n);
+    course::fill_random_device(d_x.data(), n, seed);  // the same values, made where they are used
+    course::fill_random_device(d_y.data(), n, seed + 1);
+    CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  std::size_t n;
+  course::DeviceBuffer<float> d_x, d_y, d_result;
+  course::Reference ref;
+};
+
+std::string shape_text(const ch04::Workspace& ws) {
+  return "grid=" + std::to_string(ws.grid) + " block=" + std::to_string(ws.block);
+}
+
+// Validate, time, validate the last timed run's result again; one row of the table.
+course::Measurement measure(const Version& v, Inputs& in, const course::Options& opt) {
+  ch04::Workspace ws;
+  auto run = [&] { v.run.launch(in.d_x.data(), in.d_y.data(), in.n, in.d_result.data(), ws, nullptr); };
+  auto result = [&] {
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return static_cast<double>(in.d_result.download()[0]);
+  };
+  in.d_result.fill_bytes(0xFF);  // NaN until a run writes it
+  run();
+  const course::Verdict before = course::check_dot(result(), in.ref);
+  in.d_result.fill_bytes(0xFF);  // the timed runs must write it again
+  const auto samples = course::time_gpu_ms(run, opt.warmup, opt.reps);
+  const course::Verdict after = course::check_dot(result(), in.ref);
+
+  course::Measurement m;
+  m.version = std::string(v.name);
+  m.config = shape_text(ws);
+  m.n = in.n;
+  m.bytes = 2.0 * static_cast<double>(in.n) * sizeof(float);  // x and y, read once
+  m.ms = course::summarize(samples);
+  m.roofline_gbps = course::measured_roofline().read_gbps;
+  m.rel_error = after.rel_error;
+  m.valid = before.ok && after.ok;
+  if (!m.valid && !v.run.racy)
+    std::fprintf(stderr, "04_one_block: %s at n = %zu FAILED validation: %s\n", m.version.c_str(), in.n,
+                 (before.ok ? after : before).message.c_str());
+  return m;
+}
+
+// Adds n ones, kRaceRuns times per version: the exact answer is n, and what a version loses shows.
+void race_demo(const std::vector<const Version*>& selected, std::size_t n, course::Table& table,
+               course::Progress& progress) {
+  course::DeviceBuffer<float> d_ones(std::vector<float>(n, 1.0f)), d_result(1);
+  for (const Version* v : selected) {
+    progress.step(std::string(v->name) + " adds " + course::format_size(n) + " ones");
+    ch04::Workspace ws;
+    for (int r = 0; r < kRaceRuns; ++r) {
+      d_result.fill_bytes(0xFF);
+      v->run.launch(d_ones.data(), d_ones.data(), n, d_result.data(), ws, nullptr);
+      CUDA_CHECK(cudaDeviceSynchronize());
+      const double got = d_result.download()[0];
+      const double expected = static_cast<double>(n);
+      table.add_row({std::string(v->name), static_cast<long long>(r), static_cast<long long>(n), got, expected,
+                     expected - got, n > 0 ? 100.0 * (expected - got) / expected : 0.0});
+    }
+  }
+}
+
+std::string csv_beside(const std::string& csv, const std::string& what) {
+  std::string stem = csv;
+  if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".csv") == 0) stem.resize(stem.size() - 4);
+  return stem + "_" + what + ".csv";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  course::App app("04_one_block",
+                  "Chapter 04: one block of threads computes a dot product. Adding into one result without "
+                  "atomics races and loses updates; atomicAdd on every product is right but serialized; a "
+                  "register sum per thread with one atomicAdd each is right and much faster.",
+                  std::size_t{1} << 20);
+  std::vector<std::pair<std::string, std::string>> names;
+  for (const auto& v : ch04::versions()) names.emplace_back(v.name, v.description);
+  app.set_versions(names);
+
+  return app.run(argc, argv, [&](const course::Options& opt) {
+    const bool n_given = app.cli().get_option("--n")->count() > 0;
+    std::vector<std::size_t> sizes = {opt.n};
+    if (!n_given && opt.n < kLargeN) sizes.push_back(kLargeN);
+    std::vector<const Version*> selected;
+    for (const auto& v : ch04::versions())
+      if (opt.kernel.empty() || v.name == opt.kernel) selected.push_back(&v);
+
+    const auto& facts = course::device_facts();
+    std::printf("GPU: %s\n", course::describe_device(facts).c_str());
+    const auto& roof = course::measured_roofline();
+    std::printf("Measured read roofline %.0f GB/s (%.0f%% of the %.0f GB/s peak)\n", roof.read_gbps,
+                100 * roof.read_gbps / facts.peak_gbps, facts.peak_gbps);
+    std::printf("One block of %d threads (the occupancy API's suggestion) on one of the %d SMs\n\n",
+                ch04::one_block_threads(), facts.sm_count);
+
+    std::size_t largest = 0;
+    for (std::size_t n : sizes) largest = std::max(largest, n);
+    course::require_fits(2 * largest * sizeof(float) + sizeof(float), "two float vectors of n = " +
+                                                                          course::format_size(largest));
+
+    course::Progress progress(static_cast<int>(selected.size() * (sizes.size() + 1)), "04_one_block", !opt.quiet);
+    course::Table table = course::measurement_table();
+    std::set<std::string> failed;
+    for (std::size_t n : sizes) {
+      Inputs in(n, opt.seed);
+      for (const Version* v : selected) {
+        progress.step(std::string(v->name) + " n=" + course::format_size(n));
+        const course::Measurement m = measure(*v, in, opt);
+        if (!m.valid && !v->run.racy) failed.insert(m.version);
+        course::add_measurement(table, m);
+      }
+    }
+
+    course::Table race({"version", "run", "n", "result", "expected", "lost", "lost_pct"});
+    race_demo(selected, opt.n, race, progress);
+    progress.done();
+
+    std::cout << "Random signed inputs; each version validated against the fp64 reference before and after "
+                 "timing.\nbytes = 2 n sizeof(float): x and y read once. valid = 0 on the racy version is "
+                 "the lesson, not a bug.\n\n";
+    table.print(std::cout, course::measurement_screen_columns());
+    std::cout << "\nEvery version adds " << course::format_size(opt.n) << " ones " << kRaceRuns
+              << " times (the exact answer is n; 'lost' counts the additions that vanished):\n\n";
+    race.print(std::cout);
+
+    if (!opt.csv.empty()) {
+      table.write_csv(opt.csv);
+      race.write_csv(csv_beside(opt.csv, "race"));
+      std::cout << "\nCSV written to " << opt.csv << " and " << csv_beside(opt.csv, "race") << "\n";
+    }
+    if (!failed.empty()) {
+      std::cerr << "04_one_block: " << failed.size() << " version(s) gave wrong results:";
+      for (const auto& f : failed) std::cerr << " " << f;
+      std::cerr << "\n";
+      return course::kExitFailure;
+    }
+    return course::kExitOk;
+  });
+}

@@ -1,0 +1,240 @@
+// Chapter 05 driver — many blocks, and the block reduction.
+//
+//   05_many_blocks                            every version at n = 2^20 and 2^24, the --per-thread
+//                                             sweep of two_level, and the determinism check
+//   05_many_blocks --kernel block_tree        one version
+//   05_many_blocks --kernel two_level --per-thread 16   one knob value, no sweep
+//   05_many_blocks --n 2^22 --reps 20         one size (given --n, only that size is measured)
+//   05_many_blocks --csv results/local/05_many_blocks.csv
+//       (and 05_many_blocks_per_thread.csv, 05_many_blocks_determinism.csv beside it)
+//
+// Every version is validated against the fp64 reference before and after timing. Then each runs
+// kRuns times on the same inputs: the versions without atomics must give the same bits every
+// time; the ones with atomics may not, and the table shows how many different results they gave.
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "course/bench.hpp"
+#include "course/buffer.hpp"
+#include "course/check.hpp"
+#include "course/cli.hpp"
+#include "course/device.hpp"
+#include "course/progress.hpp"
+#include "course/random.hpp"
+#include "course/reference.hpp"
+#include "course/stats.hpp"
+#include "course/table.hpp"
+#include "course/timer.hpp"
+#include "dot.hpp"
+
+namespace {
+
+using Version = course::Version<ch05::GpuDot>;
+
+// The larger size of the default sweep: 2 × 64 MiB of inputs, well beyond the H100's 50 MB L2,
+// so the timings measure memory, not cache.
+constexpr std::size_t kLargeN = std::size_t{1} << 24;
+// Runs of the determinism check.
+constexpr int kRuns = 20;
+// The --per-thread values of the default sweep of two_level.
+const std::vector<int> kPerThreadSweep = {1, 2, 4, 8, 16, 32, 64};
+
+// Random signed inputs on the device (filled there), their fp64 reference, and the result.
+struct Inputs {
+  Inputs(std::size_t n_, std::uint64_t seed) : n(n_), d_x(n_), d_y(n_), d_result(1) {
+    const auto x = course::random_vector(n, seed);
+    const auto y = course::random_vector(n, seed + 1);
+    ref = course::reference_dot(x.data(), y.data(), n);
+    course::fill_random_device(d_x.data(), n, seed);  // the same values, made where they are used
+    course::fill_random_device(d_y.data(), n, seed + 1);
+    CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  float run(const Version& v, ch05::Workspace& ws) {
+    v.run.launch(d_x.data(), d_y.data(), n, d_result.data(), ws, nullptr);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return d_result.download()[0];
+  }
+  std::size_t n;
+  course::DeviceBuffer<float> d_x, d_y, d_result;
+  course::Reference ref;
+};
+
+std::string shape_text(const Version& v, const ch05::Workspace& ws) {
+  if (ws.grid == 0) return "library";
+  std::string s = "grid=" + std::to_string(ws.grid) + " block=" + std::to_string(ws.block);
+  if (v.name == "two_level") s += " per_thread=" + std::to_string(ws.per_thread);
+  return s;
+}
+
+// Validate, time, validate the last timed run's result again; one row of a table.
+course::Measurement measure(const Version& v, Inputs& in, const course::Options& opt, int per_thread,
+                            const std::string& config = "") {
+  ch05::Workspace ws;
+  ws.per_thread = per_thread;
+  auto run = [&] { v.run.launch(in.d_x.data(), in.d_y.data(), in.n, in.d_result.data(), ws, nullptr); };
+  in.d_result.fill_bytes(0xFF);  // NaN until a run writes it
+  const course::Verdict before = course::check_dot(in.run(v, ws), in.ref);
+  in.d_result.fill_bytes(0xFF);  // the timed runs must write it again
+  const auto samples = course::time_gpu_ms(run, opt.warmup, opt.reps);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const course::Verdict after = course::check_dot(in.d_result.download()[0], in.ref);
+
+  course::Measurement m;
+  m.version = std::string(v.name);
+  m.config = config.empty() ? shape_text(v, ws) : config;
+  m.n = in.n;
+  m.bytes = 2.0 * static_cast<double>(in.n) * sizeof(float);  // x and y, read once
+  m.ms = course::summarize(samples);
+  m.roofline_gbps = course::measured_roofline().read_gbps;
+  m.rel_error = after.rel_error;
+  m.valid = before.ok && after.ok;
+  if (!m.valid)
+    std::fprintf(stderr, "05_many_blocks: %s at n = %zu FAILED validation: %s\n", m.version.c_str(), in.n,
+                 (before.ok ? after : before).message.c_str());
+  return m;
+}
+
+std::uint32_t bits(float f) {
+  std::uint32_t u = 0;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+// kRuns runs on the same inputs: how many different results, and their spread.
+void determinism_row(const Version& v, Inputs& in, int per_thread, course::Table& table, std::set<std::string>& failed) {
+  ch05::Workspace ws;
+  ws.per_thread = per_thread;
+  std::set<std::uint32_t> distinct;
+  double lo = 0, hi = 0;
+  bool all_ok = true;
+  for (int r = 0; r < kRuns; ++r) {
+    in.d_result.fill_bytes(0xFF);
+    const float got = in.run(v, ws);
+    all_ok = all_ok && course::check_dot(got, in.ref).ok;
+    distinct.insert(bits(got));
+    lo = r == 0 ? got : std::min<double>(lo, got);
+    hi = r == 0 ? got : std::max<double>(hi, got);
+  }
+  if (!all_ok || (v.run.deterministic && distinct.size() != 1)) failed.insert(std::string(v.name));
+  table.add_row({std::string(v.name), static_cast<long long>(in.n), static_cast<long long>(kRuns),
+                 static_cast<long long>(distinct.size()), lo, hi, hi - lo, in.ref.value,
+                 static_cast<long long>(v.run.deterministic ? 1 : 0)});
+}
+
+std::string csv_beside(const std::string& csv, const std::string& what) {
+  std::string stem = csv;
+  if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".csv") == 0) stem.resize(stem.size() - 4);
+  return stem + "_" + what + ".csv";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  course::App app("05_many_blocks",
+                  "Chapter 05: many blocks compute a dot product. A grid-stride loop with one atomic per "
+                  "thread; a block reduction in shared memory (serial, then a tree) with one atomic per "
+                  "block; per-block partials summed on the host (deterministic); a warp-shuffle block "
+                  "reduction; cuBLAS as the baseline.",
+                  std::size_t{1} << 20);
+  int per_thread = ch05::kDefaultPerThread;
+  app.cli()
+      .add_option("--per-thread", per_thread,
+                  "Elements each thread of two_level sums before the block reduction (given: no sweep)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  std::vector<std::pair<std::string, std::string>> names;
+  for (const auto& v : ch05::versions()) names.emplace_back(v.name, v.description);
+  app.set_versions(names);
+
+  return app.run(argc, argv, [&](const course::Options& opt) {
+    const bool n_given = app.cli().get_option("--n")->count() > 0;
+    const bool per_thread_given = app.cli().get_option("--per-thread")->count() > 0;
+    std::vector<std::size_t> sizes = {opt.n};
+    if (!n_given && opt.n < kLargeN) sizes.push_back(kLargeN);
+    const std::size_t largest = *std::max_element(sizes.begin(), sizes.end());
+    std::vector<const Version*> selected;
+    for (const auto& v : ch05::versions())
+      if (opt.kernel.empty() || v.name == opt.kernel) selected.push_back(&v);
+    const Version* two_level = nullptr;
+    for (const Version* v : selected)
+      if (v->name == "two_level") two_level = v;
+    const std::vector<int> sweep = (two_level != nullptr && !per_thread_given) ? kPerThreadSweep : std::vector<int>{};
+
+    const auto& facts = course::device_facts();
+    std::printf("GPU: %s\n", course::describe_device(facts).c_str());
+    const auto& roof = course::measured_roofline();
+    std::printf("Measured read roofline %.0f GB/s (%.0f%% of the %.0f GB/s peak)\n\n", roof.read_gbps,
+                100 * roof.read_gbps / facts.peak_gbps, facts.peak_gbps);
+    // Inputs, the result, and the largest scratch: one partial per block of two_level at per_thread 1.
+    course::require_fits(2 * largest * sizeof(float) + largest / 32 * sizeof(float) + sizeof(float),
+                         "two float vectors of n = " + course::format_size(largest));
+
+    const int steps = static_cast<int>(selected.size() * (sizes.size() + 1) + sweep.size());
+    course::Progress progress(steps, "05_many_blocks", !opt.quiet);
+    course::Table table = course::measurement_table();
+    course::Table per_thread_table = course::measurement_table();
+    course::Table determinism({"version", "n", "runs", "distinct", "min_result", "max_result", "spread",
+                               "reference", "deterministic"});
+    std::set<std::string> failed;
+    for (std::size_t n : sizes) {
+      Inputs in(n, opt.seed);
+      for (const Version* v : selected) {
+        progress.step(std::string(v->name) + " n=" + course::format_size(n));
+        const course::Measurement m = measure(*v, in, opt, per_thread);
+        if (!m.valid) failed.insert(m.version);
+        course::add_measurement(table, m);
+      }
+      if (n == largest)
+        for (int k : sweep) {
+          progress.step("two_level per_thread=" + std::to_string(k) + " n=" + course::format_size(n));
+          const course::Measurement m = measure(*two_level, in, opt, k, "per_thread=" + std::to_string(k));
+          if (!m.valid) failed.insert(m.version);
+          course::add_measurement(per_thread_table, m);
+        }
+    }
+    {
+      Inputs in(opt.n, opt.seed);
+      for (const Version* v : selected) {
+        progress.step(std::string(v->name) + " " + std::to_string(kRuns) + " runs, same input");
+        determinism_row(*v, in, per_thread, determinism, failed);
+      }
+    }
+    progress.done();
+
+    std::cout << "Random signed inputs; each version validated against the fp64 reference before and after "
+                 "timing.\nbytes = 2 n sizeof(float): x and y read once.\n\n";
+    table.print(std::cout, course::measurement_screen_columns());
+    if (!sweep.empty()) {
+      std::cout << "\ntwo_level at n = " << course::format_size(largest) << ", elements per thread swept:\n\n";
+      per_thread_table.print(std::cout, course::measurement_screen_columns());
+    }
+    std::cout << "\n" << kRuns << " runs of each version on the same " << course::format_size(opt.n)
+              << " inputs (deterministic = 1: no atomics, a fixed order of additions):\n\n";
+    determinism.print(std::cout);
+
+    if (!opt.csv.empty()) {
+      table.write_csv(opt.csv);
+      std::cout << "\nCSV written to " << opt.csv;
+      if (!sweep.empty()) {
+        per_thread_table.write_csv(csv_beside(opt.csv, "per_thread"));
+        std::cout << ", " << csv_beside(opt.csv, "per_thread");
+      }
+      determinism.write_csv(csv_beside(opt.csv, "determinism"));
+      std::cout << ", " << csv_beside(opt.csv, "determinism") << "\n";
+    }
+    if (!failed.empty()) {
+      std::cerr << "05_many_blocks: " << failed.size() << " version(s) gave wrong or unsteady results:";
+      for (const auto& f : failed) std::cerr << " " << f;
+      std::cerr << "\n";
+      return course::kExitFailure;
+    }
+    return course::kExitOk;
+  });
+}

@@ -1,0 +1,120 @@
+// Chapter 04 — one block: the race, and atomics.
+//
+// Versions (ch04::versions(); one with `04_one_block --kernel NAME`, all with `04_one_block`):
+//   race         every thread adds its products into *result with +=: a data race   04_one_block --kernel race
+//   atomic_each  one atomicAdd per product: right, and serialized (exercise 1)      04_one_block --kernel atomic_each
+//   atomic_once  a register sum per thread, one atomicAdd each (exercise 2)          04_one_block --kernel atomic_once
+//
+// All three launch one block, as many threads as the occupancy API suggests; every thread walks
+// the vectors with a stride of blockDim.x, so thread t takes elements t, t + blockDim.x, ...
+
+#include <algorithm>
+
+#include "course/check.hpp"
+#include "dot.hpp"
+
+namespace ch04 {
+
+// [race_kernel]
+// Every thread adds its products straight into the one result. `*result += p` is three steps — a
+// load, an add, a store — and nothing stops another thread from storing between this thread's
+// load and its store: that other thread's update is overwritten and lost (a data race). The
+// answer is wrong, and different on every run. (The compiler may also keep *result in a register
+// between iterations: a race is undefined behaviour, so it may assume no other thread writes.)
+__global__ void dot_race(const float* x, const float* y, std::size_t n, float* result) {
+  for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) *result += x[i] * y[i];
+}
+// [race_kernel]
+
+// [atomic_each_kernel]
+// What changed: atomicAdd makes the load-add-store one indivisible operation, done by the memory
+// system, so no update is lost. Still slow: every product is one atomic on the same address, and
+// atomics on one address are performed one after another — n of them, in a queue.
+__global__ void dot_atomic_each(const float* x, const float* y, std::size_t n, float* result) {
+  for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) {
+    // BEGIN SOLUTION
+    atomicAdd(result, x[i] * y[i]);
+    // STUB
+    //> // TODO(student): add the product x[i] * y[i] to *result so that no other thread's update is lost.
+    // END SOLUTION
+  }
+}
+// [atomic_each_kernel]
+
+// [atomic_once_kernel]
+// What changed: each thread sums its share in a register — private, so no race and no atomic —
+// and adds that sum to the result once: blockDim.x atomics instead of n. Still slow: one block
+// runs on one of the GPU's SMs; the others sit idle (chapter 05).
+__global__ void dot_atomic_once(const float* x, const float* y, std::size_t n, float* result) {
+  // BEGIN SOLUTION
+  float sum = 0.0f;
+  for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) sum += x[i] * y[i];
+  atomicAdd(result, sum);
+  // STUB
+  //> // TODO(student): sum this thread's products (i = threadIdx.x, + blockDim.x, ... while i < n) in a
+  //> // float register, then add that sum to *result with one atomicAdd.
+  // END SOLUTION
+}
+// [atomic_once_kernel]
+
+namespace {
+
+// [occupancy]
+// The block size that keeps the most warps resident on an SM for `kernel` (its registers and
+// shared memory decide that, not us). For one block, it is also how many threads work at once.
+template <class Kernel>
+int suggested_block(Kernel kernel) {
+  int min_grid = 0, block = 0;  // min_grid: blocks needed to fill the GPU, unused with one block
+  CUDA_CHECK(cudaOccupancyMaxPotentialBlockSize(&min_grid, &block, kernel, 0, 0));
+  return block;
+}
+// [occupancy]
+
+// Every launcher: zero the result (it is added into), then one block of one_block_threads().
+template <class Kernel>
+void launch_one_block(Kernel kernel, const char* name, const float* d_x, const float* d_y, std::size_t n,
+                      float* d_result, Workspace& ws, cudaStream_t stream) {
+  const int block = one_block_threads();
+  CUDA_CHECK(cudaMemsetAsync(d_result, 0, sizeof(float), stream));
+  kernel<<<1, block, 0, stream>>>(d_x, d_y, n, d_result);
+  CUDA_CHECK_LAUNCH(name);
+  ws.grid = 1;
+  ws.block = block;
+}
+
+void run_race(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws, cudaStream_t s) {
+  launch_one_block(dot_race, "dot_race", d_x, d_y, n, d_result, ws, s);
+}
+
+void run_atomic_each(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws,
+                     cudaStream_t s) {
+  launch_one_block(dot_atomic_each, "dot_atomic_each", d_x, d_y, n, d_result, ws, s);
+}
+
+void run_atomic_once(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws,
+                     cudaStream_t s) {
+  launch_one_block(dot_atomic_once, "dot_atomic_once", d_x, d_y, n, d_result, ws, s);
+}
+
+}  // namespace
+
+int one_block_threads() {
+  // A function-local static: asked once per process (the query costs microseconds, a launch at
+  // n = 2^20 not many more). If the query throws, the next call asks again.
+  static const int threads = std::min({suggested_block(dot_race), suggested_block(dot_atomic_each),
+                                       suggested_block(dot_atomic_once)});
+  return threads;
+}
+
+// [registry]
+const std::vector<course::Version<GpuDot>>& versions() {
+  static const std::vector<course::Version<GpuDot>> registry = {
+      {"race", "one block, every thread does *result += x[i]*y[i]: a data race, wrong", {run_race, true}, false},
+      {"atomic_each", "one block, one atomicAdd per product: right, serialized", {run_atomic_each}, true},
+      {"atomic_once", "one block, a register sum per thread, one atomicAdd per thread", {run_atomic_once}, true},
+  };
+  return registry;
+}
+// [registry]
+
+}  // namespace ch04

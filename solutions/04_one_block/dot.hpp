@@ -1,0 +1,43 @@
+#pragma once
+/// \file
+/// \brief Chapter 04: one block of threads computes a dot product — the race, and atomics.
+///
+/// Every version has the same shape: device pointers in, the result written to one float in
+/// device memory, asynchronously on a stream. The registry, versions(), is the only list of them:
+/// the command line, the tests, the benchmark and the text all iterate it.
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "course/registry.hpp"
+
+namespace ch04 {
+
+/// What a launcher leaves behind for the driver's tables: the shape of its launch.
+struct Workspace {
+  int grid = 0;   ///< blocks of the last launch (always 1 in this chapter)
+  int block = 0;  ///< threads per block of the last launch
+};
+
+/// Computes x·y over n elements into *d_result (device memory), asynchronously on `stream`.
+/// The launcher sets *d_result to zero itself (on the stream) before it adds into it.
+using Launcher = void (*)(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws,
+                          cudaStream_t stream);
+
+/// One entry of the registry: the launcher and what the driver and the tests need to know.
+struct GpuDot {
+  Launcher launch;
+  bool racy = false;  ///< a data race on purpose: shown by the driver, never held to the error bound
+};
+
+/// The chapter's registry, in the order the text tells the story.
+const std::vector<course::Version<GpuDot>>& versions();
+
+/// Threads of the one block every version launches: the block size the occupancy API suggests,
+/// the smallest over this chapter's kernels (they are alike, so the suggestions agree). Queried
+/// once per process; needs a GPU.
+int one_block_threads();
+
+}  // namespace ch04

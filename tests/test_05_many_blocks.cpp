@@ -1,0 +1,185 @@
+// Chapter 05 grading tests: every version of the registry at awkward sizes (plus the sizes around
+// one full pass of the grid), on random signed data with spikes, against the fp64 reference within
+// the error bound; the two-level version at several --per-thread values; and determinism: a
+// version that claims it gives the same bits on every run does, while a version with atomics is
+// only held to the bound on every run (its bits may or may not change: that is scheduling).
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "course/buffer.hpp"
+#include "course/check.hpp"
+#include "course/device.hpp"
+#include "dot.hpp"
+#include "support/course_test.hpp"
+
+namespace {
+
+using Version = course::Version<ch05::GpuDot>;
+
+// Inputs on the device, and a result that starts as NaN before every run.
+struct OnDevice {
+  explicit OnDevice(const course::test::DotInputs& in) : n(in.x.size()), d_x(in.x), d_y(in.y), d_result(1) {}
+  float run(const Version& v, ch05::Workspace& ws) {
+    d_result.fill_bytes(0xFF);  // NaN: a result that is never written cannot pass
+    v.run.launch(d_x.data(), d_y.data(), n, d_result.data(), ws, nullptr);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return d_result.download()[0];
+  }
+  std::size_t n;
+  course::DeviceBuffer<float> d_x, d_y, d_result;
+};
+
+std::uint32_t bits(float f) {
+  std::uint32_t u = 0;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+// What a student should look at, from the version and what the result looks like.
+std::string hint(const Version& v, const course::Verdict& verdict, const ch05::Workspace& ws) {
+  std::ostringstream h;
+  h << "launch was " << ws.grid << " blocks of " << ws.block << " threads. ";
+  if (std::isnan(verdict.got))
+    h << "NaN: the result was never written, or a NaN was read from outside the inputs. ";
+  else if (verdict.got == 0.0 && verdict.expected != 0.0)
+    h << "0: no product reached the result. Is a TODO still empty? ";
+  if (v.name == "block_tree")
+    h << "block_sum_tree: for stride = blockDim.x/2 down to 1, threads tid < stride add s_partial[tid + "
+         "stride] into s_partial[tid], and EVERY thread calls __syncthreads() after each step (a barrier "
+         "inside the if deadlocks or races).";
+  else if (v.name == "two_level")
+    h << "two_level uses block_sum_tree too (fill it first: the block_tree test). Its own loop: the block's "
+         "tile starts at blockIdx.x * blockDim.x * per_thread (std::size_t!), and thread t takes start + t + "
+         "k * blockDim.x for k < per_thread, skipping indices >= n. A sum that is too small by whole tiles "
+         "means a wrong start.";
+  else if (v.name == "warp_shuffle")
+    h << "warp_sum: offsets 16, 8, 4, 2, 1 with __shfl_down_sync(kFullMask, value, offset), adding the "
+         "shuffled value to your own each time; lane 0 then holds the warp's sum.";
+  else
+    h << "this version is not an exercise: if it fails, the kit or the GPU is at fault; please report it.";
+  return h.str();
+}
+
+void check_at_sizes(const Version& v, int per_thread, std::uint64_t seed) {
+  ch05::Workspace ws;
+  ws.per_thread = per_thread;
+  // A probe run at a size large enough to fill the GPU gives the launch shape; the awkward sizes
+  // are taken around one block and around one full pass of the grid-stride loop.
+  const auto& facts = course::device_facts();
+  const std::size_t probe_n = static_cast<std::size_t>(facts.sm_count) * facts.max_threads_per_sm;
+  {
+    OnDevice probe(course::test::make_dot_inputs(probe_n, seed));
+    probe.run(v, ws);
+  }
+  const std::size_t block = ws.block > 0 ? static_cast<std::size_t>(ws.block) : 256;  // cuBLAS: any
+  std::vector<std::size_t> sizes = course::test::awkward_sizes(block, seed);
+  const std::size_t pass = static_cast<std::size_t>(ws.grid) * block;
+  if (pass > 1) sizes.insert(sizes.end(), {pass - 1, pass, pass + 1});
+  const std::size_t tile = block * static_cast<std::size_t>(per_thread);
+  if (v.name == "two_level") sizes.insert(sizes.end(), {tile - 1, tile + 1, 3 * tile});
+
+  for (std::size_t n : sizes) {
+    const auto in = course::test::make_dot_inputs(n, seed + n);
+    OnDevice dev(in);
+    const float got = dev.run(v, ws);
+    const course::Verdict verdict = course::check_dot(got, in.ref);
+    std::string what = std::string(v.name);
+    if (v.name == "two_level") what += " (per_thread = " + std::to_string(per_thread) + ")";
+    INFO(course::test::explain(verdict, n, what, hint(v, verdict, ws)));
+    CHECK(verdict.ok);
+  }
+}
+
+const bool registered = [] {
+  for (const auto& v : ch05::versions()) {
+    const std::string name(v.name);
+    const std::string tags = std::string("[ch05][gpu]") + (v.exercise ? "[exercise]" : "");
+    course::test::add_case("ch05 " + name + ": matches the fp64 reference at awkward sizes", tags, [&v] {
+      COURSE_REQUIRE_GPU();
+      check_at_sizes(v, ch05::kDefaultPerThread, 5);
+    });
+
+    // Determinism: the same input, run after run.
+    const std::string property =
+        v.run.deterministic ? ": the same bits on every run" : ": within the bound on every run (atomics: any order)";
+    course::test::add_case("ch05 " + name + property, tags + "[determinism]", [&v] {
+      COURSE_REQUIRE_GPU();
+      constexpr int kRuns = 20;
+      // The largest awkward size: 2^20 + 3 or more, or much less under compute-sanitizer
+      // (COURSE_TEST_SMALL=1); large enough that hundreds of blocks race to add.
+      const auto awkward = course::test::awkward_sizes(1024, 55);
+      const std::size_t n = *std::max_element(awkward.begin(), awkward.end());
+      const auto in = course::test::make_dot_inputs(n, 55);
+      OnDevice dev(in);
+      ch05::Workspace ws;
+      std::vector<float> results;
+      for (int r = 0; r < kRuns; ++r) results.push_back(dev.run(v, ws));
+      std::set<std::uint32_t> distinct;
+      for (float f : results) distinct.insert(bits(f));
+      std::ostringstream report;
+      report << v.name << ": " << kRuns << " runs on the same " << n << " elements gave " << distinct.size()
+             << " distinct result" << (distinct.size() == 1 ? "" : "s") << " (first " << results.front()
+             << ", reference " << in.ref.value << ")";
+      for (int r = 0; r < kRuns; ++r) {
+        const course::Verdict verdict = course::check_dot(results[static_cast<std::size_t>(r)], in.ref);
+        INFO("run " << r << ": " << course::test::explain(verdict, n, std::string(v.name), hint(v, verdict, ws)));
+        CHECK(verdict.ok);
+      }
+      if (v.run.deterministic) {
+        INFO(report.str() << "\nHint: this version must add in a fixed order: no atomicAdd on the result, "
+                             "and the same launch shape every time.");
+        CHECK(distinct.size() == 1);
+      } else {
+        // Different bits are allowed and likely, equal bits are possible: report, never assert.
+        WARN(report.str() << (distinct.size() > 1 ? ": the order of the atomics changed the rounding"
+                                                  : ": equal this time, by luck of the schedule"));
+      }
+    });
+  }
+  return true;
+}();
+
+}  // namespace
+
+TEST_CASE("ch05 two_level: right for every --per-thread", "[ch05][gpu][exercise]") {
+  COURSE_REQUIRE_GPU();
+  const auto* v = course::find_version(ch05::versions(), "two_level");
+  REQUIRE(v != nullptr);
+  for (int per_thread : {1, 3, 16, 64}) check_at_sizes(*v, per_thread, 50 + static_cast<std::uint64_t>(per_thread));
+}
+
+TEST_CASE("ch05 registry: unique names, the exercises marked, one deterministic exercise at least", "[ch05]") {
+  const auto& reg = ch05::versions();
+  std::set<std::string> names;
+  int exercises = 0, deterministic = 0;
+  for (const auto& v : reg) {
+    INFO("version '" << v.name << "'");
+    CHECK(!v.name.empty());
+    CHECK(!v.description.empty());
+    CHECK(v.run.launch != nullptr);
+    CHECK(names.insert(std::string(v.name)).second);
+    exercises += v.exercise ? 1 : 0;
+    deterministic += (v.exercise && v.run.deterministic) ? 1 : 0;
+  }
+  CHECK(exercises == 3);
+  CHECK(deterministic >= 1);
+  REQUIRE(!reg.empty());
+  CHECK(reg.front().name == "cublas");  // the library baseline is version 0 (STYLE.md)
+}
+
+TEST_CASE("ch05 two_level launcher: refuses a per_thread below 1", "[ch05][gpu]") {
+  COURSE_REQUIRE_GPU();
+  const auto* v = course::find_version(ch05::versions(), "two_level");
+  REQUIRE(v != nullptr);
+  OnDevice dev(course::test::make_dot_inputs(100, 3));
+  ch05::Workspace ws;
+  ws.per_thread = 0;
+  CHECK_THROWS_AS(dev.run(*v, ws), course::UsageError);
+}
