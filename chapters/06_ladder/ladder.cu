@@ -1,0 +1,595 @@
+// Generated from solutions/06_ladder/ladder.cu by tools/make_exercises.py. Fill the TODO(student) holes.
+// Chapter 06 — the reduction ladder: from the classic seven reduction kernels to the bandwidth
+// limit of the card, applied to the dot product Σ x[i]·y[i].
+//
+// Versions (ch06::versions(); one with `06_ladder --kernel NAME --n 2^28`, the report with `06_ladder`):
+//   cublas             cublasSdot_64, the library baseline (two kernels)     06_ladder --kernel cublas
+//   cub                cub::DeviceReduce::TransformReduce over x·y           06_ladder --kernel cub
+//   v1_divergent       interleaved addressing, divergent branch (tid % 2s)   06_ladder --kernel v1_divergent
+//   v2_bank_conflicts  interleaved addressing, strided index: bank conflicts 06_ladder --kernel v2_bank_conflicts
+//   v3_sequential      sequential addressing (exercise)                      06_ladder --kernel v3_sequential
+//   v4_first_add       first add during load: half the blocks (exercise)     06_ladder --kernel v4_first_add
+//   v5_unroll_warp     the last warp without __syncthreads (__syncwarp)      06_ladder --kernel v5_unroll_warp
+//   v6_unroll_all      complete unrolling, block size as a template          06_ladder --kernel v6_unroll_all
+//   v7_many_per_thread several elements per thread, grid-stride loop         06_ladder --kernel v7_many_per_thread
+//   v8_shuffle         warp shuffles instead of shared memory (exercise)     06_ladder --kernel v8_shuffle
+//   v9_float4          16-byte loads, scalar head and tail, misaligned path  06_ladder --kernel v9_float4
+//   v10_machine_grid   grid = SMs × resident blocks                          06_ladder --kernel v10_machine_grid
+//   v11_single_pass    the last block adds the partials: one launch (exercise) 06_ladder --kernel v11_single_pass
+// The library baselines live in baselines.cu.
+//
+// Versions 1–10 write one partial sum per block; a second, one-block kernel (finish_kernel) adds
+// them, in the same stream, without the host waiting. Version 11 needs no second launch.
+
+#include <cuda/atomic>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "course/check.hpp"
+#include "ladder.hpp"
+
+namespace ch06 {
+namespace {
+
+constexpr unsigned kWarp = 32;
+constexpr unsigned kFullMask = 0xffffffffu;
+/// Versions 7 and 9 give each thread about log2(n) elements (Brent's theorem, the 2007 text's
+/// "algorithm cascading"): 32 elements per thread.
+constexpr std::size_t kPerThread = 32;
+/// 16-byte loads each thread of versions 9–11 has in flight per input before it adds anything.
+constexpr int kUnroll = 4;
+/// Threads of the one block that adds the partial sums of versions 1–10.
+constexpr unsigned kFinishBlock = 1024;
+
+std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+
+// ---------------------------------------------------------------------------------------------
+// The classic sequence (Harris, "Optimizing parallel reduction in CUDA", 2007), summing products.
+// ---------------------------------------------------------------------------------------------
+
+// [v1_kernel]
+// Version 1: each thread puts one product in shared memory; at step s, the threads whose index is
+// a multiple of 2s add the neighbour s away. Still slow: `tid % (2 * s)` leaves most threads of
+// every warp idle, but the warp runs the branch for all of them (divergence), and % by a
+// divisor unknown at compile time is some fifteen instructions.
+__global__ void dot_kernel1(const float* x, const float* y, std::size_t n, float* partials) {
+  __shared__ float s_data[kBlock];
+  const unsigned tid = threadIdx.x;
+  const std::size_t i = blockIdx.x * std::size_t{blockDim.x} + tid;
+  s_data[tid] = i < n ? x[i] * y[i] : 0.0f;
+  __syncthreads();
+  for (unsigned s = 1; s < blockDim.x; s *= 2) {
+    if (tid % (2 * s) == 0) s_data[tid] += s_data[tid + s];
+    __syncthreads();
+  }
+  if (tid == 0) partials[blockIdx.x] = s_data[0];
+}
+// [v1_kernel]
+
+// [v2_kernel]
+// Version 2: the same additions, done by the first threads of the block (index = 2·s·tid), so
+// whole warps are either busy or idle: no divergence. Still slow: consecutive threads touch words
+// 2s apart, which fall into the same shared-memory bank: an s-way bank conflict serializes them.
+__global__ void dot_kernel2(const float* x, const float* y, std::size_t n, float* partials) {
+  __shared__ float s_data[kBlock];
+  const unsigned tid = threadIdx.x;
+  const std::size_t i = blockIdx.x * std::size_t{blockDim.x} + tid;
+  s_data[tid] = i < n ? x[i] * y[i] : 0.0f;
+  __syncthreads();
+  for (unsigned s = 1; s < blockDim.x; s *= 2) {
+    const unsigned index = 2 * s * tid;
+    if (index < blockDim.x) s_data[index] += s_data[index + s];
+    __syncthreads();
+  }
+  if (tid == 0) partials[blockIdx.x] = s_data[0];
+}
+// [v2_kernel]
+
+// [v3_kernel]
+// Version 3: sequential addressing. Fold the upper half of the array onto the lower half, then the
+// upper quarter onto the lower quarter, ...: consecutive threads read consecutive words, one bank
+// each. Still slow: half the threads idle from the first step on, and every thread loads one
+// product only, so a block does little work for its launch and its eight barriers.
+__global__ void dot_kernel3(const float* x, const float* y, std::size_t n, float* partials) {
+  __shared__ float s_data[kBlock];
+  const unsigned tid = threadIdx.x;
+  const std::size_t i = blockIdx.x * std::size_t{blockDim.x} + tid;
+  s_data[tid] = i < n ? x[i] * y[i] : 0.0f;
+  __syncthreads();
+  // TODO(student): add the block's blockDim.x products in s_data into s_data[0] by sequential
+  // addressing: for s = blockDim.x / 2, then s / 2, ... down to 1, thread tid < s adds
+  // s_data[tid + s] to s_data[tid]; every thread waits at __syncthreads() after each step.
+  if (tid == 0) partials[blockIdx.x] = s_data[0];
+}
+// [v3_kernel]
+
+// [v4_kernel]
+// Version 4: first add during load. Each block covers 2·blockDim.x elements and each thread adds
+// two products before the tree starts: half the blocks, and no thread idle at the first step.
+// Still slow: the tree's last five steps run in one warp, yet pay for __syncthreads() and the
+// loop's arithmetic as if the whole block took part.
+__global__ void dot_kernel4(const float* x, const float* y, std::size_t n, float* partials) {
+  __shared__ float s_data[kBlock];
+  const unsigned tid = threadIdx.x;
+  // TODO(student): this block covers the 2·blockDim.x elements from 2·blockIdx.x·blockDim.x on.
+  // With i = blockIdx.x · 2 · blockDim.x + tid (a std::size_t: n may exceed 2^31), add this
+  // thread's two products, x[i]·y[i] and x[i + blockDim.x]·y[i + blockDim.x], into sum, each
+  // only if its index is below n.
+  float sum = 0.0f;
+  s_data[tid] = sum;
+  __syncthreads();
+  for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
+    if (tid < s) s_data[tid] += s_data[tid + s];
+    __syncthreads();
+  }
+  if (tid == 0) partials[blockIdx.x] = s_data[0];
+}
+// [v4_kernel]
+
+// [warp_reduce_shared]
+// The last six steps of the tree (64 values to 1) inside warp 0, with __syncwarp() instead of
+// __syncthreads(). The 2007 code relied on a warp's 32 threads running in lockstep and marked
+// s_data volatile; since Volta, threads of a warp are scheduled independently, so lane 0 may read
+// s_data[16] before or after lane 16 overwrote it. Each step therefore reads into a register,
+// waits for the whole warp (__syncwarp), writes, and waits again before the next read.
+__device__ __forceinline__ void warp_reduce_shared(float* s_data, unsigned tid) {
+  float v = s_data[tid];
+#pragma unroll
+  for (unsigned offset = kWarp; offset > 0; offset /= 2) {
+    v += s_data[tid + offset];
+    __syncwarp();
+    s_data[tid] = v;
+    __syncwarp();
+  }
+}
+// [warp_reduce_shared]
+
+// [v5_kernel]
+// Version 5: unroll the last warp. The loop stops when 64 values are left; warp 0 finishes with
+// warp_reduce_shared: no block-wide barrier for the last six steps, no idle warps waiting at them.
+// Still slow: the loop over s is still a loop (counter, compare, branch) with blockDim.x unknown
+// to the compiler.
+__global__ void dot_kernel5(const float* x, const float* y, std::size_t n, float* partials) {
+  __shared__ float s_data[kBlock];
+  const unsigned tid = threadIdx.x;
+  const std::size_t i = blockIdx.x * (2 * std::size_t{blockDim.x}) + tid;
+  float sum = i < n ? x[i] * y[i] : 0.0f;
+  if (i + blockDim.x < n) sum += x[i + blockDim.x] * y[i + blockDim.x];
+  s_data[tid] = sum;
+  __syncthreads();
+  for (unsigned s = blockDim.x / 2; s > kWarp; s /= 2) {
+    if (tid < s) s_data[tid] += s_data[tid + s];
+    __syncthreads();
+  }
+  if (tid < kWarp) warp_reduce_shared(s_data, tid);
+  if (tid == 0) partials[blockIdx.x] = s_data[0];
+}
+// [v5_kernel]
+
+// [block_tree_unrolled]
+// The tree of version 5 with the block size known at compile time: every `if (Block >= ...)` is
+// decided by the compiler, so what remains is straight-line code with no loop at all.
+template <unsigned Block>
+__device__ __forceinline__ void block_tree_unrolled(float* s_data, unsigned tid) {
+  static_assert(Block >= 64 && Block <= 1024 && (Block & (Block - 1)) == 0, "Block: a power of two in [64, 1024]");
+  if (Block >= 1024) { if (tid < 512) s_data[tid] += s_data[tid + 512]; __syncthreads(); }
+  if (Block >= 512) { if (tid < 256) s_data[tid] += s_data[tid + 256]; __syncthreads(); }
+  if (Block >= 256) { if (tid < 128) s_data[tid] += s_data[tid + 128]; __syncthreads(); }
+  if (Block >= 128) { if (tid < 64) s_data[tid] += s_data[tid + 64]; __syncthreads(); }
+  if (tid < kWarp) warp_reduce_shared(s_data, tid);
+}
+// [block_tree_unrolled]
+
+// [v6_kernel]
+// Version 6: complete unrolling. The block size is a template parameter; the launcher picks the
+// instance. Still slow: each thread loads two products and the block then spends as many
+// instructions reducing as it did loading. The memory system sees few bytes in flight per thread.
+template <unsigned Block>
+__global__ void __launch_bounds__(Block) dot_kernel6(const float* x, const float* y, std::size_t n, float* partials) {
+  __shared__ float s_data[Block];
+  const unsigned tid = threadIdx.x;
+  const std::size_t i = blockIdx.x * (2 * std::size_t{Block}) + tid;
+  float sum = i < n ? x[i] * y[i] : 0.0f;
+  if (i + Block < n) sum += x[i + Block] * y[i + Block];
+  s_data[tid] = sum;
+  __syncthreads();
+  block_tree_unrolled<Block>(s_data, tid);
+  if (tid == 0) partials[blockIdx.x] = s_data[0];
+}
+// [v6_kernel]
+
+// [pairs_loop]
+// Each thread walks the vectors with a grid-stride loop, two products (Block apart) per trip.
+template <unsigned Block>
+__device__ __forceinline__ float thread_dot_pairs(const float* x, const float* y, std::size_t n) {
+  const std::size_t grid_size = 2 * std::size_t{Block} * gridDim.x;
+  float sum = 0.0f;
+  for (std::size_t i = blockIdx.x * (2 * std::size_t{Block}) + threadIdx.x; i < n; i += grid_size) {
+    sum += x[i] * y[i];
+    if (i + Block < n) sum += x[i + Block] * y[i + Block];
+  }
+  return sum;
+}
+// [pairs_loop]
+
+// [v7_kernel]
+// Version 7: several elements per thread (kPerThread = 32, about log2 n: "algorithm cascading").
+// A block now reads 16 KB instead of 2 KB for one tree, and each thread has four loads in flight
+// per trip. Still slow: 4-byte loads (a warp asks for 128 bytes per instruction), and the tree
+// still goes through shared memory with four __syncthreads().
+template <unsigned Block>
+__global__ void __launch_bounds__(Block) dot_kernel7(const float* x, const float* y, std::size_t n, float* partials) {
+  __shared__ float s_data[Block];
+  s_data[threadIdx.x] = thread_dot_pairs<Block>(x, y, n);
+  __syncthreads();
+  block_tree_unrolled<Block>(s_data, threadIdx.x);
+  if (threadIdx.x == 0) partials[blockIdx.x] = s_data[0];
+}
+// [v7_kernel]
+
+// ---------------------------------------------------------------------------------------------
+// Past 2007: what Kepler and later added (shuffles), and what a 132-SM card with 50 MB of L2 needs.
+// ---------------------------------------------------------------------------------------------
+
+// [v8_kernel]
+// Version 8: warp shuffles. __shfl_down_sync reads a register of another lane of the warp: the
+// warp adds its 32 values in five steps with no shared memory and no barrier. Only the 8 warp
+// totals go through shared memory, with one __syncthreads(). Still slow: 4-byte loads.
+template <unsigned Block>
+__global__ void __launch_bounds__(Block) dot_kernel8(const float* x, const float* y, std::size_t n, float* partials) {
+  static_assert(Block % kWarp == 0 && Block <= kWarp * kWarp, "Block: a multiple of 32, at most 1024");
+  float sum = thread_dot_pairs<Block>(x, y, n);
+  // TODO(student): reduce `sum` over the block with __shfl_down_sync(0xffffffff, sum, offset):
+  // 1. in every warp, offsets 16, 8, 4, 2, 1 leave the warp's total in lane 0 (threadIdx.x % 32);
+  // 2. lane 0 of each warp stores it in a __shared__ float s_warp[Block / 32]; __syncthreads();
+  // 3. warp 0 loads s_warp[lane] (0 for lane >= Block / 32) and reduces it the same way.
+  // Thread 0 must end with the block's total in `sum`.
+  if (threadIdx.x == 0) partials[blockIdx.x] = sum;
+}
+// [v8_kernel]
+
+// [block_sum]
+// Version 8's reduction as functions, for the versions after it and for the second pass.
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (unsigned offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_down_sync(kFullMask, v, offset);
+  return v;
+}
+
+/// The block's total, valid in thread 0. Every thread of the block must call it. The order of the
+/// additions depends only on the thread index: the result is the same bit for bit on every run.
+template <unsigned Block>
+__device__ __forceinline__ float block_sum(float v) {
+  static_assert(Block % kWarp == 0 && Block <= kWarp * kWarp, "Block: a multiple of 32, at most 1024");
+  __shared__ float s_warp[Block / kWarp];
+  const unsigned lane = threadIdx.x % kWarp;
+  const unsigned warp = threadIdx.x / kWarp;
+  v = warp_sum(v);
+  if (lane == 0) s_warp[warp] = v;
+  __syncthreads();
+  if (warp == 0) v = warp_sum(lane < Block / kWarp ? s_warp[lane] : 0.0f);
+  return v;
+}
+// [block_sum]
+
+// [finish_kernel]
+// The second pass of versions 1–10: one block adds the `count` partial sums of the first pass, in
+// a fixed order, and writes the result. The partials were written by the previous kernel in the
+// same stream, so they are complete when this one starts. 16-byte loads (d_partials is aligned).
+__global__ void __launch_bounds__(kFinishBlock)
+    finish_kernel(const float* __restrict__ partials, std::size_t count, float* __restrict__ result) {
+  const float4* p4 = reinterpret_cast<const float4*>(partials);
+  const std::size_t count4 = count / 4;
+  float sum = 0.0f;
+  for (std::size_t i = threadIdx.x; i < count4; i += kFinishBlock) {
+    const float4 v = p4[i];
+    sum += (v.x + v.y) + (v.z + v.w);
+  }
+  if (4 * count4 + threadIdx.x < count) sum += partials[4 * count4 + threadIdx.x];
+  sum = block_sum<kFinishBlock>(sum);
+  if (threadIdx.x == 0) *result = sum;
+}
+// [finish_kernel]
+
+// [vec4_loop]
+__device__ __forceinline__ float dot4(float4 a, float4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
+
+// This thread's share of Σ x[i]·y[i], with 16-byte loads where the pointers allow them. A float4
+// load needs an address that is a multiple of 16 bytes. The first `head` elements (0 to 3) come
+// before x's first such address and are read one by one, as is the `tail` after the last whole
+// float4; the rest is read four floats at a time, kUnroll float4 of x and of y in flight before
+// any is used. When x and y are misaligned differently (x + 1 and y + 2, say) no common head
+// aligns both, and a plain scalar loop reads everything.
+__device__ __forceinline__ float thread_dot_vec4(const float* __restrict__ x, const float* __restrict__ y,
+                                                 std::size_t n, std::size_t thread, std::size_t threads) {
+  const auto x_off = reinterpret_cast<std::uintptr_t>(x) % 16;
+  const auto y_off = reinterpret_cast<std::uintptr_t>(y) % 16;
+  float sum = 0.0f;
+  if (x_off != y_off) {
+    for (std::size_t i = thread; i < n; i += threads) sum += x[i] * y[i];
+    return sum;
+  }
+  const std::size_t to_boundary = (16 - x_off) % 16 / sizeof(float);
+  const std::size_t head = n < to_boundary ? n : to_boundary;
+  const std::size_t n4 = (n - head) / 4;
+  const std::size_t tail = head + 4 * n4;
+  if (thread < head) sum += x[thread] * y[thread];
+  if (thread < n - tail) sum += x[tail + thread] * y[tail + thread];
+
+  const float4* x4 = reinterpret_cast<const float4*>(x + head);
+  const float4* y4 = reinterpret_cast<const float4*>(y + head);
+  std::size_t i = thread;
+  for (; i + (kUnroll - 1) * threads < n4; i += kUnroll * threads) {
+    float4 a[kUnroll], b[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      a[u] = __ldg(x4 + i + u * threads);
+      b[u] = __ldg(y4 + i + u * threads);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) sum += dot4(a[u], b[u]);
+  }
+  for (; i < n4; i += threads) sum += dot4(__ldg(x4 + i), __ldg(y4 + i));
+  return sum;
+}
+// [vec4_loop]
+
+// [v9_kernel]
+// Version 9: 16-byte loads (LDG.E.128): a warp asks for 512 bytes per instruction, a quarter of
+// the load instructions, and each thread has 2 × kUnroll loads (128 bytes) in flight. Version 10
+// runs this same kernel on another grid. Still slow: the grid is sized to n (32 elements per
+// thread), and the partial sums need a second launch.
+template <unsigned Block>
+__global__ void __launch_bounds__(Block) dot_kernel9(const float* __restrict__ x, const float* __restrict__ y,
+                                                    std::size_t n, float* __restrict__ partials) {
+  const std::size_t thread = blockIdx.x * std::size_t{Block} + threadIdx.x;
+  float sum = thread_dot_vec4(x, y, n, thread, std::size_t{gridDim.x} * Block);
+  sum = block_sum<Block>(sum);
+  if (threadIdx.x == 0) partials[blockIdx.x] = sum;
+}
+// [v9_kernel]
+
+// [v11_kernel]
+// Version 11: single pass. Each block writes its partial sum, then takes a ticket from a counter;
+// the block that draws the last ticket knows every other partial is written, adds them all, and
+// sets the counter back to zero for the next call: no memset, no second launch. The last block
+// adds the partials in index order, whichever block it is, so the result is deterministic.
+template <unsigned Block>
+__global__ void __launch_bounds__(Block) dot_kernel11(const float* __restrict__ x, const float* __restrict__ y,
+                                                     std::size_t n, float* __restrict__ partials,
+                                                     unsigned* counter, float* __restrict__ result) {
+  const std::size_t thread = blockIdx.x * std::size_t{Block} + threadIdx.x;
+  float sum = thread_dot_vec4(x, y, n, thread, std::size_t{gridDim.x} * Block);
+  sum = block_sum<Block>(sum);
+  if (gridDim.x == 1) {  // small n: one block has the whole answer
+    if (threadIdx.x == 0) *result = sum;
+    return;
+  }
+  // TODO(student): thread 0 stores `sum` (the block's total) in partials[blockIdx.x] and then
+  // increments *counter with cuda::atomic_ref<unsigned, cuda::thread_scope_device> and
+  // fetch_add(1, cuda::memory_order_acq_rel). The block that draws ticket gridDim.x - 1 is the
+  // last: (all threads of) it adds partials[0 .. gridDim.x) with block_sum<Block>, thread 0
+  // writes *result and sets *counter back to 0 for the next call. Tell the block's threads
+  // whether they are the last one through a __shared__ bool and __syncthreads().
+}
+// [v11_kernel]
+
+// ---------------------------------------------------------------------------------------------
+// Launchers: grid arithmetic, launch, launch check. None of them waits for the GPU.
+// ---------------------------------------------------------------------------------------------
+
+/// Blocks to cover n elements at `per_block` elements per block (at least one, so that n = 0
+/// still writes a result), checked against the workspace.
+unsigned blocks_for(std::size_t n, std::size_t per_block, const Workspace& ws) {
+  const std::size_t blocks = std::max<std::size_t>(1, ceil_div(n, per_block));
+  ws.require(n, blocks);
+  return static_cast<unsigned>(blocks);
+}
+
+/// Versions 9–11 read 4·kUnroll elements per thread per trip; the grid never has more threads
+/// than one trip's worth, and version 10 and 11 never more blocks than the SMs hold at once.
+unsigned machine_blocks_for(std::size_t n, const Workspace& ws) {
+  const std::size_t wanted = std::max<std::size_t>(1, ceil_div(n, std::size_t{kBlock} * 4 * kUnroll));
+  const std::size_t blocks = std::min<std::size_t>(wanted, static_cast<std::size_t>(ws.machine_grid));
+  ws.require(n, blocks);
+  return static_cast<unsigned>(blocks);
+}
+
+// [finish]
+void finish(Workspace& ws, unsigned blocks, float* d_result, cudaStream_t stream) {
+  finish_kernel<<<1, kFinishBlock, 0, stream>>>(ws.d_partials, blocks, d_result);
+  CUDA_CHECK_LAUNCH("finish_kernel");
+}
+// [finish]
+
+void run_v1(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws, cudaStream_t stream) {
+  const unsigned blocks = blocks_for(n, kBlock, ws);
+  dot_kernel1<<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.d_partials);
+  CUDA_CHECK_LAUNCH("dot_kernel1");
+  finish(ws, blocks, d_result, stream);
+}
+
+void run_v2(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws, cudaStream_t stream) {
+  const unsigned blocks = blocks_for(n, kBlock, ws);
+  dot_kernel2<<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.d_partials);
+  CUDA_CHECK_LAUNCH("dot_kernel2");
+  finish(ws, blocks, d_result, stream);
+}
+
+void run_v3(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws, cudaStream_t stream) {
+  const unsigned blocks = blocks_for(n, kBlock, ws);
+  dot_kernel3<<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.d_partials);
+  CUDA_CHECK_LAUNCH("dot_kernel3");
+  finish(ws, blocks, d_result, stream);
+}
+
+void run_v4(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws, cudaStream_t stream) {
+  const unsigned blocks = blocks_for(n, 2 * std::size_t{kBlock}, ws);
+  dot_kernel4<<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.d_partials);
+  CUDA_CHECK_LAUNCH("dot_kernel4");
+  finish(ws, blocks, d_result, stream);
+}
+
+void run_v5(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws, cudaStream_t stream) {
+  const unsigned blocks = blocks_for(n, 2 * std::size_t{kBlock}, ws);
+  dot_kernel5<<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.d_partials);
+  CUDA_CHECK_LAUNCH("dot_kernel5");
+  finish(ws, blocks, d_result, stream);
+}
+
+// [v6_launch]
+void run_v6(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws, cudaStream_t stream) {
+  const unsigned blocks = blocks_for(n, 2 * std::size_t{kBlock}, ws);
+  // The block size is a compile-time constant here; with one chosen at run time, a switch over
+  // the powers of two from 64 to 1024 would pick the matching instance of the template.
+  dot_kernel6<kBlock><<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.d_partials);
+  CUDA_CHECK_LAUNCH("dot_kernel6");
+  finish(ws, blocks, d_result, stream);
+}
+// [v6_launch]
+
+void run_v7(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws, cudaStream_t stream) {
+  const unsigned blocks = blocks_for(n, kBlock * kPerThread, ws);
+  dot_kernel7<kBlock><<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.d_partials);
+  CUDA_CHECK_LAUNCH("dot_kernel7");
+  finish(ws, blocks, d_result, stream);
+}
+
+void run_v8(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws, cudaStream_t stream) {
+  const unsigned blocks = blocks_for(n, kBlock * kPerThread, ws);
+  dot_kernel8<kBlock><<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.d_partials);
+  CUDA_CHECK_LAUNCH("dot_kernel8");
+  finish(ws, blocks, d_result, stream);
+}
+
+void run_v9(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws, cudaStream_t stream) {
+  const unsigned blocks = blocks_for(n, kBlock * kPerThread, ws);
+  dot_kernel9<kBlock><<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.d_partials);
+  CUDA_CHECK_LAUNCH("dot_kernel9");
+  finish(ws, blocks, d_result, stream);
+}
+
+// [v10_launch]
+// Version 10: the kernel of version 9 on a grid sized to the machine: as many blocks as the SMs
+// hold at once (ws.machine_grid, from the occupancy API), each looping over the vectors. No block
+// waits for a free SM, no tail of half-empty waves, and at most ws.machine_grid partials.
+void run_v10(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws, cudaStream_t stream) {
+  const unsigned blocks = machine_blocks_for(n, ws);
+  dot_kernel9<kBlock><<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.d_partials);
+  CUDA_CHECK_LAUNCH("dot_kernel9");
+  finish(ws, blocks, d_result, stream);
+}
+// [v10_launch]
+
+// [v11_launch]
+void run_v11(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws, cudaStream_t stream) {
+  const unsigned blocks = machine_blocks_for(n, ws);
+  dot_kernel11<kBlock><<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.d_partials, ws.d_counter, d_result);
+  CUDA_CHECK_LAUNCH("dot_kernel11");
+}
+// [v11_launch]
+
+}  // namespace
+
+// [registry]
+const std::vector<course::Version<Launcher>>& versions() {
+  static const std::vector<course::Version<Launcher>> registry = {
+      {"cublas", "cuBLAS: cublasSdot_64 (library baseline)", run_cublas},
+      {"cub", "CUB: DeviceReduce::TransformReduce over x[i]*y[i] (library baseline)", run_cub},
+      {"v1_divergent", "interleaved addressing, divergent branch (tid % 2s)", run_v1},
+      {"v2_bank_conflicts", "interleaved addressing, no divergence, bank conflicts", run_v2},
+      {"v3_sequential", "sequential addressing: conflict-free", run_v3, true},
+      {"v4_first_add", "first add during load: half the blocks", run_v4, true},
+      {"v5_unroll_warp", "last warp without block barriers (__syncwarp)", run_v5},
+      {"v6_unroll_all", "complete unrolling, block size as template", run_v6},
+      {"v7_many_per_thread", "32 elements per thread, grid-stride loop", run_v7},
+      {"v8_shuffle", "warp shuffles instead of shared memory", run_v8, true},
+      {"v9_float4", "16-byte loads, scalar head/tail, misaligned fallback", run_v9},
+      {"v10_machine_grid", "grid = SMs x resident blocks", run_v10},
+      {"v11_single_pass", "single pass: the last block adds the partials", run_v11, true},
+  };
+  return registry;
+}
+// [registry]
+
+bool is_library(const course::Version<Launcher>& version) { return version.name == "cublas" || version.name == "cub"; }
+
+const course::Version<Launcher>& final_version() { return versions().back(); }
+
+// ---------------------------------------------------------------------------------------------
+// Workspace
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+int machine_grid_of_device(int* sm_count) {
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(sm_count, cudaDevAttrMultiProcessorCount, device));
+  int per_sm_9 = 0, per_sm_11 = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_9, dot_kernel9<kBlock>, kBlock, 0));
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_11, dot_kernel11<kBlock>, kBlock, 0));
+  return *sm_count * std::max(1, std::min(per_sm_9, per_sm_11));
+}
+
+/// Partial sums the largest call can write: one per block of version 1 (one element per thread),
+/// or one per block of the machine-sized grid, rounded up to whole float4.
+std::size_t partials_for(std::size_t max_n, std::size_t machine_grid) {
+  const std::size_t count = std::max({std::size_t{1}, ceil_div(max_n, kBlock), machine_grid});
+  return ceil_div(count, 4) * 4;
+}
+
+}  // namespace
+
+std::size_t Workspace::bytes_for(std::size_t max_n) {
+  // The machine grid is at most 2048 blocks per SM on any card; a bound is enough here.
+  return partials_for(max_n, 0) * sizeof(float) + 64 * 1024 * sizeof(float) + sizeof(unsigned) +
+         cub_temp_bytes_for(max_n);
+}
+
+Workspace::Workspace(std::size_t max_elements) : max_n(max_elements) {
+  try {
+    machine_grid = machine_grid_of_device(&sm_count);
+    partials_capacity = partials_for(max_n, static_cast<std::size_t>(machine_grid));
+    CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_partials), partials_capacity * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_counter), sizeof(unsigned)));
+    CUDA_CHECK(cudaMemset(d_counter, 0, sizeof(unsigned)));
+    cub_temp_bytes = std::max<std::size_t>(1, cub_temp_bytes_for(max_n));
+    CUDA_CHECK(cudaMalloc(&d_cub_temp, cub_temp_bytes));
+    cublas = create_cublas_handle();
+    CUDA_CHECK(cudaDeviceSynchronize());  // the counter's zero is in place before any call
+  } catch (...) {
+    release();  // a constructor that throws gets no destructor call
+    throw;
+  }
+}
+
+Workspace::~Workspace() { release(); }
+
+void Workspace::release() noexcept {
+  // Must not throw (it runs in the destructor): failures while freeing are ignored.
+  if (cublas != nullptr) cublasDestroy(cublas);
+  if (d_cub_temp != nullptr) cudaFree(d_cub_temp);
+  if (d_counter != nullptr) cudaFree(d_counter);
+  if (d_partials != nullptr) cudaFree(d_partials);
+  cublas = nullptr;
+  d_cub_temp = nullptr;
+  d_counter = nullptr;
+  d_partials = nullptr;
+}
+
+void Workspace::require(std::size_t n, std::size_t blocks) const {
+  if (n > max_n || blocks > partials_capacity)
+    throw course::UsageError("ch06::Workspace was made for n <= " + std::to_string(max_n) + " (" +
+                             std::to_string(partials_capacity) + " partial sums); the call has n = " +
+                             std::to_string(n) + " and " + std::to_string(blocks) + " blocks");
+  if (blocks > 0x7fffffffu) throw course::UsageError("n = " + std::to_string(n) + " needs more blocks than a grid can have");
+}
+
+void Workspace::poison(cudaStream_t stream) {
+  CUDA_CHECK(cudaMemsetAsync(d_partials, 0xFF, partials_capacity * sizeof(float), stream));
+}
+
+}  // namespace ch06

@@ -1,0 +1,347 @@
+// Chapter 06 driver — the reduction ladder.
+//
+//   06_ladder                                   the report: every version at N = 2^10, 2^12, ..., 2^28,
+//                                               the ladder table at 2^24 and 2^28, the targets
+//   06_ladder --quick                           fewer sizes (2^10 to 2^24) and 30 repetitions
+//   06_ladder --kernel v9_float4 --n 2^28       one version (cuBLAS and CUB always run beside it)
+//   06_ladder --sizes 2^20,2^26                 chosen sizes
+//   06_ladder --csv results/local/06_ladder.csv also writes 06_ladder_{ladder,sweep,targets,device}.csv
+//
+// Every version is validated against an fp64 reference before and after timing. Each call is timed
+// on its own with a pair of CUDA events (GPU time from the start event to the stop event: for small
+// N that is mostly launch latency, which is the point there). Inputs rotate over enough copies that
+// each size reads at least twice the L2's capacity between two uses of the same copy, so no size is
+// served from the cache.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "course/bench.hpp"
+#include "course/buffer.hpp"
+#include "course/cli.hpp"
+#include "course/device.hpp"
+#include "course/progress.hpp"
+#include "course/random.hpp"
+#include "course/stats.hpp"
+#include "course/timer.hpp"
+#include "ladder.hpp"
+
+namespace {
+
+using Version = course::Version<ch06::Launcher>;
+
+constexpr std::uint64_t kSeedY = 0x5DEECE66Dull;  // y's stream is seed ^ kSeedY
+
+// [g80]
+// The 2007 figures (Harris, "Optimizing Parallel Reduction in CUDA"): a sum of 2^22 ints on a
+// G80 (GeForce 8800 GTX, 86.4 GB/s peak), one row per classic kernel. Not measured here: quoted.
+struct G80Row {
+  const char* version;
+  double ms;
+  double gbps;
+};
+constexpr G80Row kG80[] = {
+    {"v1_divergent", 8.054, 2.083},       {"v2_bank_conflicts", 3.456, 4.854}, {"v3_sequential", 1.722, 9.741},
+    {"v4_first_add", 0.965, 17.377},      {"v5_unroll_warp", 0.536, 31.289},   {"v6_unroll_all", 0.381, 43.996},
+    {"v7_many_per_thread", 0.268, 62.671},
+};
+constexpr double kG80PeakGbps = 86.4;
+// [g80]
+
+const G80Row* g80_row(const std::string& version) {
+  for (const auto& r : kG80)
+    if (version == r.version) return &r;
+  return nullptr;
+}
+
+/// `sets` copies of the same random x and y (each copy starts on a 256-byte boundary), and their
+/// fp64 reference. Calls rotate over the copies.
+struct Inputs {
+  std::size_t n = 0;
+  std::size_t stride = 0;  ///< elements from one copy to the next
+  std::size_t sets = 1;
+  course::DeviceBuffer<float> d_x, d_y;
+  course::Reference ref;
+
+  const float* x(std::size_t set) const { return d_x.data() + set * stride; }
+  const float* y(std::size_t set) const { return d_y.data() + set * stride; }
+
+  /// Copies needed so that `sets` copies of both inputs hold at least 2 × L2.
+  static std::size_t sets_for(std::size_t n, std::size_t l2_bytes) {
+    const std::size_t bytes = std::max<std::size_t>(1, 2 * n * sizeof(float));
+    return std::max<std::size_t>(1, (2 * l2_bytes + bytes - 1) / bytes);
+  }
+  static std::size_t stride_for(std::size_t n) { return std::max<std::size_t>(64, (n + 63) / 64 * 64); }
+
+  Inputs(std::size_t n_, std::size_t l2_bytes, std::uint64_t seed)
+      : n(n_), stride(stride_for(n_)), sets(sets_for(n_, l2_bytes)), d_x(sets * stride), d_y(sets * stride) {
+    course::fill_random_device(d_x.data(), n, seed);
+    course::fill_random_device(d_y.data(), n, seed ^ kSeedY);
+    for (std::size_t s = 1; s < sets; ++s) {
+      CUDA_CHECK(cudaMemcpyAsync(d_x.data() + s * stride, d_x.data(), n * sizeof(float), cudaMemcpyDeviceToDevice));
+      CUDA_CHECK(cudaMemcpyAsync(d_y.data() + s * stride, d_y.data(), n * sizeof(float), cudaMemcpyDeviceToDevice));
+    }
+    ref = ch06::streamed_reference(n, seed, seed ^ kSeedY);  // on the host, while the GPU copies
+    CUDA_CHECK(cudaDeviceSynchronize());
+  }
+};
+
+/// Runs `v` once on copy `set` with a poisoned result and checks it against the reference.
+course::Verdict validate(const Version& v, const Inputs& in, std::size_t set, course::DeviceBuffer<float>& d_result,
+                         ch06::Workspace& ws) {
+  d_result.fill_bytes(0xFF);
+  v.run(in.x(set), in.y(set), in.n, d_result.data(), ws, nullptr);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  return course::check_dot(d_result.download()[0], in.ref);
+}
+
+course::Measurement measure(const Version& v, const Inputs& in, ch06::Workspace& ws, const course::Options& opt,
+                            int reps, std::vector<std::string>& failures) {
+  course::DeviceBuffer<float> d_result(1);
+  course::Measurement m;
+  m.version = std::string(v.name);
+  m.config = "sets=" + std::to_string(in.sets);
+  m.n = in.n;
+  m.bytes = 2.0 * static_cast<double>(in.n) * sizeof(float);  // each input read once
+  m.roofline_gbps = course::measured_roofline().read_gbps;
+
+  const course::Verdict before = validate(v, in, 0, d_result, ws);
+  std::size_t set = 0;
+  const auto samples = course::time_gpu_ms(
+      [&] {
+        set = (set + 1) % in.sets;
+        v.run(in.x(set), in.y(set), in.n, d_result.data(), ws, nullptr);
+      },
+      opt.warmup, reps);
+  // Again after timing, on the next copy: a benchmark must not be able to pass by not running.
+  const course::Verdict after = validate(v, in, (set + 1) % in.sets, d_result, ws);
+  m.ms = course::summarize(samples);
+  m.rel_error = std::max(before.rel_error, after.rel_error);
+  m.valid = before.ok && after.ok;
+  if (!m.valid)
+    failures.push_back(m.version + " at n = " + std::to_string(in.n) + ": " + (before.ok ? after : before).message);
+  return m;
+}
+
+std::vector<std::size_t> parse_sizes(const std::string& text) {
+  std::vector<std::size_t> sizes;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    sizes.push_back(course::parse_size(item));
+    if (sizes.back() == 0) throw course::UsageError("--sizes: sizes must be at least 1");
+  }
+  if (sizes.empty()) throw course::UsageError("--sizes: give at least one size, e.g. 2^20,2^26");
+  return sizes;
+}
+
+std::string stem_of(const std::string& csv) {
+  return csv.size() > 4 && csv.compare(csv.size() - 4, 4, ".csv") == 0 ? csv.substr(0, csv.size() - 4) : csv;
+}
+
+const double kNone = std::nan("");
+
+/// A number, or an empty cell where there is none (the CSV stays readable, and the text's tables
+/// show a blank rather than "nan").
+course::Cell number(double v) { return std::isfinite(v) ? course::Cell{v} : course::Cell{std::string()}; }
+
+struct Row {
+  const Version* version;
+  course::Measurement m;
+};
+
+// The ladder at one size: every version's time, GB/s, % of the roofline, its speed-up over the
+// previous rung and over version 1, beside the 2007 figures.
+void add_ladder_rows(course::Table& ladder, const std::vector<Row>& rows, std::size_t n) {
+  double previous_ms = kNone, v1_ms = kNone, previous_g80_ms = kNone;
+  for (const auto& r : rows)
+    if (r.m.n == n && r.version->name == "v1_divergent") v1_ms = r.m.ms.median;
+  for (const auto& r : rows) {
+    if (r.m.n != n) continue;
+    const std::string name(r.version->name);
+    const bool library = ch06::is_library(*r.version);
+    const double ms = r.m.ms.median;
+    const double rate = course::gbps(r.m.bytes, ms);
+    const G80Row* g = g80_row(name);
+    ladder.add_row({name, std::string(r.version->description), static_cast<long long>(n), ms, rate,
+                    100.0 * rate / r.m.roofline_gbps, number(library ? kNone : previous_ms / ms),
+                    number(library ? kNone : v1_ms / ms), r.m.roofline_gbps,
+                    r.m.bytes / (r.m.roofline_gbps * 1e9) * 1e3, number(g ? g->ms : kNone),
+                    number(g ? g->gbps : kNone), number(g ? 100.0 * g->gbps / kG80PeakGbps : kNone),
+                    number(g ? previous_g80_ms / g->ms : kNone), static_cast<long long>(r.m.valid ? 1 : 0)});
+    if (!library) previous_ms = ms;
+    if (g) previous_g80_ms = g->ms;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  course::App app("06_ladder",
+                  "Chapter 06: the reduction ladder. The dot product of two float vectors, from the seven "
+                  "classic reduction kernels of 2007 to the bandwidth limit of the card, against cuBLAS and "
+                  "CUB measured in the same run.",
+                  std::size_t{1} << 28, 100, 10);
+  bool quick = false;
+  std::string sizes_text;
+  app.cli().add_flag("--quick", quick, "Fewer sizes (2^10, 2^14, 2^18, 2^20, 2^24) and 30 repetitions");
+  app.cli()
+      .add_option("--sizes", sizes_text, "Comma list of sizes to sweep, e.g. 2^20,2^26 (default 2^10, 2^12, ..., 2^28)")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            try {
+              parse_sizes(text);
+            } catch (const std::exception& e) {
+              return std::string(e.what());
+            }
+            return std::string();
+          },
+          "SIZES"));
+  std::vector<std::pair<std::string, std::string>> names;
+  for (const auto& v : ch06::versions()) names.emplace_back(v.name, v.description);
+  app.set_versions(names);
+
+  return app.run(argc, argv, [&](const course::Options& opt) {
+    // Sizes: --n alone, else --sizes, else the sweep.
+    std::vector<std::size_t> sizes;
+    if (app.cli().get_option("--n")->count() > 0) {
+      if (opt.n == 0) throw course::UsageError("--n must be at least 1");
+      sizes = {opt.n};
+    } else if (!sizes_text.empty()) {
+      sizes = parse_sizes(sizes_text);
+    } else if (quick) {
+      sizes = {std::size_t{1} << 10, std::size_t{1} << 14, std::size_t{1} << 18, std::size_t{1} << 20,
+               std::size_t{1} << 24};
+    } else {
+      for (int p = 10; p <= 28; p += 2) sizes.push_back(std::size_t{1} << p);
+    }
+    std::sort(sizes.begin(), sizes.end());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());  // one CSV row per version and size
+    const int reps = quick && app.cli().get_option("--reps")->count() == 0 ? 30 : opt.reps;
+
+    const auto& facts = course::device_facts();
+    std::printf("GPU: %s\n", course::describe_device(facts).c_str());
+    const auto& roof = course::measured_roofline();
+    std::printf("Measured read roofline %.0f GB/s (%.0f%% of the %.0f GB/s peak)\n", roof.read_gbps,
+                100 * roof.read_gbps / facts.peak_gbps, facts.peak_gbps);
+
+    const std::size_t max_n = *std::max_element(sizes.begin(), sizes.end());
+    std::size_t need = ch06::Workspace::bytes_for(max_n);
+    for (std::size_t n : sizes)
+      need = std::max(need, ch06::Workspace::bytes_for(max_n) + 2 * Inputs::sets_for(n, facts.l2_bytes) *
+                                                                    Inputs::stride_for(n) * sizeof(float));
+    course::require_fits(need, "the inputs (rotated copies) and the workspace for n = " + course::format_size(max_n));
+    ch06::Workspace ws(max_n);
+
+    auto selected = [&](const Version& v) {
+      return opt.kernel.empty() || v.name == opt.kernel || ch06::is_library(v);
+    };
+    int steps = 0;
+    for (const auto& v : ch06::versions()) steps += selected(v) ? static_cast<int>(sizes.size()) : 0;
+    std::printf("Sizes %s to %s, %d timed calls per version and size, each call timed by its own event pair.\n\n",
+                course::format_size(sizes.front()).c_str(), course::format_size(sizes.back()).c_str(), reps);
+
+    course::Table table = course::measurement_table();
+    std::vector<Row> rows;
+    std::vector<std::string> failures;
+    {
+      course::Progress progress(steps, "06_ladder", !opt.quiet);
+      for (std::size_t n : sizes) {
+        const Inputs in(n, facts.l2_bytes, opt.seed);
+        for (const auto& v : ch06::versions()) {
+          if (!selected(v)) continue;
+          progress.step(std::string(v.name) + " n=" + course::format_size(n));
+          rows.push_back({&v, measure(v, in, ws, opt, reps, failures)});
+          course::add_measurement(table, rows.back().m);
+        }
+      }
+      progress.done();
+    }
+
+    // The ladder on this GPU, beside the 2007 figures.
+    course::Table ladder({"version", "description", "n", "median_ms", "gbps", "pct_roofline", "x_prev", "x_v1",
+                          "roofline_gbps", "floor_ms", "g80_ms", "g80_gbps", "g80_pct_peak", "g80_x_prev", "valid"});
+    std::vector<std::size_t> ladder_sizes;
+    for (std::size_t n : sizes)
+      if (n == (std::size_t{1} << 24) || n == (std::size_t{1} << 28)) ladder_sizes.push_back(n);
+    if (ladder_sizes.empty()) ladder_sizes.push_back(max_n);
+    for (std::size_t n : ladder_sizes) add_ladder_rows(ladder, rows, n);
+    for (std::size_t n : ladder_sizes) {
+      std::printf("The ladder on your GPU, n = %s (%.0f MB read per call); G80 columns: 2007, 2^22 ints, %.1f GB/s peak\n",
+                  course::format_size(n).c_str(), 8.0 * n / 1e6, kG80PeakGbps);
+      course::Table one(ladder.columns());
+      for (const auto& r : ladder.rows())
+        if (std::get<long long>(r[2]) == static_cast<long long>(n)) one.add_row(r);
+      one.print(std::cout, {"version", "median_ms", "gbps", "pct_roofline", "x_prev", "x_v1", "g80_gbps",
+                            "g80_pct_peak", "g80_x_prev"});
+      std::cout << "\n";
+    }
+
+    // The size sweep: time per call of the final version beside the libraries, and the targets.
+    const Version& best = ch06::final_version();
+    auto time_of = [&](std::string_view version, std::size_t n) {
+      for (const auto& r : rows)
+        if (r.version->name == version && r.m.n == n) return r.m.ms.median;
+      return kNone;
+    };
+    course::Table targets({"target", "n", "value", "threshold", "met"});
+    course::Table sweep({"n", "final_ms", "cublas_ms", "cub_ms", "final_vs_cublas", "final_vs_cub", "fastest_course"});
+    for (std::size_t n : sizes) {
+      const double mine = time_of(best.name, n), cublas = time_of("cublas", n), cub = time_of("cub", n);
+      std::string fastest;
+      double fastest_ms = kNone;
+      for (const auto& r : rows)
+        if (r.m.n == n && !ch06::is_library(*r.version) && !(r.m.ms.median >= fastest_ms)) {
+          fastest_ms = r.m.ms.median;
+          fastest = std::string(r.version->name);
+        }
+      sweep.add_row({static_cast<long long>(n), number(mine), number(cublas), number(cub), number(mine / cublas),
+                     number(mine / cub), fastest});
+      if (std::isnan(mine)) continue;
+      auto target = [&](const std::string& what, double value, double threshold, bool at_most) {
+        const bool met = at_most ? value <= threshold : value >= threshold;
+        targets.add_row({what, static_cast<long long>(n), value, threshold, std::string(met ? "yes" : "NO")});
+      };
+      target("final time / cuBLAS time <= 1", mine / cublas, 1.0, true);
+      target("final time / CUB time <= 1", mine / cub, 1.0, true);
+      if (n <= (std::size_t{1} << 20)) target("final time / cuBLAS time <= 0.75", mine / cublas, 0.75, true);
+      if (n == (std::size_t{1} << 28)) {
+        for (const auto& r : rows)
+          if (r.m.n == n && (r.version->name == best.name || r.version->name == "v7_many_per_thread"))
+            target(std::string(r.version->name) + " % of roofline",
+                   100.0 * course::gbps(r.m.bytes, r.m.ms.median) / r.m.roofline_gbps,
+                   r.version->name == best.name ? 97.0 : 90.0, false);
+      }
+    }
+    std::printf("Time per call, %s against the libraries (ratio < 1: the course kernel is faster)\n",
+                std::string(best.name).c_str());
+    sweep.print(std::cout);
+    std::cout << "\nTargets (H100 goals of the chapter; informational, the exit code depends on validation only)\n";
+    targets.print(std::cout);
+
+    if (!opt.csv.empty()) {
+      const std::string stem = stem_of(opt.csv);
+      table.write_csv(opt.csv);
+      ladder.write_csv(stem + "_ladder.csv");
+      sweep.write_csv(stem + "_sweep.csv");
+      targets.write_csv(stem + "_targets.csv");
+      course::Table device({"name", "sm_count", "l2_mb", "peak_gbps", "read_gbps", "copy_gbps", "machine_grid"});
+      device.add_row({facts.name, static_cast<long long>(facts.sm_count), facts.l2_bytes / 1e6, facts.peak_gbps,
+                      roof.read_gbps, roof.copy_gbps, static_cast<long long>(ws.machine_grid)});
+      device.write_csv(stem + "_device.csv");
+      std::cout << "\nCSV written to " << opt.csv << " and " << stem << "_{ladder,sweep,targets,device}.csv\n";
+    }
+    if (!failures.empty()) {
+      std::cerr << "\n06_ladder: " << failures.size() << " result(s) failed validation:\n";
+      for (const auto& f : failures) std::cerr << "  " << f << "\n";
+      return static_cast<int>(course::kExitFailure);
+    }
+    return static_cast<int>(course::kExitOk);
+  });
+}

@@ -1,0 +1,127 @@
+"""Chapter 06 plots: the reduction ladder as bars (GB/s and % of the measured read roofline, per
+version, library baselines marked), time per call against N for the final kernel, the libraries and
+two classic steps with the roofline floor, and the final kernel's time as a fraction of cuBLAS's."""
+
+import matplotlib.pyplot as plt
+
+import course_style as cs
+
+LIBRARIES = ("cublas", "cub")
+FINAL = "v11_single_pass"
+SWEEP_LINES = [  # (version, label, colour, style)
+    (FINAL, "v11 single pass (final)", cs.COLORS["best"], "-"),
+    ("cublas", "cuBLAS", cs.COLORS["library"], "-"),
+    ("cub", "CUB", "#98df8a", "--"),
+    ("v7_many_per_thread", "v7 many per thread (2007's last)", cs.COLORS["gpu"], "-."),
+    ("v1_divergent", "v1 divergent (2007's first)", cs.COLORS["cpu"], ":"),
+]
+
+
+def roofline_gbps(rows):
+    """The measured read roofline the executable used: gbps / (pct_roofline / 100) of any row."""
+    for r in rows:
+        if cs.finite(r.get("gbps")) and cs.finite(r.get("pct_roofline")) and r["pct_roofline"] > 0:
+            return 100.0 * r["gbps"] / r["pct_roofline"]
+    return None
+
+
+def colour_of(version):
+    if version in LIBRARIES:
+        return cs.COLORS["library"]
+    if version == FINAL:
+        return cs.COLORS["best"]
+    return cs.COLORS["gpu"]
+
+
+def ladder_bars(ladder, out):
+    sizes = sorted({int(r["n"]) for r in ladder})
+    if not sizes:
+        return
+    fig, axes = plt.subplots(1, len(sizes), figsize=(6.2 * len(sizes), 5.4), sharey=True, squeeze=False)
+    roof = roofline_gbps(ladder)
+    for ax, n in zip(axes[0], sizes):
+        rows = [r for r in ladder if int(r["n"]) == n]
+        names = [r["version"] for r in rows]
+        gbps = [r["gbps"] for r in rows]
+        ys = list(range(len(rows)))
+        bars = ax.barh(ys, gbps, color=[colour_of(v) for v in names])
+        for bar, r in zip(bars, rows):
+            label = f"{r['gbps']:.0f} GB/s, {r['pct_roofline']:.0f}%"
+            ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, " " + label, va="center", fontsize=7.5)
+        if roof:
+            ax.axvline(roof, color=cs.COLORS["roofline"], lw=1, ls="--")
+            ax.text(roof, len(rows) - 0.4, " measured read roofline", fontsize=7.5, va="bottom", ha="right")
+            ax.set_xlim(0, roof * 1.55)
+        ax.set_yticks(ys, names)
+        ax.invert_yaxis()
+        ax.set_xlabel("GB/s (2 × 4 bytes per element read once)")
+        ax.set_title(f"n = {cs.size_label(n)}: {8 * n / 1e6:.0f} MB per call")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=cs.COLORS[k]) for k in ("library", "gpu", "best")]
+    axes[0][0].legend(handles, ["library baseline", "course version", "final version"], loc="lower right",
+                      fontsize=8)
+    fig.suptitle("The reduction ladder on this GPU (labels: GB/s, % of the measured read roofline)")
+    cs.save(fig, out, "06_ladder")
+
+
+def time_vs_n(rows, out):
+    fig, ax = plt.subplots()
+    roof = roofline_gbps(rows)
+    all_n = sorted({int(r["n"]) for r in rows})
+    for version, label, colour, style in SWEEP_LINES:
+        points = sorted((int(r["n"]), r["median_ms"]) for r in rows
+                        if r["version"] == version and cs.finite(r.get("median_ms")))
+        if points:
+            ax.plot([p[0] for p in points], [1e3 * p[1] for p in points], style, marker="o", ms=3.5, color=colour,
+                    label=label)
+    if roof and all_n:
+        floor_us = [8.0 * n / (roof * 1e9) * 1e6 for n in all_n]
+        ax.plot(all_n, floor_us, color=cs.COLORS["roofline"], lw=1, label=f"roofline floor (bytes / {roof:.0f} GB/s)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_ylim(bottom=0.3)  # the floor keeps falling to the left: there the launch is the whole cost
+    ax.set_xlabel("n (elements per vector)")
+    ax.set_ylabel("median time per call (µs, log scale)")
+    ax.set_title("Time per call: launch latency below ~2^20, bandwidth above")
+    ax.legend(fontsize=8)
+    cs.save(fig, out, "06_ladder_sweep")
+
+
+def versus_cublas(rows, out):
+    fig, ax = plt.subplots()
+    by = {(r["version"], int(r["n"])): r["median_ms"] for r in rows if cs.finite(r.get("median_ms"))}
+    sizes = sorted({n for (_, n) in by})
+    for version, label, colour, style in SWEEP_LINES:
+        if version == "cublas":
+            continue
+        points = [(n, by[(version, n)] / by[("cublas", n)]) for n in sizes
+                  if (version, n) in by and ("cublas", n) in by and by[("cublas", n)] > 0]
+        if points:
+            ax.plot([p[0] for p in points], [p[1] for p in points], style, marker="o", ms=3.5, color=colour,
+                    label=label)
+    ax.axhline(1.0, color=cs.COLORS["library"], lw=1)
+    ax.axhline(0.75, color=cs.COLORS["roofline"], lw=0.8, ls="--")
+    ax.text(sizes[0] if sizes else 1, 0.75, "target for n ≤ 2^20: 0.75", fontsize=7.5, va="bottom")
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(0, 1.6)  # version 1 runs off the top at large n: it is there for the small sizes
+    ax.set_xlabel("n (elements per vector)")
+    ax.set_ylabel("time / cuBLAS time (below 1: faster than cuBLAS)")
+    ax.set_title("Against cuBLAS, measured in the same run")
+    ax.legend(fontsize=8)
+    cs.save(fig, out, "06_ladder_vs_cublas")
+
+
+def main():
+    args = cs.parse_args(__doc__)
+    rows = [r for r in cs.load_csv(args.results / "06_ladder.csv") if r.get("valid") in (1.0, 1)]
+    cs.apply()
+    ladder_path = args.results / "06_ladder_ladder.csv"
+    if ladder_path.is_file():
+        ladder_bars(cs.load_csv(ladder_path), args.out)
+    else:
+        print(f"{ladder_path} not found: no ladder bars (run 06_ladder with sizes that include 2^24 or 2^28)")
+    time_vs_n(rows, args.out)
+    versus_cublas(rows, args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,278 @@
+// Chapter 06 grading tests: every version of the ladder, registered from the registry.
+//
+// Per version: the fp64 reference at awkward sizes, at misaligned pointers (x and y misaligned
+// alike and differently), with NaN and infinity in the inputs; the same bits on every run (the
+// course's versions); and one size beyond 2^31 elements ([huge]), so that no kernel may index with
+// int. Host-only: the registry's shape and the streamed reference.
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "course/buffer.hpp"
+#include "course/check.hpp"
+#include "course/random.hpp"
+#include "course/reference.hpp"
+#include "ladder.hpp"
+#include "support/course_test.hpp"
+
+namespace {
+
+using Version = course::Version<ch06::Launcher>;
+
+constexpr std::size_t kMaxTestN = (std::size_t{1} << 22) + 64;  // the awkward sizes stay below 2^22 + 1
+
+std::string hint_for(const Version& v) {
+  static const std::map<std::string, std::string> hints = {
+      {"v3_sequential",
+       "sequential addressing halves s from blockDim.x / 2 down to 1; only threads with tid < s add "
+       "s_data[tid + s] into s_data[tid], and every thread of the block (not only the adders) must reach the "
+       "__syncthreads() after each step. A result equal to one product per block means the loop is missing."},
+      {"v4_first_add",
+       "block b covers elements [2·b·blockDim.x, 2·(b+1)·blockDim.x): thread tid adds x[i]·y[i] and "
+       "x[i + blockDim.x]·y[i + blockDim.x], each only if its index is below n (NaN: a read past the end)."},
+      {"v8_shuffle",
+       "all 32 lanes must call __shfl_down_sync(0xffffffff, sum, offset) for offsets 16, 8, 4, 2, 1 (no lane may "
+       "skip it); only lane 0 then holds the warp's total; after __syncthreads(), warp 0 reads one value per warp "
+       "(0 for lanes >= Block / 32) and reduces again. Thread 0 must end with the block's total."},
+      {"v11_single_pass",
+       "NaN means nobody wrote *result: the block whose fetch_add returns gridDim.x - 1 is the last one and must add "
+       "partials[0 .. gridDim.x) and write *result. Right on the first call and NaN on the next means *counter was "
+       "not set back to 0. Write the partial before taking the ticket, with memory_order_acq_rel, and tell the "
+       "whole block whether it is last through __shared__ memory and __syncthreads()."},
+  };
+  const auto it = hints.find(std::string(v.name));
+  if (it != hints.end()) return it->second;
+  return "this version is not an exercise: if it fails, the kit, the driver or the card is at fault (report it).";
+}
+
+/// x and y on the device, `off_x` and `off_y` elements past a 256-byte boundary, with NaN
+/// before and after them: a read outside [0, n) poisons the result.
+struct OnDevice {
+  course::DeviceBuffer<float> d_x, d_y;
+  const float* x = nullptr;
+  const float* y = nullptr;
+  OnDevice(const std::vector<float>& hx, const std::vector<float>& hy, std::size_t off_x, std::size_t off_y)
+      : d_x(hx.size() + 8), d_y(hy.size() + 8) {
+    d_x.fill_bytes(0xFF);
+    d_y.fill_bytes(0xFF);
+    if (!hx.empty()) {
+      CUDA_CHECK(cudaMemcpy(d_x.data() + off_x, hx.data(), hx.size() * sizeof(float), cudaMemcpyHostToDevice));
+      CUDA_CHECK(cudaMemcpy(d_y.data() + off_y, hy.data(), hy.size() * sizeof(float), cudaMemcpyHostToDevice));
+    }
+    x = d_x.data() + off_x;
+    y = d_y.data() + off_y;
+  }
+};
+
+/// One call with a poisoned result (and poisoned partial sums), waited for; returns the result.
+float run_once(const Version& v, const float* d_x, const float* d_y, std::size_t n, ch06::Workspace& ws,
+               cudaStream_t stream = nullptr) {
+  course::DeviceBuffer<float> d_result(1);
+  d_result.fill_bytes(0xFF, stream);
+  ws.poison(stream);
+  v.run(d_x, d_y, n, d_result.data(), ws, stream);
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  return d_result.download()[0];
+}
+
+void expect_match(const Version& v, float got, const course::Reference& ref, std::size_t n, const std::string& what) {
+  const course::Verdict verdict = course::check_dot(got, ref);
+  INFO(course::test::explain(verdict, n, std::string(v.name) + " (" + what + ")", hint_for(v)));
+  CHECK(verdict.ok);
+}
+
+std::string offsets_text(std::size_t off_x, std::size_t off_y) {
+  return "x at +" + std::to_string(off_x) + ", y at +" + std::to_string(off_y) + " elements";
+}
+
+/// The large size of the awkward ones: 2^20 + 3, or 2^16 + 3 under compute-sanitizer
+/// (COURSE_TEST_SMALL=1), which is slow. Hundreds of blocks (tens when small) either way.
+std::size_t large_size() {
+  const auto sizes = course::test::awkward_sizes(ch06::kBlock, 606);
+  return sizes[sizes.size() - 2];
+}
+
+// -------------------------------------------------------------------------------------------
+void test_reference(const Version& v) {
+  ch06::Workspace ws(kMaxTestN);
+  // 1. Awkward sizes, aligned pointers.
+  for (std::size_t n : course::test::awkward_sizes(ch06::kBlock, 606)) {
+    const auto in = course::test::make_dot_inputs(n, 6000 + n);
+    const OnDevice d(in.x, in.y, 0, 0);
+    expect_match(v, run_once(v, d.x, d.y, n, ws), in.ref, n, "aligned");
+  }
+  // 2. Misaligned pointers: alike (one common head aligns both) and differently (no common head).
+  const std::pair<std::size_t, std::size_t> offsets[] = {{1, 1}, {2, 2}, {3, 3}, {1, 2}, {0, 3}, {3, 0}};
+  for (std::size_t n : {std::size_t{3}, std::size_t{1000}, large_size()}) {
+    const auto in = course::test::make_dot_inputs(n, 7000 + n);
+    for (const auto& [off_x, off_y] : offsets) {
+      const OnDevice d(in.x, in.y, off_x, off_y);
+      expect_match(v, run_once(v, d.x, d.y, n, ws), in.ref, n, offsets_text(off_x, off_y));
+    }
+  }
+  // 3. NaN and infinity propagate as IEEE arithmetic says.
+  const std::size_t n = large_size();
+  const auto base = course::test::make_dot_inputs(n, 8000);
+  struct Planted {
+    const char* what;
+    std::vector<std::pair<std::size_t, float>> x_values;
+  };
+  const float inf = std::numeric_limits<float>::infinity();
+  const Planted cases[] = {
+      {"a NaN in x near the end", {{n - 2, std::numeric_limits<float>::quiet_NaN()}}},
+      {"+inf in x", {{n / 3, inf}}},
+      {"+inf and -inf in x: inf - inf is NaN", {{n / 3, inf}, {n / 3 + 1000, -inf}}},
+  };
+  for (const auto& c : cases) {
+    auto x = base.x, y = base.y;
+    for (const auto& [at, value] : c.x_values) {
+      x[at] = value;
+      y[at] = 0.5f;
+    }
+    const course::Reference ref = course::reference_dot(x.data(), y.data(), n);
+    for (std::size_t off : {std::size_t{0}, std::size_t{1}}) {
+      const OnDevice d(x, y, off, off);
+      expect_match(v, run_once(v, d.x, d.y, n, ws), ref, n, std::string(c.what) + ", " + offsets_text(off, off));
+    }
+  }
+}
+
+// -------------------------------------------------------------------------------------------
+void test_deterministic(const Version& v) {
+  ch06::Workspace ws(kMaxTestN);
+  cudaStream_t stream = nullptr;
+  CUDA_CHECK(cudaStreamCreate(&stream));
+  const std::size_t n = 3 * large_size();  // 3 145 737 (196 617 when small): hundreds of blocks in every version
+  const auto in = course::test::make_dot_inputs(n, 9000);
+  for (std::size_t off : {std::size_t{0}, std::size_t{1}}) {
+    const OnDevice d(in.x, in.y, off, off);
+    const float first = run_once(v, d.x, d.y, n, ws, stream);
+    expect_match(v, first, in.ref, n, "first of 20 runs, " + offsets_text(off, off));
+    std::uint32_t first_bits = 0;
+    std::memcpy(&first_bits, &first, sizeof first);
+    int differ = 0;
+    for (int run = 1; run < 20; ++run) {
+      const float again = run_once(v, d.x, d.y, n, ws, stream);
+      std::uint32_t bits = 0;
+      std::memcpy(&bits, &again, sizeof again);
+      differ += bits != first_bits;
+    }
+    INFO(v.name << " at n = " << n << " (" << offsets_text(off, off) << "): " << differ
+                << " of 19 repeated runs differ from the first bit for bit (first = " << first
+                << ").\nHint: the order of the additions must depend only on n, the grid and the thread "
+                   "indices, never on which block finishes first; a NaN after the first run means "
+                   "state (a counter) left behind by the previous call.");
+    CHECK(differ == 0);
+  }
+  CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+// -------------------------------------------------------------------------------------------
+// Beyond 2^31 (and 2^32 where the card has the memory): inputs made on the device, the reference
+// recomputed from the generator on the host, large products ("spikes") planted at indices past
+// 2^31 and 2^32, which the error bound cannot absorb if an element there is lost.
+void test_huge(const Version& v) {
+  const std::size_t big = (std::size_t{1} << 32) + (std::size_t{1} << 20) + 3;
+  const std::size_t small = (std::size_t{1} << 31) + (std::size_t{1} << 20) + 3;
+  const std::size_t free_bytes = course::free_device_bytes();
+  auto need = [](std::size_t n) { return 2 * n * sizeof(float) + ch06::Workspace::bytes_for(n) + (std::size_t{1} << 30); };
+  const std::size_t n = free_bytes >= need(big) ? big : small;
+  if (free_bytes < need(n))
+    COURSE_SKIP_TEST("COURSE-NO-GPU-MEMORY: this test needs " + course::format_bytes(need(n)) +
+                     " of free device memory and the card has " + course::format_bytes(free_bytes) +
+                     ": skipped, not passed");
+
+  const std::uint64_t seed_x = 31, seed_y = 31 ^ 0x5DEECE66Dull;
+  course::DeviceBuffer<float> d_x(n), d_y(n);
+  course::fill_random_device(d_x.data(), n, seed_x);
+  course::fill_random_device(d_y.data(), n, seed_y);
+  course::Reference ref = ch06::streamed_reference(n, seed_x, seed_y);  // on the host, while the GPU fills
+
+  // Spikes of ±1e9 (y = 1 there): far above the error bound of ~3e-2·Σ|x·y| ≈ 1e8 at n = 2^32.
+  const std::size_t at[] = {0, (std::size_t{1} << 31) + 5, n - (std::size_t{1} << 20), n - 1};
+  const float spike[] = {1e9f, -1e9f, 1e9f, -1e9f};
+  for (int k = 0; k < 4; ++k) {
+    const double old_p = static_cast<double>(course::random_at(seed_x, at[k], -1.0f, 1.0f)) *
+                         static_cast<double>(course::random_at(seed_y, at[k], -1.0f, 1.0f));
+    ref.value += static_cast<double>(spike[k]) - old_p;
+    ref.sum_abs += std::fabs(static_cast<double>(spike[k])) - std::fabs(old_p);
+    const float one = 1.0f;
+    CUDA_CHECK(cudaMemcpy(d_x.data() + at[k], &spike[k], sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(d_y.data() + at[k], &one, sizeof(float), cudaMemcpyHostToDevice));
+  }
+  CUDA_CHECK(cudaDeviceSynchronize());
+  ch06::Workspace ws(n);
+  expect_match(v, run_once(v, d_x.data(), d_y.data(), n, ws), ref, n,
+               "n beyond 2^31; indices must be 64-bit (std::size_t), never int or unsigned");
+}
+
+// One test case per version and property; the names are what tools/grading/06_ladder.json awards.
+const bool registered = [] {
+  for (const auto& v : ch06::versions()) {
+    std::string tags = "[ch06][gpu]";
+    if (v.exercise) tags += "[exercise]";
+    const std::string name(v.name);
+    course::test::add_case("ch06 " + name + ": matches the fp64 reference (awkward sizes, misaligned, NaN, inf)",
+                           tags, [&v] {
+                             COURSE_REQUIRE_GPU();
+                             test_reference(v);
+                           });
+    if (!ch06::is_library(v))
+      course::test::add_case("ch06 " + name + ": the same bits on every run", tags, [&v] {
+        COURSE_REQUIRE_GPU();
+        test_deterministic(v);
+      });
+    course::test::add_case("ch06 " + name + ": beyond 2^31 elements", tags + "[huge]", [&v] {
+      COURSE_REQUIRE_GPU();
+      test_huge(v);
+    });
+  }
+  return true;
+}();
+
+}  // namespace
+
+TEST_CASE("ch06 registry: libraries first, the classic seven, four exercises, the single pass last", "[ch06]") {
+  const auto& vs = ch06::versions();
+  REQUIRE(vs.size() == 13);
+  CHECK(ch06::is_library(vs[0]));
+  CHECK(ch06::is_library(vs[1]));
+  std::vector<std::string> exercises;
+  for (std::size_t i = 0; i < vs.size(); ++i) {
+    CHECK(vs[i].run != nullptr);
+    for (std::size_t j = 0; j < i; ++j) CHECK(std::string(vs[i].name) != std::string(vs[j].name));
+    if (vs[i].exercise) exercises.emplace_back(vs[i].name);
+  }
+  CHECK(exercises == std::vector<std::string>{"v3_sequential", "v4_first_add", "v8_shuffle", "v11_single_pass"});
+  CHECK(std::string(ch06::final_version().name) == "v11_single_pass");
+}
+
+TEST_CASE("ch06 streamed_reference: equals the reference of the materialized vectors", "[ch06]") {
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1000}, (std::size_t{1} << 21) + 7}) {
+    const auto x = course::random_vector(n, 5);
+    const auto y = course::random_vector(n, 5 ^ 0x5DEECE66Dull);
+    const course::Reference a = course::reference_dot(x.data(), y.data(), n);
+    const course::Reference b = ch06::streamed_reference(n, 5, 5 ^ 0x5DEECE66Dull);
+    INFO("n = " << n << ": materialized " << a.value << " (sum |x y| " << a.sum_abs << "), streamed " << b.value
+                << " (" << b.sum_abs << ")");
+    CHECK(b.n == n);
+    CHECK(std::fabs(a.value - b.value) <= 1e-12 * a.sum_abs);
+    CHECK(std::fabs(a.sum_abs - b.sum_abs) <= 1e-12 * a.sum_abs);
+  }
+}
+
+TEST_CASE("ch06 Workspace: refuses a call larger than it was made for", "[ch06][gpu]") {
+  COURSE_REQUIRE_GPU();
+  ch06::Workspace ws(1000);
+  course::DeviceBuffer<float> d(2000), d_result(1);
+  for (const auto& v : ch06::versions()) {
+    INFO(v.name << " was called with n = 2000 on a workspace for n <= 1000");
+    CHECK_THROWS_AS(v.run(d.data(), d.data(), 2000, d_result.data(), ws, nullptr), course::UsageError);
+  }
+}
