@@ -1,0 +1,271 @@
+// Chapter 02 driver — the dot product on the CPU, and what "correct" means.
+//
+//   02_cpu_dot                          every version at 2^12, 2^16, 2^20 and 2^24, then the accuracy sweep
+//   02_cpu_dot --n 2^22                 one size only
+//   02_cpu_dot --sizes 2^10,2^20        these sizes
+//   02_cpu_dot --kernel pairwise        one version
+//   02_cpu_dot --threads 4              the threaded versions on 4 threads (default: one per hardware thread)
+//   02_cpu_dot --csv results/local/02_cpu_dot.csv     also writes 02_cpu_dot_accuracy.csv beside it
+//
+// Runs without a GPU. With one, the "% of roofline" column compares the CPU with the GPU's
+// measured read roofline, the ceiling of every later chapter; without one that column is empty.
+// Every timed result is validated against the fp64 reference under course::dot_error_bound,
+// before and after timing. The versions named bug_* are wrong on purpose: their rows show
+// valid = 0, and they do not fail the run.
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "course/bench.hpp"
+#include "course/cli.hpp"
+#include "course/device.hpp"
+#include "course/progress.hpp"
+#include "course/random.hpp"
+#include "course/reference.hpp"
+#include "course/stats.hpp"
+#include "course/timer.hpp"
+#include "cpu_dot.hpp"
+
+namespace {
+
+using Version = course::Version<ch02::CpuVersion>;
+
+// A slow version (the shared accumulator at 2^24 takes seconds per call) gets fewer timed runs:
+// as many as fit in this budget, at least kMinReps, at most --reps.
+constexpr double kBudgetMs = 3000.0;
+constexpr int kMinReps = 5;
+
+struct Settings {
+  std::vector<std::size_t> sizes;
+  std::size_t accuracy_n = std::size_t{1} << 24;
+  ch02::CpuConfig config;
+};
+
+std::vector<std::size_t> parse_sizes(const std::string& text) {
+  std::vector<std::size_t> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) out.push_back(course::parse_size(item));
+  if (out.empty()) throw course::UsageError("--sizes: give at least one size, e.g. 2^16,2^20");
+  return out;
+}
+
+// Signed data cancels: at n = 2^24 the dot product is a few thousand, while the tolerance, which
+// scales with the sum of |x_i y_i| (about n/4), is about 8000, so even a result of 0 would pass.
+// Like the tests (course::test::make_dot_inputs), plant three products far above the tolerance at
+// the first, middle and last index: a version that drops or garbles them cannot pass.
+void plant_spikes(std::vector<float>& x, std::vector<float>& y) {
+  const std::size_t n = x.size();
+  if (n < 64) return;
+  const course::Reference plain{0.0, 0.25 * static_cast<double>(n), n};
+  const float spike = static_cast<float>(std::max(1.0, 64.0 * course::dot_error_bound(plain)));
+  const std::size_t at[3] = {0, n / 2, n - 1};
+  for (int k = 0; k < 3; ++k) {
+    x[at[k]] = k % 2 == 0 ? spike : -spike;
+    y[at[k]] = 1.0f;
+  }
+}
+
+std::string config_of(const Version& v, const ch02::CpuConfig& config, std::size_t n) {
+  const unsigned threads = v.run.threaded ? ch02::thread_count(config, n) : 1u;
+  return "threads=" + std::to_string(threads);
+}
+
+// 2^10, 2^12, ... below `largest`, then `largest`.
+std::vector<std::size_t> accuracy_sizes(std::size_t largest) {
+  std::vector<std::size_t> out;
+  for (std::size_t n = 1024; n < largest; n *= 4) out.push_back(n);
+  if (largest != 0) out.push_back(largest);
+  return out;
+}
+
+// One row of the main table: validate, time (steady_clock, warm-up dropped), validate again.
+course::Measurement measure(const Version& v, const std::vector<float>& x, const std::vector<float>& y,
+                            const course::Reference& ref, const course::Options& opt, const Settings& set,
+                            double roofline_gbps) {
+  const std::size_t n = x.size();
+  volatile float sink = 0.0f;  // the result is used, so no call can be optimized away
+  auto run = [&] { sink = v.run.dot(x.data(), y.data(), n, set.config); };
+  const bool expect_right = !v.run.wrong_on_purpose;
+  auto validate = [&](const char* when) {
+    const float got = v.run.dot(x.data(), y.data(), n, set.config);
+    const course::Verdict verdict = course::check_dot(got, ref);
+    if (expect_right && !verdict.ok)
+      throw std::runtime_error(std::string(v.name) + " at n = " + std::to_string(n) + " " + when + ": " +
+                               verdict.message);
+    return verdict;
+  };
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const course::Verdict before = validate("before timing");
+  const double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const int reps = std::clamp(static_cast<int>(kBudgetMs / std::max(first_ms, 1e-3)), kMinReps, opt.reps);
+  const int warmup = std::min(opt.warmup, reps);
+  const auto samples = course::time_cpu_ms(run, warmup, reps);
+  const course::Verdict after = validate("after timing");  // a benchmark must not pass by not running
+  (void)sink;
+
+  course::Measurement m;
+  m.version = std::string(v.name);
+  m.config = config_of(v, set.config, n);
+  m.n = n;
+  m.bytes = 2.0 * n * sizeof(float);  // read x and y once: the least any dot product must move
+  m.ms = course::summarize(samples);
+  m.roofline_gbps = roofline_gbps;
+  m.rel_error = std::max(before.rel_error, after.rel_error);
+  m.valid = before.ok && after.ok;
+  return m;
+}
+
+// The accuracy sweep: one call per version and size, on two kinds of data, against the fp64
+// reference and the error bound. Uniform [0, 1) is where the sequential float sum goes wrong:
+// every product is positive, the running sum grows to n/4, and each addition rounds it.
+course::Table accuracy_sweep(const std::vector<const Version*>& chosen, const Settings& set, std::uint64_t seed,
+                             course::Progress& progress) {
+  course::Table table({"version", "data", "n", "result", "reference", "abs_error", "rel_error", "bound",
+                       "rel_bound", "within_bound"});
+  struct Data {
+    const char* name;
+    float lo, hi;
+  };
+  // Names without spaces or commas: the text selects rows by them.
+  const Data kinds[] = {{"positive", 0.0f, 1.0f}, {"signed", -1.0f, 1.0f}};
+  for (const Data& d : kinds) {
+    const auto x_all = course::random_vector(set.accuracy_n, seed + 2, d.lo, d.hi);
+    const auto y_all = course::random_vector(set.accuracy_n, seed + 3, d.lo, d.hi);
+    for (const std::size_t n : accuracy_sizes(set.accuracy_n)) {
+      const course::Reference ref = course::reference_dot(x_all.data(), y_all.data(), n);
+      progress.step(std::string("accuracy, ") + d.name + ", n=" + course::format_size(n));
+      for (const Version* v : chosen) {
+        const float got = v->run.dot(x_all.data(), y_all.data(), n, set.config);
+        const course::Verdict verdict = course::check_dot(got, ref);
+        table.add_row({std::string(v->name), std::string(d.name), static_cast<long long>(n), static_cast<double>(got),
+                       ref.value, verdict.error, verdict.rel_error, verdict.bound,
+                       ref.value != 0 ? verdict.bound / std::fabs(ref.value) : verdict.bound,
+                       static_cast<long long>(verdict.ok ? 1 : 0)});
+      }
+    }
+  }
+  return table;
+}
+
+// The rows of `table` whose column `col` holds the whole number `value`, for the screen.
+course::Table rows_where(const course::Table& table, const std::string& col, long long value) {
+  course::Table out(table.columns());
+  const auto at = std::find(table.columns().begin(), table.columns().end(), col) - table.columns().begin();
+  for (const auto& row : table.rows())
+    if (const auto* v = std::get_if<long long>(&row[at]); v != nullptr && *v == value) out.add_row(row);
+  return out;
+}
+
+std::string csv_beside(const std::string& csv, const std::string& what) {
+  std::string stem = csv;
+  if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".csv") == 0) stem.resize(stem.size() - 4);
+  return stem + "_" + what + ".csv";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  course::App app("02_cpu_dot",
+                  "Chapter 02: the dot product on the CPU. A plain loop, the accumulator-type bug, the "
+                  "standard library, a vectorized loop, a pairwise sum, and threads (racing on one "
+                  "accumulator, then with partial sums); how accurate each is against an fp64 "
+                  "reference. These are the CPU baselines of every later chapter. Needs no GPU.",
+                  std::size_t{1} << 20, 50, 5);
+  Settings set;
+  std::string sizes_text;
+  std::string accuracy_n_text = "2^24";
+  app.cli().add_option("--sizes", sizes_text,
+                       "Comma list of sizes to time (default: 2^12,2^16,2^20,2^24, or only --n when given)");
+  app.cli().add_option("--accuracy-n", accuracy_n_text,
+                       "Largest size of the accuracy sweep (sizes 2^10, 2^12, ... up to it); 0 skips it")
+      ->capture_default_str();
+  app.cli().add_option("--threads", set.config.threads, "Threads of the threaded versions (0: one per hardware thread)")
+      ->check(CLI::Range(0u, 1024u))
+      ->capture_default_str();
+  std::vector<std::pair<std::string, std::string>> names;
+  for (const auto& v : ch02::versions()) names.emplace_back(v.name, v.description);
+  app.set_versions(names);
+
+  return app.run(
+      argc, argv,
+      [&](const course::Options& opt) {
+        if (!sizes_text.empty()) set.sizes = parse_sizes(sizes_text);
+        else if (app.cli().count("--n") > 0) set.sizes = {opt.n};
+        else set.sizes = {std::size_t{1} << 12, std::size_t{1} << 16, std::size_t{1} << 20, std::size_t{1} << 24};
+        set.accuracy_n = course::parse_size(accuracy_n_text);
+        if (set.accuracy_n != 0 && set.accuracy_n < 1024)
+          throw course::UsageError("--accuracy-n must be 0 (skip) or at least 1024");
+
+        // The GPU only lends its roofline to the last column, for comparison with later chapters.
+        double roofline_gbps = 0.0;
+        std::string why;
+        if (course::gpu_available(&why)) {
+          const auto& facts = course::device_facts();
+          roofline_gbps = course::measured_roofline().read_gbps;
+          std::printf("GPU: %s; measured read roofline %.0f GB/s. %% of roofline = CPU GB/s / that.\n",
+                      course::describe_device(facts).c_str(), roofline_gbps);
+        } else {
+          std::printf("No GPU (%s): this chapter runs on the CPU alone; the %% of roofline column is empty.\n",
+                      why.c_str());
+        }
+        std::printf("CPU: %u hardware threads; threaded versions use %u.\n\n", std::thread::hardware_concurrency(),
+                    ch02::thread_count(set.config, std::size_t{1} << 30));
+
+        std::vector<const Version*> chosen;
+        for (const auto& v : ch02::versions())
+          if (opt.kernel.empty() || v.name == opt.kernel) chosen.push_back(&v);
+
+        const int steps = static_cast<int>(set.sizes.size() * chosen.size()) +
+                          static_cast<int>(2 * accuracy_sizes(set.accuracy_n).size());
+        course::Progress progress(steps, "02_cpu_dot", !opt.quiet);
+
+        course::Table table = course::measurement_table();
+        for (const std::size_t n : set.sizes) {
+          auto x = course::random_vector(n, opt.seed);
+          auto y = course::random_vector(n, opt.seed + 1);
+          plant_spikes(x, y);
+          const course::Reference ref = course::reference_dot(x.data(), y.data(), n);
+          for (const Version* v : chosen) {
+            progress.step(std::string(v->name) + " n=" + course::format_size(n));
+            course::add_measurement(table, measure(*v, x, y, ref, opt, set, roofline_gbps));
+          }
+        }
+        course::Table accuracy({"version"});
+        if (set.accuracy_n != 0) accuracy = accuracy_sweep(chosen, set, opt.seed, progress);
+        progress.done();
+
+        std::cout << "Timed on signed data, uniform [-1, 1), with three planted spikes (see plant_spikes).\n"
+                     "bytes = 2 n sizeof(float): x and y read once.\n"
+                     "valid = within course::dot_error_bound of the fp64 reference, before and after timing.\n"
+                     "bug_* versions are wrong on purpose (valid = 0 is their point).\n\n";
+        table.print(std::cout, course::measurement_screen_columns());
+        if (set.accuracy_n != 0) {
+          std::cout << "\nAccuracy at n = " << course::format_size(set.accuracy_n)
+                    << " (the CSV has every size from 2^10): result against the fp64 reference.\n"
+                       "positive: x and y uniform in [0, 1); signed: uniform in [-1, 1), no spikes.\n"
+                       "rel_bound = the tolerance the tests allow, relative to the reference.\n\n";
+          rows_where(accuracy, "n", static_cast<long long>(set.accuracy_n))
+              .print(std::cout, {"version", "data", "result", "reference", "rel_error", "rel_bound", "within_bound"});
+        }
+        if (!opt.csv.empty()) {
+          table.write_csv(opt.csv);
+          std::cout << "\nCSV written to " << opt.csv;
+          if (set.accuracy_n != 0) {
+            accuracy.write_csv(csv_beside(opt.csv, "accuracy"));
+            std::cout << " and " << csv_beside(opt.csv, "accuracy");
+          }
+          std::cout << "\n";
+        }
+        return course::kExitOk;
+      },
+      /*needs_gpu=*/false);
+}

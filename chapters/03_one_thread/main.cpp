@@ -1,0 +1,267 @@
+// Chapter 03 driver — one GPU thread, and the round trip around it.
+//
+//   03_one_thread                          both versions at 2^16, 2^20 and 2^24
+//   03_one_thread --n 2^22                 one size only
+//   03_one_thread --sizes 2^10,2^20        these sizes
+//   03_one_thread --kernel one_thread      one version
+//   03_one_thread --csv results/local/03_one_thread.csv   also writes 03_one_thread_phases.csv
+//
+// Each version is measured twice: "kernel only" (inputs already on the GPU, CUDA events, what
+// every later chapter reports) and "round trip" (round_trip(): allocate, copy in, launch, copy
+// back, free, on every call; host clock, what a caller waits). The phases table splits the round
+// trip into its steps. One thread is slow: at 2^24 a call takes a good fraction of a second, so
+// slow configurations get fewer timed runs (at least 3; see kBudgetMs), and sizes above 2^24
+// take minutes.
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "course/bench.hpp"
+#include "course/buffer.hpp"
+#include "course/cli.hpp"
+#include "course/device.hpp"
+#include "course/progress.hpp"
+#include "course/random.hpp"
+#include "course/reference.hpp"
+#include "course/stats.hpp"
+#include "course/timer.hpp"
+#include "one_thread.hpp"
+
+namespace {
+
+using Version = course::Version<ch03::Launcher>;
+
+// A configuration gets as many timed runs as fit in this budget, at least kMinReps, at most --reps.
+constexpr double kBudgetMs = 3000.0;
+constexpr int kMinReps = 3;
+
+std::vector<std::size_t> parse_sizes(const std::string& text) {
+  std::vector<std::size_t> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) out.push_back(course::parse_size(item));
+  if (out.empty()) throw course::UsageError("--sizes: give at least one size, e.g. 2^16,2^20");
+  for (std::size_t n : out)
+    if (n == 0) throw course::UsageError("--sizes: every size must be at least 1");
+  return out;
+}
+
+// Signed data cancels: at large n the dot product is far below the tolerance, which scales with
+// the sum of |x_i y_i|, so even 0 would pass. As the tests do (course::test::make_dot_inputs),
+// plant three products far above the tolerance: a result that misses any of them cannot pass.
+void plant_spikes(std::vector<float>& x, std::vector<float>& y) {
+  const std::size_t n = x.size();
+  if (n < 64) return;
+  const course::Reference plain{0.0, 0.25 * static_cast<double>(n), n};
+  const float spike = static_cast<float>(std::max(1.0, 64.0 * course::dot_error_bound(plain)));
+  const std::size_t at[3] = {0, n / 2, n - 1};
+  for (int k = 0; k < 3; ++k) {
+    x[at[k]] = k % 2 == 0 ? spike : -spike;
+    y[at[k]] = 1.0f;
+  }
+}
+
+struct Inputs {
+  std::vector<float> x, y;
+  course::Reference ref;
+  course::DeviceBuffer<float> d_x, d_y, d_result;
+};
+
+course::Verdict require_valid(float got, const Inputs& in, const std::string& what) {
+  const course::Verdict v = course::check_dot(got, in.ref);
+  if (!v.ok) throw std::runtime_error(what + " at n = " + std::to_string(in.x.size()) + ": " + v.message);
+  return v;
+}
+
+int reps_for(double first_ms, const course::Options& opt) {
+  return std::clamp(static_cast<int>(kBudgetMs / std::max(first_ms, 1e-3)), kMinReps, opt.reps);
+}
+
+// Kernel only: inputs resident on the GPU, timed with CUDA events, validated before and after.
+course::Measurement measure_kernel(const Version& v, Inputs& in, const course::Options& opt, double roofline_gbps) {
+  const std::size_t n = in.x.size();
+  auto launch = [&] { v.run(in.d_x.data(), in.d_y.data(), n, in.d_result.data(), nullptr); };
+  auto validate = [&](const char* when) {
+    in.d_result.fill_bytes(0xFF);
+    launch();
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return require_valid(in.d_result.download()[0], in, std::string(v.name) + " (kernel only) " + when);
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  const course::Verdict before = validate("before timing");
+  const double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const int reps = reps_for(first_ms, opt);
+  const auto samples = course::time_gpu_ms(launch, std::min(opt.warmup, reps), reps);
+  const course::Verdict after = validate("after timing");
+
+  course::Measurement m;
+  m.version = std::string(v.name);
+  m.config = "kernel only";
+  m.n = n;
+  m.bytes = 2.0 * n * sizeof(float);
+  m.ms = course::summarize(samples);
+  m.roofline_gbps = roofline_gbps;
+  m.rel_error = std::max(before.rel_error, after.rel_error);
+  m.valid = true;
+  return m;
+}
+
+// Round trip: everything on every call, timed with the host clock (the call blocks until the
+// result is back on the host); each call's steps are kept for the phases table.
+course::Measurement measure_round_trip(const Version& v, const Inputs& in, const course::Options& opt,
+                                       double roofline_gbps, std::vector<ch03::Phases>& phases) {
+  const std::size_t n = in.x.size();
+  auto call = [&](ch03::Phases* p) { return ch03::round_trip(v.run, in.x.data(), in.y.data(), n, p); };
+  const auto t0 = std::chrono::steady_clock::now();
+  const course::Verdict before = require_valid(call(nullptr), in, std::string(v.name) + " (round trip) before timing");
+  const double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const int reps = reps_for(first_ms, opt);
+  const int warmup = std::min(opt.warmup, reps);
+  std::vector<ch03::Phases> all;
+  volatile float sink = 0.0f;
+  const auto samples = course::time_cpu_ms(
+      [&] {
+        ch03::Phases p;
+        sink = call(&p);
+        all.push_back(p);
+      },
+      warmup, reps);
+  (void)sink;
+  phases.assign(all.begin() + warmup, all.end());  // the warm-up calls are not among the samples
+  const course::Verdict after = require_valid(call(nullptr), in, std::string(v.name) + " (round trip) after timing");
+
+  course::Measurement m;
+  m.version = std::string(v.name);
+  m.config = "round trip";
+  m.n = n;
+  m.bytes = 2.0 * n * sizeof(float);
+  m.ms = course::summarize(samples);
+  m.roofline_gbps = roofline_gbps;
+  m.rel_error = std::max(before.rel_error, after.rel_error);
+  m.valid = true;
+  return m;
+}
+
+// One row per step of the round trip: its median, its share of the whole call, and for the
+// copies the bandwidth they reached. "other" is what the steps do not account for (the host
+// side of launches and synchronizations).
+void add_phase_rows(course::Table& table, const std::string& version, std::size_t n,
+                    const std::vector<ch03::Phases>& phases) {
+  struct Step {
+    const char* name;
+    double ch03::Phases::*field;
+    double bytes;
+  };
+  const double input_bytes = static_cast<double>(n) * sizeof(float);
+  const Step steps[] = {{"allocate", &ch03::Phases::allocate_ms, 0},
+                        {"copy x", &ch03::Phases::copy_x_ms, input_bytes},
+                        {"copy y", &ch03::Phases::copy_y_ms, input_bytes},
+                        {"kernel", &ch03::Phases::kernel_ms, 2 * input_bytes},
+                        {"copy back", &ch03::Phases::copy_back_ms, sizeof(float)},
+                        {"free", &ch03::Phases::free_ms, 0}};
+  auto column = [&](double ch03::Phases::*field) {
+    std::vector<double> v;
+    for (const auto& p : phases) v.push_back(p.*field);
+    return course::summarize(v);
+  };
+  const course::Stats total = column(&ch03::Phases::total_ms);
+  auto row = [&](const std::string& step, const course::Stats& s, double bytes) {
+    table.add_row({version, static_cast<long long>(n), step, s.median, s.mean, s.sd, s.min,
+                   total.median > 0 ? 100.0 * s.median / total.median : std::nan(""),
+                   bytes > 0 ? course::gbps(bytes, s.median) : std::nan(""), static_cast<long long>(s.count)});
+  };
+  std::vector<double> other;
+  for (const auto& p : phases)
+    other.push_back(p.total_ms - (p.allocate_ms + p.copy_x_ms + p.copy_y_ms + p.kernel_ms + p.copy_back_ms + p.free_ms));
+  for (const Step& s : steps) row(s.name, column(s.field), s.bytes);
+  row("other", course::summarize(other), 0);
+  row("total", total, 0);
+}
+
+std::string csv_beside(const std::string& csv, const std::string& what) {
+  std::string stem = csv;
+  if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".csv") == 0) stem.resize(stem.size() - 4);
+  return stem + "_" + what + ".csv";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  course::App app("03_one_thread",
+                  "Chapter 03: one GPU thread computes the whole dot product, beside cuBLAS. Each version "
+                  "runs alone on data already on the GPU, and inside the first program everyone writes: "
+                  "allocate, copy in, launch, copy back, free, on every call, with each step timed.",
+                  std::size_t{1} << 20, 50, 3);
+  std::string sizes_text;
+  app.cli().add_option("--sizes", sizes_text, "Comma list of sizes (default: 2^16,2^20,2^24, or only --n when given)");
+  std::vector<std::pair<std::string, std::string>> names;
+  for (const auto& v : ch03::versions()) names.emplace_back(v.name, v.description);
+  app.set_versions(names);
+
+  return app.run(argc, argv, [&](const course::Options& opt) {
+    std::vector<std::size_t> sizes;
+    if (!sizes_text.empty()) sizes = parse_sizes(sizes_text);
+    else if (app.cli().count("--n") > 0) sizes = {opt.n};
+    else sizes = {std::size_t{1} << 16, std::size_t{1} << 20, std::size_t{1} << 24};
+    if (std::find(sizes.begin(), sizes.end(), std::size_t{0}) != sizes.end())
+      throw course::UsageError("--n must be at least 1");
+    const std::size_t largest = *std::max_element(sizes.begin(), sizes.end());
+    // The resident inputs and, during a round trip, a second copy of them.
+    course::require_fits(4 * largest * sizeof(float) + 2 * sizeof(float), "two resident inputs and a round trip's copies");
+
+    const auto& facts = course::device_facts();
+    const auto& roof = course::measured_roofline();
+    std::printf("GPU: %s\nMeasured read roofline %.0f GB/s (%.0f%% of the %.0f GB/s peak)\n\n",
+                course::describe_device(facts).c_str(), roof.read_gbps, 100 * roof.read_gbps / facts.peak_gbps,
+                facts.peak_gbps);
+
+    std::vector<const Version*> chosen;
+    for (const auto& v : ch03::versions())
+      if (opt.kernel.empty() || v.name == opt.kernel) chosen.push_back(&v);
+    course::Progress progress(static_cast<int>(2 * sizes.size() * chosen.size()), "03_one_thread", !opt.quiet);
+
+    course::Table table = course::measurement_table();
+    course::Table phase_table({"version", "n", "phase", "median_ms", "mean_ms", "sd_ms", "min_ms", "pct_of_total",
+                               "gbps", "reps"});
+    for (const std::size_t n : sizes) {
+      Inputs in;
+      in.x = course::random_vector(n, opt.seed);
+      in.y = course::random_vector(n, opt.seed + 1);
+      plant_spikes(in.x, in.y);
+      in.ref = course::reference_dot(in.x.data(), in.y.data(), n);
+      in.d_x = course::DeviceBuffer<float>(in.x);
+      in.d_y = course::DeviceBuffer<float>(in.y);
+      in.d_result = course::DeviceBuffer<float>(1);
+      for (const Version* v : chosen) {
+        progress.step(std::string(v->name) + " kernel only, n=" + course::format_size(n));
+        course::add_measurement(table, measure_kernel(*v, in, opt, roof.read_gbps));
+        progress.step(std::string(v->name) + " round trip, n=" + course::format_size(n));
+        std::vector<ch03::Phases> phases;
+        course::add_measurement(table, measure_round_trip(*v, in, opt, roof.read_gbps, phases));
+        add_phase_rows(phase_table, std::string(v->name), n, phases);
+      }
+    }
+    progress.done();
+
+    std::cout << "Inputs: signed, uniform [-1, 1), three planted spikes. bytes = 2 n sizeof(float).\n"
+                 "kernel only: CUDA events around the launch, inputs already on the GPU.\n"
+                 "round trip: host clock around round_trip() (allocate, copy in, launch, copy back, free).\n"
+                 "Every row validated against the fp64 reference before and after timing.\n\n";
+    table.print(std::cout, course::measurement_screen_columns());
+    std::cout << "\nWhere a round trip's time goes (medians; pct_of_total of the median call; gbps for the copies\n"
+                 "and for the kernel's reads):\n\n";
+    phase_table.print(std::cout, {"version", "n", "phase", "median_ms", "pct_of_total", "gbps"});
+    if (!opt.csv.empty()) {
+      table.write_csv(opt.csv);
+      phase_table.write_csv(csv_beside(opt.csv, "phases"));
+      std::cout << "\nCSV written to " << opt.csv << " and " << csv_beside(opt.csv, "phases") << "\n";
+    }
+    return course::kExitOk;
+  });
+}

@@ -1,0 +1,42 @@
+#pragma once
+/// \file
+/// \brief Chapter 03: one GPU thread, and the round trip around it.
+///
+/// A version is a launcher: it computes x·y from inputs already on the device and leaves the
+/// result in device memory, asynchronously, like every later chapter. round_trip() wraps any
+/// version in the program everyone writes first: allocate, copy in, launch, copy back, free.
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "course/registry.hpp"
+
+namespace ch03 {
+
+/// Writes x·y over n elements to *d_result; all pointers are device memory. Asynchronous on `stream`.
+using Launcher = void (*)(const float* d_x, const float* d_y, std::size_t n, float* d_result, cudaStream_t stream);
+
+/// The chapter's registry: the cuBLAS baseline (version 0), then the one-thread kernel.
+const std::vector<course::Version<Launcher>>& versions();
+
+/// Where the time of one round trip went, in milliseconds. The steps that run on the GPU (the
+/// copies, the kernel) are timed with CUDA events; cudaMalloc and cudaFree, which block the host,
+/// with the host clock.
+struct Phases {
+  double allocate_ms = 0;   ///< cudaMalloc of x, y and the result
+  double copy_x_ms = 0;     ///< x, host to device
+  double copy_y_ms = 0;     ///< y, host to device
+  double kernel_ms = 0;     ///< the version's launch, until the GPU has finished it
+  double copy_back_ms = 0;  ///< the result, device to host
+  double free_ms = 0;       ///< cudaFree of all three
+  double total_ms = 0;      ///< the whole call, host clock: what the caller waits
+};
+
+/// One dot product the way a first CUDA program does it: allocate device memory, copy x and y
+/// to it, launch `version`, copy the result back, free everything. Returns x·y. Fills `phases`
+/// (when not null) with the time of each step.
+float round_trip(Launcher version, const float* h_x, const float* h_y, std::size_t n, Phases* phases = nullptr);
+
+}  // namespace ch03

@@ -1,0 +1,218 @@
+// Chapter 03: one GPU thread.
+//
+// Versions (ch03::versions(); `03_one_thread --kernel NAME` runs one, `03_one_thread` all):
+//   cublas       version 0, the library: cublasSdot, every SM busy     03_one_thread --kernel cublas
+//   one_thread   one thread walks all n elements (exercise 1)          03_one_thread --kernel one_thread
+// Every version is measured twice: the kernel alone on data already on the GPU, and inside
+// round_trip (exercise 2), which allocates, copies in, launches, copies back and frees on every
+// call, and times each of those steps.
+
+#include <cublas_v2.h>
+
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "course/check.hpp"
+#include "one_thread.hpp"
+
+namespace ch03 {
+namespace {
+
+// What round_trip returns when the result was never copied back: NaN, which no dot product of
+// finite inputs is.
+constexpr float kUnfilled = std::numeric_limits<float>::quiet_NaN();
+
+void check_cublas(cublasStatus_t status, const char* call) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    throw std::runtime_error(std::string(call) + " failed: " + cublasGetStatusString(status));
+}
+
+// One handle per process, created on first use (it allocates device memory, so creating one per
+// call would time cuBLAS's set-up, not its dot product) and destroyed at exit, before the CUDA
+// runtime, which was initialized earlier, tears itself down.
+class CublasHandle {
+ public:
+  CublasHandle() {
+    check_cublas(cublasCreate(&handle_), "cublasCreate");
+    check_cublas(cublasSetPointerMode(handle_, CUBLAS_POINTER_MODE_DEVICE), "cublasSetPointerMode");
+  }
+  ~CublasHandle() { cublasDestroy(handle_); }  // a destructor must not throw; the status is ignored
+  CublasHandle(const CublasHandle&) = delete;
+  CublasHandle& operator=(const CublasHandle&) = delete;
+  cublasHandle_t get() const { return handle_; }
+
+ private:
+  cublasHandle_t handle_ = nullptr;
+};
+
+cublasHandle_t cublas_handle() {
+  static const CublasHandle handle;
+  return handle.get();
+}
+
+// The library's dot product: the baseline every version is compared with. Its launch
+// configuration and reduction are cuBLAS's business; it uses the whole GPU.
+// [cublas]
+void dot_cublas(const float* d_x, const float* d_y, std::size_t n, float* d_result, cudaStream_t stream) {
+  if (n == 0) {  // the empty sum: written by us, so it does not depend on what cuBLAS does for n = 0
+    CUDA_CHECK(cudaMemsetAsync(d_result, 0, sizeof(float), stream));
+    return;
+  }
+  check_cublas(cublasSetStream(cublas_handle(), stream), "cublasSetStream");
+  // Device pointer mode: the result stays on the device and the call does not wait for it.
+  check_cublas(cublasSdot_64(cublas_handle(), static_cast<std::int64_t>(n), d_x, 1, d_y, 1, d_result),
+               "cublasSdot_64");
+}
+// [cublas]
+
+// The first kernel: one thread does all the work, in the order the CPU loop of chapter 02 does.
+// Still slow: it is one thread out of the ~270,000 an H100 can keep resident (132 SMs × 2048),
+// so 131 SMs are idle, and each load waits hundreds of cycles for memory with nothing else to
+// do in the meantime.
+// [one_thread_kernel]
+__global__ void dot_kernel_one_thread(const float* x, const float* y, std::size_t n, float* result) {
+  // BEGIN SOLUTION
+  float sum = 0.0f;
+  for (std::size_t i = 0; i < n; ++i) sum += x[i] * y[i];
+  *result = sum;
+  // STUB
+  //> // TODO(student): walk all n elements: add x[i] * y[i] into a float sum (i a std::size_t),
+  //> // then write the sum to *result.
+  // END SOLUTION
+}
+// [one_thread_kernel]
+
+// [one_thread_launch]
+void dot_one_thread(const float* d_x, const float* d_y, std::size_t n, float* d_result, cudaStream_t stream) {
+  dot_kernel_one_thread<<<1, 1, 0, stream>>>(d_x, d_y, n, d_result);  // one block of one thread
+  CUDA_CHECK_LAUNCH("dot_kernel_one_thread");
+}
+// [one_thread_launch]
+
+// Times the steps of a round trip one after the other: each lap ends the step that began where
+// the previous lap ended. lap_gpu reads the GPU's clock (an event on the default stream, waited
+// for); lap_host reads the host's. Does nothing when there is nowhere to write the times.
+class PhaseClock {
+ public:
+  explicit PhaseClock(Phases* phases) : phases_(phases) {
+    if (phases_ == nullptr) return;
+    CUDA_CHECK(cudaEventCreate(&start_));
+    CUDA_CHECK(cudaEventCreate(&stop_));
+    first_ = Clock::now();
+    restart();
+  }
+  ~PhaseClock() {
+    if (start_ != nullptr) cudaEventDestroy(start_);  // a destructor must not throw
+    if (stop_ != nullptr) cudaEventDestroy(stop_);
+  }
+  PhaseClock(const PhaseClock&) = delete;
+  PhaseClock& operator=(const PhaseClock&) = delete;
+
+  void lap_host(double Phases::*step) {
+    if (phases_ == nullptr) return;
+    phases_->*step = std::chrono::duration<double, std::milli>(Clock::now() - last_).count();
+    restart();
+  }
+  void lap_gpu(double Phases::*step) {
+    if (phases_ == nullptr) return;
+    CUDA_CHECK(cudaEventRecord(stop_, nullptr));
+    CUDA_CHECK(cudaEventSynchronize(stop_));
+    float ms = 0.0f;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+    phases_->*step = ms;
+    restart();
+  }
+  void finish() {
+    if (phases_ != nullptr) phases_->total_ms = std::chrono::duration<double, std::milli>(Clock::now() - first_).count();
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  void restart() {
+    CUDA_CHECK(cudaEventRecord(start_, nullptr));
+    last_ = Clock::now();
+  }
+  Phases* phases_;
+  cudaEvent_t start_ = nullptr;
+  cudaEvent_t stop_ = nullptr;
+  Clock::time_point first_, last_;
+};
+
+}  // namespace
+
+// The program everyone writes first. Every call pays for three allocations, two copies of n
+// floats over PCIe, a launch, a copy back and three frees, whatever the kernel in the middle.
+// [round_trip]
+float round_trip(Launcher version, const float* h_x, const float* h_y, std::size_t n, Phases* phases) {
+  const std::size_t bytes = n * sizeof(float);
+  float* d_x = nullptr;
+  float* d_y = nullptr;
+  float* d_result = nullptr;
+  float h_result = kUnfilled;  // stays NaN unless the result is copied back
+  PhaseClock clock(phases);
+
+  // BEGIN SOLUTION
+  CUDA_CHECK(cudaMalloc(&d_x, bytes));
+  CUDA_CHECK(cudaMalloc(&d_y, bytes));
+  CUDA_CHECK(cudaMalloc(&d_result, sizeof(float)));
+  // STUB
+  //> // TODO(student): allocate n floats for d_x and for d_y, and one float for d_result (cudaMalloc).
+  // END SOLUTION
+  CUDA_CHECK(cudaMemset(d_result, 0xFF, sizeof(float)));  // poison: NaN unless the kernel writes it
+  clock.lap_host(&Phases::allocate_ms);
+
+  // BEGIN SOLUTION
+  CUDA_CHECK(cudaMemcpy(d_x, h_x, bytes, cudaMemcpyHostToDevice));
+  // STUB
+  //> // TODO(student): copy x (h_x, bytes) to d_x: cudaMemcpy(..., cudaMemcpyHostToDevice).
+  // END SOLUTION
+  clock.lap_gpu(&Phases::copy_x_ms);
+
+  // BEGIN SOLUTION
+  CUDA_CHECK(cudaMemcpy(d_y, h_y, bytes, cudaMemcpyHostToDevice));
+  // STUB
+  //> // TODO(student): copy y to d_y.
+  // END SOLUTION
+  clock.lap_gpu(&Phases::copy_y_ms);
+
+  // BEGIN SOLUTION
+  version(d_x, d_y, n, d_result, nullptr);
+  // STUB
+  //> // TODO(student): launch: call version(d_x, d_y, n, d_result, nullptr) (the default stream).
+  // END SOLUTION
+  clock.lap_gpu(&Phases::kernel_ms);
+
+  // BEGIN SOLUTION
+  CUDA_CHECK(cudaMemcpy(&h_result, d_result, sizeof(float), cudaMemcpyDeviceToHost));
+  // STUB
+  //> // TODO(student): copy the one float at d_result back into h_result (cudaMemcpyDeviceToHost).
+  // END SOLUTION
+  clock.lap_gpu(&Phases::copy_back_ms);
+
+  // BEGIN SOLUTION
+  CUDA_CHECK(cudaFree(d_x));
+  CUDA_CHECK(cudaFree(d_y));
+  CUDA_CHECK(cudaFree(d_result));
+  // STUB
+  //> // TODO(student): free all three device buffers (cudaFree).
+  // END SOLUTION
+  clock.lap_host(&Phases::free_ms);
+  clock.finish();
+  return h_result;
+}
+// [round_trip]
+
+// [registry]
+const std::vector<course::Version<Launcher>>& versions() {
+  static const std::vector<course::Version<Launcher>> registry = {
+      {"cublas", "cublasSdot: the library, the whole GPU (version 0)", dot_cublas, false},
+      {"one_thread", "one thread walks all n elements", dot_one_thread, true},
+  };
+  return registry;
+}
+// [registry]
+
+}  // namespace ch03

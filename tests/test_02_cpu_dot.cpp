@@ -1,0 +1,167 @@
+// Chapter 02 grading tests: every version of the registry at awkward sizes, on random signed data
+// with planted spikes, within course::dot_error_bound of the fp64 reference; the accuracy lesson
+// of the text; and the two bugs, checked only where they are certain (never by losing a race).
+// Host-only: no GPU needed.
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "course/random.hpp"
+#include "course/reference.hpp"
+#include "cpu_dot.hpp"
+#include "support/course_test.hpp"
+
+namespace {
+
+using Version = course::Version<ch02::CpuVersion>;
+
+// Sizes around every boundary of the chapter: the 8 lanes of `unrolled`, the 32-element leaves
+// of `pairwise`, 64 (where make_dot_inputs starts planting spikes), 2^20+3 and a random size.
+std::vector<std::size_t> sizes() {
+  auto out = course::test::awkward_sizes(64, 202);
+  for (std::size_t n : {7, 8, 9, 31, 32, 33}) out.push_back(n);
+  return out;
+}
+
+// Where a student should look when a version is wrong.
+std::string hint_for(const Version& v) {
+  static const std::map<std::string, std::string> hints = {
+      {"unrolled",
+       "NaN means the loop over groups of kLanes never ran (acc[0] still holds the poison). Wrong only at "
+       "sizes that are not a multiple of 8: the group loop must stop at i + kLanes <= n and leave the rest "
+       "to the tail loop."},
+      {"pairwise",
+       "NaN means dot_pairwise still returns the poison. Wrong at n > 32 only: check the split (the second "
+       "half starts at x + half and has n - half elements) and that both halves call dot_pairwise."},
+      {"threads_partials",
+       "NaN means a partial[t] was never written: every thread must store its local sum in partial[t]. "
+       "Wrong with several threads only: each thread sums x[i] * y[i] for i in its own [begin, end)."},
+  };
+  const auto it = hints.find(std::string(v.name));
+  return it != hints.end() ? it->second : "compare with dot_sequential, which is known to be right";
+}
+
+// Runs `v` at n on fresh inputs and checks it against the fp64 reference and its error bound.
+void check_at(const Version& v, std::size_t n, const ch02::CpuConfig& config) {
+  const auto in = course::test::make_dot_inputs(n, 1000 + n);
+  const float got = v.run.dot(in.x.data(), in.y.data(), n, config);
+  const course::Verdict verdict = course::check_dot(got, in.ref);
+  std::string what = std::string(v.name);
+  if (v.run.threaded) what += " on " + std::to_string(config.threads) + " threads";
+  INFO(course::test::explain(verdict, n, what, hint_for(v)));
+  CHECK(verdict.ok);
+}
+
+const bool registered = [] {
+  for (const Version& v : ch02::versions()) {
+    std::string tags = "[ch02]";
+    if (v.exercise) tags += "[exercise]";
+    const std::string name(v.name);
+    if (name == "bug_int_accumulator") {
+      // The bug is certain: every product of [0, 1) data is below 1, and (int)(0 + p) is 0.
+      course::test::add_case("ch02 bug_int_accumulator: truncates at every step as the text says", tags, [&v] {
+        const auto x = course::random_vector(4096, 7, 0.0f, 1.0f);
+        const auto y = course::random_vector(4096, 8, 0.0f, 1.0f);
+        INFO("an int accumulator that starts at 0 stays 0 when every product is below 1");
+        CHECK(v.run.dot(x.data(), y.data(), x.size(), {}) == 0.0f);
+        const auto in = course::test::make_dot_inputs(std::size_t{1} << 16, 9);
+        const course::Verdict verdict = course::check_dot(v.run.dot(in.x.data(), in.y.data(), in.x.size(), {}), in.ref);
+        INFO(verdict.message);
+        CHECK_FALSE(verdict.ok);
+      });
+    } else if (name == "bug_shared_accumulator") {
+      // Whether a race loses updates depends on timing; no test may depend on it. With one thread
+      // there is no race, so the version must be right.
+      course::test::add_case("ch02 bug_shared_accumulator: right on one thread where there is no race", tags, [&v] {
+        for (std::size_t n : sizes()) check_at(v, n, ch02::CpuConfig{1});
+      });
+    } else if (v.run.wrong_on_purpose) {
+      course::test::add_case("ch02 " + name + ": has a test of its bug", tags, [name] {
+        FAIL("the registry has a new wrong-on-purpose version, " << name << ", and test_02_cpu_dot.cpp no test of it");
+      });
+    } else {
+      course::test::add_case("ch02 " + name + ": matches the fp64 reference at awkward sizes", tags, [&v] {
+        for (std::size_t n : sizes()) {
+          if (!v.run.threaded) {
+            check_at(v, n, {});
+            continue;
+          }
+          for (unsigned threads : {1u, 2u, 3u, 7u}) check_at(v, n, ch02::CpuConfig{threads});
+        }
+      });
+    }
+  }
+  return true;
+}();
+
+const Version& version(const char* name) {
+  const Version* v = course::find_version(ch02::versions(), name);
+  REQUIRE(v != nullptr);
+  return *v;
+}
+
+// Positive data: the case of the text. The running float sum grows to about n/4 and each
+// addition rounds it, always the same way.
+struct Positive {
+  std::vector<float> x, y;
+  course::Reference ref;
+};
+const Positive& positive_2_24() {
+  static const Positive p = [] {
+    Positive q;
+    const std::size_t n = std::size_t{1} << 24;
+    q.x = course::random_vector(n, 2024 + 2, 0.0f, 1.0f);
+    q.y = course::random_vector(n, 2024 + 3, 0.0f, 1.0f);
+    q.ref = course::reference_dot(q.x.data(), q.y.data(), n);
+    return q;
+  }();
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("ch02 pairwise: accurate on 2^24 positive products where the sequential sum is not",
+          "[ch02][exercise][slow]") {
+  const Positive& p = positive_2_24();
+  const float got = version("pairwise").run.dot(p.x.data(), p.y.data(), p.x.size(), {});
+  const course::Verdict verdict = course::check_dot(got, p.ref);
+  INFO(course::test::explain(verdict, p.x.size(), "pairwise",
+                             "the sum of each half must be computed by a recursive call, so that every product "
+                             "passes through about log2(n) additions; a loop that adds into one float does not"));
+  CHECK(verdict.ok);
+  CHECK(verdict.rel_error < 1e-6);
+}
+
+TEST_CASE("ch02 sequential: off by about 2% on 2^24 positive products as the text says", "[ch02][slow]") {
+  const Positive& p = positive_2_24();
+  const float got = version("sequential").run.dot(p.x.data(), p.y.data(), p.x.size(), {});
+  const course::Verdict verdict = course::check_dot(got, p.ref);
+  INFO(verdict.message << " (relative error " << verdict.rel_error << ")");
+  CHECK_FALSE(verdict.ok);
+  CHECK(verdict.rel_error > 0.01);
+  CHECK(verdict.rel_error < 0.05);
+}
+
+TEST_CASE("ch02 threads_partials: the same bits on every run", "[ch02][exercise]") {
+  const Version& v = version("threads_partials");
+  const auto in = course::test::make_dot_inputs((std::size_t{1} << 20) + 3, 77);
+  const ch02::CpuConfig config{4};
+  const float first = v.run.dot(in.x.data(), in.y.data(), in.x.size(), config);
+  REQUIRE(course::check_dot(first, in.ref).ok);
+  for (int run = 0; run < 5; ++run) {
+    const float again = v.run.dot(in.x.data(), in.y.data(), in.x.size(), config);
+    INFO("run " << run << ": " << again << " after " << first
+                << ". Each thread's partial and the final sum must be added in a fixed order.");
+    CHECK(std::memcmp(&again, &first, sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("ch02 thread_count: never zero and never more than n", "[ch02]") {
+  CHECK(ch02::thread_count(ch02::CpuConfig{8}, 0) == 1);
+  CHECK(ch02::thread_count(ch02::CpuConfig{8}, 3) == 3);
+  CHECK(ch02::thread_count(ch02::CpuConfig{8}, 1000) == 8);
+  CHECK(ch02::thread_count(ch02::CpuConfig{0}, 1000) >= 1);
+}

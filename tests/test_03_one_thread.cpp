@@ -1,0 +1,125 @@
+// Chapter 03 grading tests: every version's kernel at awkward sizes on random signed data with
+// planted spikes, within course::dot_error_bound of the fp64 reference; and the round trip
+// (allocate, copy in, launch, copy back, free), which must give the same answer and leak nothing.
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "course/buffer.hpp"
+#include "course/check.hpp"
+#include "course/device.hpp"
+#include "one_thread.hpp"
+#include "support/course_test.hpp"
+
+namespace {
+
+using Version = course::Version<ch03::Launcher>;
+
+// 256 is the block size of the later chapters: the same sizes everywhere make the chapters'
+// failures comparable. The one-thread kernel has no block, so every size is just a loop length.
+std::vector<std::size_t> sizes() { return course::test::awkward_sizes(256, 303); }
+
+void sync() { course::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize", __FILE__, __LINE__); }
+
+std::string hint_for(const Version& v) {
+  static const std::map<std::string, std::string> hints = {
+      {"one_thread",
+       "NaN means *result was never written: the kernel must end with *result = sum. A wrong value "
+       "means some elements were skipped: the loop runs i from 0 to n - 1 and adds x[i] * y[i], with i a "
+       "std::size_t."},
+  };
+  const auto it = hints.find(std::string(v.name));
+  return it != hints.end() ? it->second : "this version is given, not an exercise: report it";
+}
+
+void check_kernel(const Version& v, std::size_t n) {
+  const auto in = course::test::make_dot_inputs(n, 3000 + n);
+  course::DeviceBuffer<float> d_x(in.x), d_y(in.y), d_result(1);
+  d_result.fill_bytes(0xFF);  // NaN: a result that is never written cannot pass
+  v.run(d_x.data(), d_y.data(), n, d_result.data(), nullptr);
+  sync();
+  const float got = d_result.download()[0];
+  const course::Verdict verdict = course::check_dot(got, in.ref);
+  INFO(course::test::explain(verdict, n, std::string(v.name), hint_for(v)));
+  CHECK(verdict.ok);
+}
+
+const bool registered = [] {
+  for (const Version& v : ch03::versions()) {
+    std::string tags = "[ch03][gpu]";
+    if (v.exercise) tags += "[exercise]";
+    course::test::add_case("ch03 " + std::string(v.name) + ": matches the fp64 reference at awkward sizes", tags,
+                           [&v] {
+                             COURSE_REQUIRE_GPU();
+                             for (std::size_t n : sizes()) check_kernel(v, n);
+                           });
+  }
+  return true;
+}();
+
+// The round trip is checked with the library version, so that it is graded on its own: a
+// student whose kernel is still empty can finish and pass this exercise first.
+const Version& baseline() {
+  const Version* v = course::find_version(ch03::versions(), "cublas");
+  REQUIRE(v != nullptr);
+  return *v;
+}
+
+const char* kRoundTripHint =
+    "round_trip must cudaMalloc d_x, d_y (n floats each) and d_result (one float), cudaMemcpy x and y "
+    "host-to-device, call version(d_x, d_y, n, d_result, nullptr), cudaMemcpy the result device-to-host "
+    "into h_result, and cudaFree all three. A CUDA error naming cudaMemset(d_result, ...) means d_result "
+    "was never allocated.";
+
+}  // namespace
+
+TEST_CASE("ch03 round_trip: gives the right answer and times every step", "[ch03][gpu][exercise]") {
+  COURSE_REQUIRE_GPU();
+  for (std::size_t n : sizes()) {
+    const auto in = course::test::make_dot_inputs(n, 4000 + n);
+    ch03::Phases phases;
+    float got = std::nanf("");
+    try {
+      got = ch03::round_trip(baseline().run, in.x.data(), in.y.data(), n, &phases);
+    } catch (const std::exception& e) {
+      FAIL("round_trip at n = " << n << " threw: " << e.what() << "\nHint: " << kRoundTripHint);
+    }
+    const course::Verdict verdict = course::check_dot(got, in.ref);
+    INFO(course::test::explain(verdict, n, "round_trip (with cublas)", kRoundTripHint));
+    CHECK(verdict.ok);
+    // The chapter's instrumentation: every step timed, and the steps fit inside the whole call.
+    const double steps[] = {phases.allocate_ms, phases.copy_x_ms, phases.copy_y_ms, phases.kernel_ms,
+                            phases.copy_back_ms, phases.free_ms};
+    double sum = 0;
+    for (double ms : steps) {
+      CHECK(std::isfinite(ms));
+      CHECK(ms >= 0.0);
+      sum += ms;
+    }
+    INFO("steps add up to " << sum << " ms, the whole call took " << phases.total_ms << " ms");
+    CHECK(sum <= phases.total_ms + 0.1);
+  }
+}
+
+TEST_CASE("ch03 round_trip: frees what it allocates", "[ch03][gpu][exercise]") {
+  COURSE_REQUIRE_GPU();
+  const std::size_t n = (std::size_t{1} << 20) + 3;  // 4 MiB per input
+  const auto in = course::test::make_dot_inputs(n, 5);
+  try {
+    ch03::round_trip(baseline().run, in.x.data(), in.y.data(), n);  // first call: cuBLAS sets itself up
+    sync();
+    const std::size_t before = course::free_device_bytes();
+    for (int call = 0; call < 3; ++call) ch03::round_trip(baseline().run, in.x.data(), in.y.data(), n);
+    sync();
+    const std::size_t after = course::free_device_bytes();
+    const double leaked_mib = (static_cast<double>(before) - static_cast<double>(after)) / (1 << 20);
+    INFO("three round trips of 2 x 4 MiB left " << leaked_mib
+                                                << " MiB less free device memory.\nHint: cudaFree d_x, d_y and d_result "
+                                                   "at the end of round_trip.");
+    CHECK(leaked_mib < 4.0);
+  } catch (const std::exception& e) {
+    FAIL("round_trip threw: " << e.what() << "\nHint: " << kRoundTripHint);
+  }
+}
