@@ -136,11 +136,24 @@ TEST_CASE("common: the error bound accepts float rounding and rejects real mista
   CHECK_THAT(b2 / b1, WithinRel(32.0, 0.01));
 }
 
-TEST_CASE("common: test inputs plant spikes whose loss the bound cannot absorb", "[common]") {
-  const std::size_t n = (1 << 20) + 3;
-  const auto in = course::test::make_dot_inputs(n, 7);
-  const double bound = course::dot_error_bound(in.ref);
-  for (std::size_t i : {std::size_t{0}, n / 2, n - 1}) CHECK(std::fabs(in.x[i] * in.y[i]) > 10 * bound);
+TEST_CASE("common: planted spikes are too large for the bound to absorb", "[common]") {
+  for (std::size_t n : {std::size_t{64}, (std::size_t{1} << 20) + 3, std::size_t{1} << 24}) {
+    auto x = course::random_vector(n, 7);
+    auto y = course::random_vector(n, 8);
+    const auto at = course::plant_spikes(x, y);
+    REQUIRE(at.size() >= 3);
+    const auto ref = course::reference_dot(x.data(), y.data(), n);
+    const double bound = course::dot_error_bound(ref);
+    for (std::size_t i : at) {
+      INFO("n = " << n << ", spike at " << i);
+      // Dropping this one product must fail the check.
+      CHECK(std::fabs(double(x[i]) * y[i]) > 1.5 * bound);
+      CHECK_FALSE(course::check_dot(ref.value - double(x[i]) * y[i], ref).ok);
+    }
+    CHECK((n < (std::size_t{1} << 21) ? at.size() == 64 : at.size() < 64));
+  }
+  const auto in = course::test::make_dot_inputs((std::size_t{1} << 20) + 3, 7);
+  CHECK(std::fabs(in.x[0]) > 1.0f);
   const auto sizes = course::test::awkward_sizes(256, 3);
   REQUIRE(sizes.size() == 7);
   CHECK(sizes[0] == 0);

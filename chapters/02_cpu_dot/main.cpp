@@ -57,22 +57,6 @@ std::vector<std::size_t> parse_sizes(const std::string& text) {
   return out;
 }
 
-// Signed data cancels: at n = 2^24 the dot product is a few thousand, while the tolerance, which
-// scales with the sum of |x_i y_i| (about n/4), is about 8000, so even a result of 0 would pass.
-// Like the tests (course::test::make_dot_inputs), plant three products far above the tolerance at
-// the first, middle and last index: a version that drops or garbles them cannot pass.
-void plant_spikes(std::vector<float>& x, std::vector<float>& y) {
-  const std::size_t n = x.size();
-  if (n < 64) return;
-  const course::Reference plain{0.0, 0.25 * static_cast<double>(n), n};
-  const float spike = static_cast<float>(std::max(1.0, 64.0 * course::dot_error_bound(plain)));
-  const std::size_t at[3] = {0, n / 2, n - 1};
-  for (int k = 0; k < 3; ++k) {
-    x[at[k]] = k % 2 == 0 ? spike : -spike;
-    y[at[k]] = 1.0f;
-  }
-}
-
 std::string config_of(const Version& v, const ch02::CpuConfig& config, std::size_t n) {
   const unsigned threads = v.run.threaded ? ch02::thread_count(config, n) : 1u;
   return "threads=" + std::to_string(threads);
@@ -232,7 +216,9 @@ int main(int argc, char** argv) {
         for (const std::size_t n : set.sizes) {
           auto x = course::random_vector(n, opt.seed);
           auto y = course::random_vector(n, opt.seed + 1);
-          plant_spikes(x, y);
+          // Signed data cancels: at large n the answer is far below the tolerance, so even 0 would
+          // pass. Planted spikes, products far above the tolerance, make any lost element show.
+          course::plant_spikes(x, y);
           const course::Reference ref = course::reference_dot(x.data(), y.data(), n);
           for (const Version* v : chosen) {
             progress.step(std::string(v->name) + " n=" + course::format_size(n));
@@ -243,7 +229,7 @@ int main(int argc, char** argv) {
         if (set.accuracy_n != 0) accuracy = accuracy_sweep(chosen, set, opt.seed, progress);
         progress.done();
 
-        std::cout << "Timed on signed data, uniform [-1, 1), with three planted spikes (see plant_spikes).\n"
+        std::cout << "Timed on signed data, uniform [-1, 1), with planted spikes (course::plant_spikes).\n"
                      "bytes = 2 n sizeof(float): x and y read once.\n"
                      "valid = within course::dot_error_bound of the fp64 reference, before and after timing.\n"
                      "bug_* versions are wrong on purpose (valid = 0 is their point).\n\n";

@@ -52,21 +52,6 @@ std::vector<std::size_t> parse_sizes(const std::string& text) {
   return out;
 }
 
-// Signed data cancels: at large n the dot product is far below the tolerance, which scales with
-// the sum of |x_i y_i|, so even 0 would pass. As the tests do (course::test::make_dot_inputs),
-// plant three products far above the tolerance: a result that misses any of them cannot pass.
-void plant_spikes(std::vector<float>& x, std::vector<float>& y) {
-  const std::size_t n = x.size();
-  if (n < 64) return;
-  const course::Reference plain{0.0, 0.25 * static_cast<double>(n), n};
-  const float spike = static_cast<float>(std::max(1.0, 64.0 * course::dot_error_bound(plain)));
-  const std::size_t at[3] = {0, n / 2, n - 1};
-  for (int k = 0; k < 3; ++k) {
-    x[at[k]] = k % 2 == 0 ? spike : -spike;
-    y[at[k]] = 1.0f;
-  }
-}
-
 struct Inputs {
   std::vector<float> x, y;
   course::Reference ref;
@@ -233,7 +218,9 @@ int main(int argc, char** argv) {
       Inputs in;
       in.x = course::random_vector(n, opt.seed);
       in.y = course::random_vector(n, opt.seed + 1);
-      plant_spikes(in.x, in.y);
+      // Signed data cancels: at large n the answer is far below the tolerance, so even 0 would
+      // pass. Planted spikes, products far above the tolerance, make any lost element show.
+      course::plant_spikes(in.x, in.y);
       in.ref = course::reference_dot(in.x.data(), in.y.data(), n);
       in.d_x = course::DeviceBuffer<float>(in.x);
       in.d_y = course::DeviceBuffer<float>(in.y);
@@ -249,7 +236,7 @@ int main(int argc, char** argv) {
     }
     progress.done();
 
-    std::cout << "Inputs: signed, uniform [-1, 1), three planted spikes. bytes = 2 n sizeof(float).\n"
+    std::cout << "Inputs: signed, uniform [-1, 1), planted spikes (course::plant_spikes). bytes = 2 n sizeof(float).\n"
                  "kernel only: CUDA events around the launch, inputs already on the GPU.\n"
                  "round trip: host clock around round_trip() (allocate, copy in, launch, copy back, free).\n"
                  "Every row validated against the fp64 reference before and after timing.\n\n";

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace course {
 
@@ -30,6 +31,13 @@ Reference reference_dot(const float* x, const float* y, std::size_t n);
 /// product of typical size (≈ 1/4) exceeds the bound up to n ≈ 2^14; beyond that, tests plant
 /// large values ("spikes") at chosen indices, whose loss the bound cannot absorb.
 double dot_error_bound(const Reference& ref);
+
+/// Plants large products ("spikes") in x and y so that a kernel that skips or double-counts any
+/// of them cannot pass dot_error_bound: at the first, middle and last index and at up to 61 more
+/// pseudo-random indices (fewer at large n, where the bound grows). Each spike's product is 64
+/// times the bound of the data without spikes, which stays far above the bound with them.
+/// Assumes inputs in [−1, 1); does nothing for n < 64. Returns the spiked indices.
+std::vector<std::size_t> plant_spikes(std::vector<float>& x, std::vector<float>& y);
 
 /// The outcome of comparing a float result with the reference. `ok` is the only thing a test
 /// needs to assert; `message` tells a student what went wrong.

@@ -1,5 +1,6 @@
 #include "course/cli.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -128,7 +129,10 @@ int App::run(int argc, char** argv, const std::function<int(const Options&)>& bo
     options_.n = parse_size(n_text_);
     options_.n_given = app_.get_option("--n")->count() > 0;
     if (options_.list) {
-      for (const auto& [name, what] : versions_) std::printf("%-20s %s\n", name.c_str(), what.c_str());
+      std::size_t width = 0;
+      for (const auto& v : versions_) width = std::max(width, v.first.size());
+      for (const auto& [name, what] : versions_)
+        std::printf("%-*s  %s\n", static_cast<int>(width), name.c_str(), what.c_str());
       return kExitOk;
     }
     if (!options_.kernel.empty()) {

@@ -2,7 +2,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <algorithm>
 #include <limits>
+
+#include "course/random.hpp"
 
 namespace course {
 
@@ -32,6 +35,28 @@ double dot_error_bound(const Reference& ref) {
   const double n = static_cast<double>(ref.n) + 1.0;  // n products and sums, plus the final rounding
   const double gamma = std::expm1(lambda * std::sqrt(n) * u + n * u * u / (1.0 - u));
   return gamma * ref.sum_abs;
+}
+
+std::vector<std::size_t> plant_spikes(std::vector<float>& x, std::vector<float>& y) {
+  const std::size_t n = std::min(x.size(), y.size());
+  std::vector<std::size_t> at;
+  if (n < 64) return at;
+  // The bound of the unspiked data, with Σ|x·y| ≈ n/4 for uniform [−1, 1), as a fraction g of Σ.
+  const Reference plain{0.0, 0.25 * static_cast<double>(n), n};
+  const double g = dot_error_bound(plain) / plain.sum_abs;
+  const double spike = 64.0 * g * plain.sum_abs;
+  // k spikes raise Σ|x·y| by k·spike; with k ≤ 1/(16 g) the bound stays under 40 g Σ < spike.
+  const std::size_t k = std::clamp<std::size_t>(static_cast<std::size_t>(1.0 / (16.0 * g)), 3, 64);
+  at = {0, n / 2, n - 1};
+  for (std::size_t j = 0; at.size() < k && j < 4 * k; ++j) {
+    const std::size_t i = static_cast<std::size_t>(mix64(0x5B1CE5ull, j) % n);
+    if (std::find(at.begin(), at.end(), i) == at.end()) at.push_back(i);
+  }
+  for (std::size_t j = 0; j < at.size(); ++j) {
+    x[at[j]] = static_cast<float>(j % 2 == 0 ? spike : -spike);
+    y[at[j]] = 1.0f;
+  }
+  return at;
 }
 
 Verdict check_dot(double got, const Reference& ref) {

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "course/check.hpp"
+#include "course/cublas_check.hpp"
 #include "one_thread.hpp"
 
 namespace ch03 {
@@ -25,19 +26,14 @@ namespace {
 // finite inputs is.
 constexpr float kUnfilled = std::numeric_limits<float>::quiet_NaN();
 
-void check_cublas(cublasStatus_t status, const char* call) {
-  if (status != CUBLAS_STATUS_SUCCESS)
-    throw std::runtime_error(std::string(call) + " failed: " + cublasGetStatusString(status));
-}
-
 // One handle per process, created on first use (it allocates device memory, so creating one per
 // call would time cuBLAS's set-up, not its dot product) and destroyed at exit, before the CUDA
 // runtime, which was initialized earlier, tears itself down.
 class CublasHandle {
  public:
   CublasHandle() {
-    check_cublas(cublasCreate(&handle_), "cublasCreate");
-    check_cublas(cublasSetPointerMode(handle_, CUBLAS_POINTER_MODE_DEVICE), "cublasSetPointerMode");
+    CUBLAS_CHECK(cublasCreate(&handle_));
+    CUBLAS_CHECK(cublasSetPointerMode(handle_, CUBLAS_POINTER_MODE_DEVICE));
   }
   ~CublasHandle() { cublasDestroy(handle_); }  // a destructor must not throw; the status is ignored
   CublasHandle(const CublasHandle&) = delete;
@@ -61,10 +57,9 @@ void dot_cublas(const float* d_x, const float* d_y, std::size_t n, float* d_resu
     CUDA_CHECK(cudaMemsetAsync(d_result, 0, sizeof(float), stream));
     return;
   }
-  check_cublas(cublasSetStream(cublas_handle(), stream), "cublasSetStream");
+  CUBLAS_CHECK(cublasSetStream(cublas_handle(), stream));
   // Device pointer mode: the result stays on the device and the call does not wait for it.
-  check_cublas(cublasSdot_64(cublas_handle(), static_cast<std::int64_t>(n), d_x, 1, d_y, 1, d_result),
-               "cublasSdot_64");
+  CUBLAS_CHECK(cublasSdot_64(cublas_handle(), static_cast<std::int64_t>(n), d_x, 1, d_y, 1, d_result));
 }
 // [cublas]
 

@@ -12,15 +12,11 @@
 #include <string>
 
 #include "course/check.hpp"
+#include "course/cublas_check.hpp"
 #include "ladder.hpp"
 
 namespace ch06 {
 namespace {
-
-void check_cublas(cublasStatus_t status, const char* what) {
-  if (status != CUBLAS_STATUS_SUCCESS)
-    throw course::CudaError(cudaErrorUnknown, std::string(what) + " failed: " + cublasGetStatusString(status));
-}
 
 // [cub_product]
 // CUB reduces a sequence; the sequence here is x[i]·y[i], read through a zip iterator (pairs
@@ -40,7 +36,7 @@ void run_cublas(const float* d_x, const float* d_y, std::size_t n, float* d_resu
                 cudaStream_t stream) {
   ws.require(n, 0);
   if (stream != ws.cublas_stream) {
-    check_cublas(cublasSetStream(ws.cublas, stream), "cublasSetStream");
+    CUBLAS_CHECK(cublasSetStream(ws.cublas, stream));
     ws.cublas_stream = stream;
   }
   if (n == 0) {  // the result of an empty sum is 0; do not depend on what the library does then
@@ -48,7 +44,7 @@ void run_cublas(const float* d_x, const float* d_y, std::size_t n, float* d_resu
     return;
   }
   // The _64 entry point takes 64-bit sizes: cublasSdot's `int n` stops at 2^31 − 1 elements.
-  check_cublas(cublasSdot_64(ws.cublas, static_cast<std::int64_t>(n), d_x, 1, d_y, 1, d_result), "cublasSdot_64");
+  CUBLAS_CHECK(cublasSdot_64(ws.cublas, static_cast<std::int64_t>(n), d_x, 1, d_y, 1, d_result));
 }
 // [cublas]
 
@@ -65,10 +61,10 @@ void run_cub(const float* d_x, const float* d_y, std::size_t n, float* d_result,
 
 cublasHandle_t create_cublas_handle() {
   cublasHandle_t handle = nullptr;
-  check_cublas(cublasCreate(&handle), "cublasCreate");
+  CUBLAS_CHECK(cublasCreate(&handle));
   const cublasStatus_t status = cublasSetPointerMode(handle, CUBLAS_POINTER_MODE_DEVICE);
   if (status != CUBLAS_STATUS_SUCCESS) cublasDestroy(handle);
-  check_cublas(status, "cublasSetPointerMode");
+  CUBLAS_CHECK(status);
   return handle;
 }
 

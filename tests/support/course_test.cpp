@@ -63,16 +63,7 @@ DotInputs make_dot_inputs(std::size_t n, std::uint64_t seed) {
   DotInputs in;
   in.x = random_vector(n, seed);
   in.y = random_vector(n, seed ^ 0x5DEECE66Dull);
-  if (n >= 64) {
-    // Magnitude of the bound for the unspiked data, with Σ|x·y| ≈ n/4 for uniform [−1, 1).
-    Reference plain{0.0, 0.25 * static_cast<double>(n), n};
-    const double spike = std::max(1.0, 64.0 * dot_error_bound(plain));
-    const std::size_t at[3] = {0, n / 2, n - 1};
-    for (int k = 0; k < 3; ++k) {
-      in.x[at[k]] = static_cast<float>(k % 2 == 0 ? spike : -spike);
-      in.y[at[k]] = 1.0f;
-    }
-  }
+  plant_spikes(in.x, in.y);
   in.ref = reference_dot(in.x.data(), in.y.data(), n);
   return in;
 }

@@ -62,8 +62,8 @@ bool add_case(const std::string& name, const std::string& tags, std::function<vo
 std::vector<std::size_t> awkward_sizes(std::size_t block, std::uint64_t seed);
 
 /// Random signed inputs in [−1, 1) for a dot product of n elements (distinct streams for x and
-/// y), with "spikes" planted at the first, middle and last index when n is large: products far
-/// larger than the tolerance, so a kernel that drops any of those elements cannot pass.
+/// y), with spikes planted by course::plant_spikes (first, middle, last and many pseudo-random
+/// indices): products far larger than the tolerance, so a kernel that drops any cannot pass.
 struct DotInputs {
   std::vector<float> x;
   std::vector<float> y;
