@@ -31,7 +31,7 @@ def versions_side_by_side(rows, results, out_dir):
     sizes = sorted({r["n"] for r in rows})
     colors = {("cublas", "kernel only"): cs.COLORS["library"], ("cublas", "round trip"): "#98df8a",
               ("one_thread", "kernel only"): cs.COLORS["gpu"], ("one_thread", "round trip"): "#aec7e8"}
-    fig, axes = plt.subplots(1, len(sizes), figsize=(4.2 * len(sizes) + 1, 5.2), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(1, len(sizes), figsize=(4.2 * len(sizes) + 1, 5.2), squeeze=False, sharey=False)
     for ax, n in zip(axes[0], sizes):
         bars = cpu_baselines(results, n)
         for r in rows:

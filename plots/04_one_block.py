@@ -80,7 +80,7 @@ def race(race_rows):
     ax.set_yscale("log")
     ax.set_xlabel("run (same inputs every time)")
     ax.set_ylabel("result of adding n ones (log scale)")
-    ax.set_title("The race: additions lost, a different number every run")
+    ax.set_title("The race: additions lost (the expected sum is n)")
     ax.legend()
     return fig
 

@@ -19,8 +19,9 @@ namespace ch04 {
 // Every thread adds its products straight into the one result. `*result += p` is three steps — a
 // load, an add, a store — and nothing stops another thread from storing between this thread's
 // load and its store: that other thread's update is overwritten and lost (a data race). The
-// answer is wrong, and different on every run. (The compiler may also keep *result in a register
-// between iterations: a race is undefined behaviour, so it may assume no other thread writes.)
+// answer is wrong, and nothing promises it is the same wrong answer next time. (The compiler may
+// also keep *result in a register between iterations: a race is undefined behaviour, so it may
+// assume no other thread writes. On the H100 it does, and every run loses the same updates.)
 __global__ void dot_race(const float* x, const float* y, std::size_t n, float* result) {
   for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) *result += x[i] * y[i];
 }
