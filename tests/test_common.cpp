@@ -150,6 +150,9 @@ TEST_CASE("common: planted spikes are too large for the bound to absorb", "[comm
       CHECK(std::fabs(double(x[i]) * y[i]) > 1.5 * bound);
       CHECK_FALSE(course::check_dot(ref.value - double(x[i]) * y[i], ref).ok);
     }
+    // An empty exercise hole returns 0 (or leaves NaN): neither may pass.
+    CHECK_FALSE(course::check_dot(0.0, ref).ok);
+    CHECK_FALSE(course::check_dot(NAN, ref).ok);
     CHECK((n < (std::size_t{1} << 21) ? at.size() == 64 : at.size() < 64));
   }
   const auto in = course::test::make_dot_inputs((std::size_t{1} << 20) + 3, 7);

@@ -35,7 +35,8 @@ double dot_error_bound(const Reference& ref);
 /// Plants large products ("spikes") in x and y so that a kernel that skips or double-counts any
 /// of them cannot pass dot_error_bound: at the first, middle and last index and at up to 61 more
 /// pseudo-random indices (fewer at large n, where the bound grows). Each spike's product is 64
-/// times the bound of the data without spikes, which stays far above the bound with them.
+/// times the bound of the data without spikes, which stays far above the bound with them. All
+/// spikes are positive, so they never cancel: a result of 0 (an empty hole) cannot pass either.
 /// Assumes inputs in [−1, 1); does nothing for n < 64. Returns the spiked indices.
 std::vector<std::size_t> plant_spikes(std::vector<float>& x, std::vector<float>& y);
 

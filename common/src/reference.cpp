@@ -52,9 +52,11 @@ std::vector<std::size_t> plant_spikes(std::vector<float>& x, std::vector<float>&
     const std::size_t i = static_cast<std::size_t>(mix64(0x5B1CE5ull, j) % n);
     if (std::find(at.begin(), at.end(), i) == at.end()) at.push_back(i);
   }
-  for (std::size_t j = 0; j < at.size(); ++j) {
-    x[at[j]] = static_cast<float>(j % 2 == 0 ? spike : -spike);
-    y[at[j]] = 1.0f;
+  // All positive: spikes of alternating sign would cancel, and a kernel returning exactly 0 (an
+  // empty exercise hole) would then sit inside the bound that the spikes themselves inflate.
+  for (std::size_t i : at) {
+    x[i] = static_cast<float>(spike);
+    y[i] = 1.0f;
   }
   return at;
 }
