@@ -69,11 +69,15 @@ if ! skipped sanitize; then
       filter="~[huge]~[slow]"
       extra=()
       [ "$tool" = racecheck ] && filter="~[huge]~[slow]~[race]"
-      [ "$tool" = memcheck ] && extra=(--leak-check full)
+      [ "$tool" = memcheck ] && { extra=(--leak-check full); filter="$filter~[api_error]"; }
       t0=$SECONDS
-      if COURSE_TEST_SMALL=1 timeout "${SANITIZE_TIMEOUT:-300}" \
-           compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 99 \
-           "$exe" "$filter" >"$out/sanitize-$name-$tool.log" 2>&1; then
+      log="$out/sanitize-$name-$tool.log"
+      COURSE_TEST_SMALL=1 timeout "${SANITIZE_TIMEOUT:-300}" \
+        compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 99 "$exe" "$filter" >"$log" 2>&1
+      rc=$?
+      if [ $rc -ne 0 ] && ! grep -q "SUMMARY" "$log" && grep -q "All tests passed" "$log"; then
+        note "$tool $name" ok "no CUDA calls to check (a CPU-only chapter)"
+      elif [ $rc -eq 0 ]; then
         note "$tool $name" ok "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-$name-$tool.log" | tail -1 | cut -c1-50), $((SECONDS - t0)) s"
       else
         note "$tool $name" FAIL "see sanitize-$name-$tool.log"
