@@ -68,6 +68,24 @@ std::vector<double> time_gpu_ms(Work&& work, int warmup, int reps, cudaStream_t 
   return samples;
 }
 
+/// Like time_gpu_ms, but each run is timed alone: the host waits for the GPU before every run, so
+/// each sample starts on an idle GPU and includes the launch latency a single caller sees. This is
+/// the time per call of a short kernel (latency); time_gpu_ms gives it back-to-back (throughput).
+template <class Work>
+std::vector<double> time_gpu_each_ms(Work&& work, int warmup, int reps, cudaStream_t stream = nullptr) {
+  for (int i = 0; i < warmup; ++i) work();
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<double> samples;
+  samples.reserve(reps > 0 ? static_cast<std::size_t>(reps) : 0u);
+  EventTimer timer(stream);
+  for (int i = 0; i < reps; ++i) {
+    timer.start();
+    work();
+    samples.push_back(timer.stop_ms());  // waits: the next run starts on an idle GPU
+  }
+  return samples;
+}
+
 /// Same contract as time_gpu_ms, for host code, with std::chrono::steady_clock.
 template <class Work>
 std::vector<double> time_cpu_ms(Work&& work, int warmup, int reps) {
