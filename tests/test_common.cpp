@@ -73,6 +73,8 @@ TEST_CASE("common: a table prints aligned and writes CSV with named columns", "[
   CHECK(row1 == "\"a,b\",3,1.5");
   CHECK(row2 == "plain,12,nan");
   std::remove(path.c_str());
+  CHECK(course::csv_beside("out/05.csv", "sweep") == "out/05_sweep.csv");
+  CHECK(course::csv_beside("results", "sweep") == "results_sweep.csv");
 }
 
 TEST_CASE("common: measurement rows carry GB/s and % of roofline", "[common]") {

@@ -207,11 +207,7 @@ int main(int argc, char** argv) {
     }
     if (!opt.csv.empty()) {
       table.write_csv(opt.csv);
-      if (!methods.rows().empty()) {
-        std::string stem = opt.csv;
-        if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".csv") == 0) stem.resize(stem.size() - 4);
-        methods.write_csv(stem + "_methods.csv");
-      }
+      if (!methods.rows().empty()) methods.write_csv(course::csv_beside(opt.csv, "methods"));
       std::cout << "\nCSV written to " << opt.csv << "\n";
     }
     return course::kExitOk;

@@ -149,12 +149,6 @@ course::Table rows_where(const course::Table& table, const std::string& col, lon
   return out;
 }
 
-std::string csv_beside(const std::string& csv, const std::string& what) {
-  std::string stem = csv;
-  if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".csv") == 0) stem.resize(stem.size() - 4);
-  return stem + "_" + what + ".csv";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -246,8 +240,8 @@ int main(int argc, char** argv) {
           table.write_csv(opt.csv);
           std::cout << "\nCSV written to " << opt.csv;
           if (set.accuracy_n != 0) {
-            accuracy.write_csv(csv_beside(opt.csv, "accuracy"));
-            std::cout << " and " << csv_beside(opt.csv, "accuracy");
+            accuracy.write_csv(course::csv_beside(opt.csv, "accuracy"));
+            std::cout << " and " << course::csv_beside(opt.csv, "accuracy");
           }
           std::cout << "\n";
         }

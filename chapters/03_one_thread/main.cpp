@@ -169,12 +169,6 @@ void add_phase_rows(course::Table& table, const std::string& version, std::size_
   row("total", total, 0);
 }
 
-std::string csv_beside(const std::string& csv, const std::string& what) {
-  std::string stem = csv;
-  if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".csv") == 0) stem.resize(stem.size() - 4);
-  return stem + "_" + what + ".csv";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -246,8 +240,8 @@ int main(int argc, char** argv) {
     phase_table.print(std::cout, {"version", "n", "phase", "median_ms", "pct_of_total", "gbps"});
     if (!opt.csv.empty()) {
       table.write_csv(opt.csv);
-      phase_table.write_csv(csv_beside(opt.csv, "phases"));
-      std::cout << "\nCSV written to " << opt.csv << " and " << csv_beside(opt.csv, "phases") << "\n";
+      phase_table.write_csv(course::csv_beside(opt.csv, "phases"));
+      std::cout << "\nCSV written to " << opt.csv << " and " << course::csv_beside(opt.csv, "phases") << "\n";
     }
     return course::kExitOk;
   });

@@ -110,12 +110,6 @@ void race_demo(const std::vector<const Version*>& selected, std::size_t n, cours
   }
 }
 
-std::string csv_beside(const std::string& csv, const std::string& what) {
-  std::string stem = csv;
-  if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".csv") == 0) stem.resize(stem.size() - 4);
-  return stem + "_" + what + ".csv";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -176,8 +170,8 @@ int main(int argc, char** argv) {
 
     if (!opt.csv.empty()) {
       table.write_csv(opt.csv);
-      race.write_csv(csv_beside(opt.csv, "race"));
-      std::cout << "\nCSV written to " << opt.csv << " and " << csv_beside(opt.csv, "race") << "\n";
+      race.write_csv(course::csv_beside(opt.csv, "race"));
+      std::cout << "\nCSV written to " << opt.csv << " and " << course::csv_beside(opt.csv, "race") << "\n";
     }
     if (!failed.empty()) {
       std::cerr << "04_one_block: " << failed.size() << " version(s) gave wrong results:";

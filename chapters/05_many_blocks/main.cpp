@@ -130,12 +130,6 @@ void determinism_row(const Version& v, Inputs& in, int per_thread, course::Table
                  static_cast<long long>(v.run.deterministic ? 1 : 0)});
 }
 
-std::string csv_beside(const std::string& csv, const std::string& what) {
-  std::string stem = csv;
-  if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".csv") == 0) stem.resize(stem.size() - 4);
-  return stem + "_" + what + ".csv";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -225,11 +219,11 @@ int main(int argc, char** argv) {
       table.write_csv(opt.csv);
       std::cout << "\nCSV written to " << opt.csv;
       if (!sweep.empty()) {
-        per_thread_table.write_csv(csv_beside(opt.csv, "per_thread"));
-        std::cout << ", " << csv_beside(opt.csv, "per_thread");
+        per_thread_table.write_csv(course::csv_beside(opt.csv, "per_thread"));
+        std::cout << ", " << course::csv_beside(opt.csv, "per_thread");
       }
-      determinism.write_csv(csv_beside(opt.csv, "determinism"));
-      std::cout << ", " << csv_beside(opt.csv, "determinism") << "\n";
+      determinism.write_csv(course::csv_beside(opt.csv, "determinism"));
+      std::cout << ", " << course::csv_beside(opt.csv, "determinism") << "\n";
     }
     if (!failed.empty()) {
       std::cerr << "05_many_blocks: " << failed.size() << " version(s) gave wrong or unsteady results:";

@@ -143,10 +143,6 @@ std::vector<std::size_t> parse_sizes(const std::string& text) {
   return sizes;
 }
 
-std::string stem_of(const std::string& csv) {
-  return csv.size() > 4 && csv.compare(csv.size() - 4, 4, ".csv") == 0 ? csv.substr(0, csv.size() - 4) : csv;
-}
-
 const double kNone = std::nan("");
 
 /// A number, or an empty cell where there is none (the CSV stays readable, and the text's tables
@@ -328,16 +324,15 @@ int main(int argc, char** argv) {
     targets.print(std::cout);
 
     if (!opt.csv.empty()) {
-      const std::string stem = stem_of(opt.csv);
       table.write_csv(opt.csv);
-      ladder.write_csv(stem + "_ladder.csv");
-      sweep.write_csv(stem + "_sweep.csv");
-      targets.write_csv(stem + "_targets.csv");
+      ladder.write_csv(course::csv_beside(opt.csv, "ladder"));
+      sweep.write_csv(course::csv_beside(opt.csv, "sweep"));
+      targets.write_csv(course::csv_beside(opt.csv, "targets"));
       course::Table device({"name", "sm_count", "l2_mb", "peak_gbps", "read_gbps", "copy_gbps", "machine_grid"});
       device.add_row({facts.name, static_cast<long long>(facts.sm_count), facts.l2_bytes / 1e6, facts.peak_gbps,
                       roof.read_gbps, roof.copy_gbps, static_cast<long long>(ws.machine_grid)});
-      device.write_csv(stem + "_device.csv");
-      std::cout << "\nCSV written to " << opt.csv << " and " << stem << "_{ladder,sweep,targets,device}.csv\n";
+      device.write_csv(course::csv_beside(opt.csv, "device"));
+      std::cout << "\nCSV written to " << opt.csv << " and beside it: _ladder, _sweep, _targets, _device\n";
     }
     if (!failures.empty()) {
       std::cerr << "\n06_ladder: " << failures.size() << " result(s) failed validation:\n";

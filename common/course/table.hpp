@@ -36,6 +36,10 @@ class Table {
   std::vector<std::vector<Cell>> rows_;
 };
 
+/// The path of a chapter's secondary CSV beside its main one: ("out/05.csv", "sweep") gives
+/// "out/05_sweep.csv" (chapters write their main table to --csv and the others beside it).
+std::string csv_beside(const std::string& csv, const std::string& what);
+
 /// How a cell is shown to people: numbers with 4 significant digits.
 std::string format_cell(const Cell& cell);
 

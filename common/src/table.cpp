@@ -40,6 +40,12 @@ std::string format_cell(const Cell& cell) {
   return std::get<std::string>(cell);
 }
 
+std::string csv_beside(const std::string& csv, const std::string& what) {
+  std::string stem = csv;
+  if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".csv") == 0) stem.resize(stem.size() - 4);
+  return stem + "_" + what + ".csv";
+}
+
 Table::Table(std::vector<std::string> columns) : columns_(std::move(columns)) {}
 
 void Table::add_row(std::vector<Cell> row) {
