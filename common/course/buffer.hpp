@@ -46,6 +46,17 @@ class DeviceBuffer {
     if (n_ > 0) CUDA_CHECK(cudaMemcpy(host.data(), ptr_, bytes(), cudaMemcpyDeviceToHost));
     return host;
   }
+  /// Copies `count` elements from `host` to the start of the buffer, enqueued on `stream`
+  /// (asynchronous only when `host` is pinned; the caller keeps `host` alive until the stream is done).
+  void upload_async(const T* host, std::size_t count, cudaStream_t stream) {
+    if (count > n_) throw UsageError("DeviceBuffer::upload_async: more elements than the buffer holds");
+    if (count > 0) CUDA_CHECK(cudaMemcpyAsync(ptr_, host, count * sizeof(T), cudaMemcpyHostToDevice, stream));
+  }
+  /// Copies the first `count` elements to `host`, enqueued on `stream` (see upload_async).
+  void download_async(T* host, std::size_t count, cudaStream_t stream) const {
+    if (count > n_) throw UsageError("DeviceBuffer::download_async: more elements than the buffer holds");
+    if (count > 0) CUDA_CHECK(cudaMemcpyAsync(host, ptr_, count * sizeof(T), cudaMemcpyDeviceToHost, stream));
+  }
   /// Fills every byte with `byte` (0xFF makes every float a NaN: a poison that an unwritten
   /// result cannot hide behind).
   void fill_bytes(int byte, cudaStream_t stream = nullptr) {

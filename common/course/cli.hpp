@@ -24,6 +24,7 @@ struct Options {
   std::string kernel;             ///< one version to run, or empty for all (--kernel)
   std::string csv;                ///< where to write the CSV, or empty (--csv)
   std::uint64_t seed = 2024;      ///< seed of the random inputs (--seed)
+  int device = 0;                 ///< the CUDA device to run on (--device)
   bool list = false;              ///< print the versions and exit (--list)
   bool quiet = false;             ///< no progress line (--quiet)
   bool n_given = false;           ///< --n was on the command line (else n is the chapter's default)

@@ -109,6 +109,9 @@ App::App(std::string name, std::string description, std::size_t default_n, int d
   app_.add_flag("--list", options_.list, "List the versions and exit");
   app_.add_option("--csv", options_.csv, "Write the results as CSV to this path");
   app_.add_option("--seed", options_.seed, "Seed of the random inputs")->capture_default_str();
+  app_.add_option("--device", options_.device, "The CUDA device to run on (0, 1, ...)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app_.add_flag("--quiet", options_.quiet, "No progress line on stderr");
   app_.footer(
       "Exit codes: 0 ran and validated, 1 CUDA error or failed validation, 2 bad command line or input,\n"
