@@ -2,9 +2,11 @@
 // inputs (host and device agree), the timer, device facts, and the checks' error reporting.
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "course/bench.hpp"
 #include "course/buffer.hpp"
@@ -71,7 +73,7 @@ TEST_CASE("common: a table prints aligned and writes CSV with named columns", "[
   std::getline(in, row2);
   CHECK(header == "version,n,gbps");
   CHECK(row1 == "\"a,b\",3,1.5");
-  CHECK(row2 == "plain,12,nan");
+  CHECK(row2 == "plain,12,");  // NaN is missing: an empty field
   std::remove(path.c_str());
   CHECK(course::csv_beside("out/05.csv", "sweep") == "out/05_sweep.csv");
   CHECK(course::csv_beside("results", "sweep") == "results_sweep.csv");
@@ -232,4 +234,65 @@ TEST_CASE("common: the event timer measures GPU time, not launch time", "[common
   // (asynchronous) enqueue would report microseconds.
   const double floor_ms = d.bytes() / (course::device_facts().peak_gbps * 1e9) * 1e3;
   CHECK(ms >= 0.9 * floor_ms);
+}
+
+TEST_CASE("common: an unwritable --csv is refused before any work, a writable one is left as it was", "[common]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "course_test_csv_check";
+  fs::remove_all(dir);
+  // A new file in a new folder: accepted, and nothing is left behind but the folder.
+  const fs::path fresh = dir / "sub" / "out.csv";
+  CHECK_NOTHROW(course::check_csv_writable(fresh.string()));
+  CHECK_FALSE(fs::exists(fresh));
+  // An existing file keeps its content.
+  { std::ofstream(dir / "old.csv") << "keep\n"; }
+  CHECK_NOTHROW(course::check_csv_writable((dir / "old.csv").string()));
+  std::ifstream in(dir / "old.csv");
+  std::string line;
+  std::getline(in, line);
+  CHECK(line == "keep");
+  // A folder, and a path below a regular file, are refused with a UsageError (exit code 2).
+  CHECK_THROWS_AS(course::check_csv_writable(dir.string()), course::UsageError);
+  CHECK_THROWS_AS(course::check_csv_writable((dir / "old.csv" / "x.csv").string()), course::UsageError);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("common: an App refuses an unwritable --csv with exit code 2 before running its body", "[common]") {
+  course::App app("test_app", "test", 16);
+  bool ran = false;
+  std::string bad = (std::filesystem::temp_directory_path() / "course_no_such_file" / "x.csv").string();
+  { std::ofstream(std::filesystem::temp_directory_path() / "course_no_such_file") << "a file, not a folder\n"; }
+  std::vector<std::string> args = {"test_app", "--csv", bad};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  const int rc = app.run(static_cast<int>(argv.size()), argv.data(), [&](const course::Options&) {
+    ran = true;
+    return 0;
+  }, false);
+  CHECK(rc == course::kExitUsage);
+  CHECK_FALSE(ran);
+  std::filesystem::remove(std::filesystem::temp_directory_path() / "course_no_such_file");
+}
+
+TEST_CASE("common: without a GPU the message is one plain sentence with the CUDA error in parentheses", "[common]") {
+  CHECK(course::no_gpu_message("cudaErrorNoDevice") == "no NVIDIA GPU or driver found (cudaErrorNoDevice)");
+  std::string why;
+  if (course::gpu_available(&why)) return;  // the message is only seen without a GPU
+  CHECK_FALSE(why.empty());
+  try {
+    course::require_gpu();
+    FAIL("require_gpu did not throw without a GPU");
+  } catch (const course::NoGpuError& e) {
+    CHECK(std::string(e.what()) == course::no_gpu_message(why));
+  }
+}
+
+TEST_CASE("common: a host buffer larger than the machine is refused with DoesNotFitError", "[common]") {
+  CHECK_NOTHROW(course::require_host_fits(1024, "a small buffer"));
+  try {
+    course::require_host_fits(std::size_t{1} << 62, "a huge buffer");
+    FAIL("require_host_fits accepted 4 EiB");
+  } catch (const course::DoesNotFitError& e) {
+    CHECK(std::string(e.what()).find("host memory") != std::string::npos);
+  }
 }

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -182,6 +183,13 @@ int main(int argc, char** argv) {
         set.accuracy_n = course::parse_size(accuracy_n_text);
         if (set.accuracy_n != 0 && set.accuracy_n < 1024)
           throw course::UsageError("--accuracy-n must be 0 (skip) or at least 1024");
+        // x and y of the largest size live at once (the accuracy sweep's pair, too): refuse a size
+        // the machine cannot hold before allocating, instead of ending in a bare std::bad_alloc.
+        const std::size_t largest = std::max(*std::max_element(set.sizes.begin(), set.sizes.end()), set.accuracy_n);
+        if (largest > std::numeric_limits<std::size_t>::max() / (2 * sizeof(float)))
+          throw course::UsageError("--n " + course::format_size(largest) + " is too large");
+        course::require_host_fits(2 * largest * sizeof(float),
+                                  "02_cpu_dot at n = " + course::format_size(largest) + " (x and y)");
 
         // The GPU only lends its roofline to the last column, for comparison with later chapters.
         double roofline_gbps = 0.0;
@@ -192,8 +200,8 @@ int main(int argc, char** argv) {
           std::printf("GPU: %s; measured read roofline %.0f GB/s. %% of roofline = CPU GB/s / that.\n",
                       course::describe_device(facts).c_str(), roofline_gbps);
         } else {
-          std::printf("No GPU (%s): this chapter runs on the CPU alone; the %% of roofline column is empty.\n",
-                      why.c_str());
+          std::printf("%s: this chapter runs on the CPU alone; the %% of roofline column is empty.\n",
+                      course::no_gpu_message(why).c_str());
         }
         std::printf("CPU: %u hardware threads; threaded versions use %u.\n\n", std::thread::hardware_concurrency(),
                     ch02::thread_count(set.config, std::size_t{1} << 30));

@@ -37,6 +37,11 @@ std::size_t parse_size(const std::string& text);
 /// "2^20" for powers of two, the plain number otherwise.
 std::string format_size(std::size_t n);
 
+/// Throws UsageError when no CSV can be written at `path` (run() calls it before any work, so an
+/// unwritable `--csv` is refused at once). Makes missing parent folders, as Table::write_csv would;
+/// leaves an existing file untouched and removes one it had to create.
+void check_csv_writable(const std::string& path);
+
 /// A chapter's command line and main().
 class App {
  public:

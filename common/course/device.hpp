@@ -39,7 +39,10 @@ struct Roofline {
 /// True when a CUDA device can be used. Never throws; on false, `why` (if given) says why.
 bool gpu_available(std::string* why = nullptr);
 
-/// Throws NoGpuError, with the reason, when no CUDA device can be used.
+/// The one sentence every program says without a GPU: "no NVIDIA GPU or driver found (CUDA error)".
+std::string no_gpu_message(const std::string& cuda_error);
+
+/// Throws NoGpuError with no_gpu_message(reason) when no CUDA device can be used.
 void require_gpu();
 
 /// Facts of the current device, queried once per process.
@@ -58,5 +61,9 @@ std::size_t free_device_bytes();
 /// Throws DoesNotFitError, naming both sizes, when `bytes` exceed the device's free memory
 /// (minus a small reserve). Call it before allocating, with everything the run will allocate.
 void require_fits(std::size_t bytes, const std::string& what);
+
+/// Throws DoesNotFitError, naming both sizes, when `bytes` exceed the host's physical memory
+/// (sysconf). Call it before allocating host buffers whose size comes from the command line.
+void require_host_fits(std::size_t bytes, const std::string& what);
 
 }  // namespace course

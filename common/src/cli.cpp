@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <limits>
 
@@ -53,6 +55,23 @@ std::size_t parse_term(const std::string& t, const std::string& text) {
 }
 
 }  // namespace
+
+void check_csv_writable(const std::string& path) {
+  // Refused before any work, not after minutes of it. Opened for append, so an existing file is
+  // left as it is; one this check created is removed again. Parent folders are made, as
+  // Table::write_csv would make them.
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  std::error_code ec;
+  if (fs::is_directory(p, ec)) throw UsageError("--csv '" + path + "' is a folder; give a file name");
+  if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
+  const bool existed = fs::exists(p, ec);
+  {
+    std::ofstream probe(p, std::ios::app);
+    if (!probe) throw UsageError("cannot write --csv '" + path + "' (check that its folder exists and is writable)");
+  }
+  if (!existed) fs::remove(p, ec);
+}
 
 std::size_t parse_size(const std::string& text) {
   std::string s;
@@ -115,7 +134,7 @@ App::App(std::string name, std::string description, std::size_t default_n, int d
   app_.add_flag("--quiet", options_.quiet, "No progress line on stderr");
   app_.footer(
       "Exit codes: 0 ran and validated, 1 CUDA error or failed validation, 2 bad command line or input,\n"
-      "3 no CUDA GPU, 4 does not fit in the device's free memory.");
+      "3 no NVIDIA GPU or driver, 4 does not fit in the device's free memory.");
 }
 
 void App::set_versions(std::vector<std::pair<std::string, std::string>> versions) { versions_ = std::move(versions); }
@@ -147,6 +166,7 @@ int App::run(int argc, char** argv, const std::function<int(const Options&)>& bo
       }
       if (!known) throw UsageError("--kernel '" + options_.kernel + "' is not a version of this chapter; choose one of: " + names);
     }
+    if (!options_.csv.empty()) check_csv_writable(options_.csv);
     if (needs_gpu) require_gpu();
     return body(options_);
   } catch (const UsageError& e) {

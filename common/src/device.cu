@@ -1,5 +1,7 @@
 #include "course/device.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <vector>
@@ -40,9 +42,15 @@ bool gpu_available(std::string* why) {
   return state == 1;
 }
 
+std::string no_gpu_message(const std::string& cuda_error) {
+  // One plain sentence: "CUDA driver version is insufficient" alone sends people to update a
+  // driver on a machine that has no GPU at all. The CUDA error follows, for those who need it.
+  return "no NVIDIA GPU or driver found (" + cuda_error + ")";
+}
+
 void require_gpu() {
   std::string why;
-  if (!gpu_available(&why)) throw NoGpuError("no usable CUDA GPU: " + why);
+  if (!gpu_available(&why)) throw NoGpuError(no_gpu_message(why));
 }
 
 const DeviceFacts& device_facts() {
@@ -83,6 +91,17 @@ void require_fits(std::size_t bytes, const std::string& what) {
     throw DoesNotFitError(what + " needs " + format_bytes(bytes) + " of device memory, but the card has only " +
                           format_bytes(free_bytes) + " free (" + format_bytes(reserve) +
                           " kept in reserve); choose a smaller --n");
+}
+
+void require_host_fits(std::size_t bytes, const std::string& what) {
+  // Physical memory, not free memory: Linux counts the page cache as used, and overcommits; a run
+  // larger than the whole machine is the one that must be refused before it starts.
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return;  // unknown: let the allocation decide
+  const std::size_t total = static_cast<std::size_t>(pages) * static_cast<std::size_t>(page);
+  if (bytes > total)
+    throw DoesNotFitError(what + " needs " + format_bytes(bytes) + " of host memory, but this machine has " +
+                          format_bytes(total) + " in all; choose a smaller --n");
 }
 
 }  // namespace course

@@ -14,7 +14,7 @@ namespace {
 
 std::string csv_cell(const Cell& cell) {
   if (const auto* d = std::get_if<double>(&cell)) {
-    if (std::isnan(*d)) return "nan";
+    if (std::isnan(*d)) return "";  // missing: an empty field, as every CSV reader expects
     char buf[40];
     std::snprintf(buf, sizeof buf, "%.9g", *d);
     return buf;

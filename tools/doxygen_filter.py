@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Doxygen's INPUT_FILTER (docs/Doxyfile): the course's Markdown, as GitHub shows it, made to read
+the same on the Doxygen 1.9.4 site. The files in the repository stay as they are; Doxygen reads
+this script's output instead (`python3 tools/doxygen_filter.py FILE`, result on stdout).
+
+Markdown (*.md):
+  - images: `![a plot](../../results/reference/h100/plots/X.png)` resolves on GitHub but not from
+    build/docs/html/. A local image becomes `![a plot](X.png)`; Doxygen then finds X.png in
+    IMAGE_PATH and copies it into the site. (A new image folder goes into IMAGE_PATH.)
+  - the markers of tools/sync_snippets.py (`<!-- num: ... -->2759<!-- /num --> GB/s`) are
+    dropped: Doxygen swallowed the space after them ("2759GB/s").
+  - fenced code in `cuda` (GitHub highlights it; Doxygen knows no such language) is shown as `cpp`.
+  - a code span that crosses a line break is joined onto one line (Doxygen 1.9.4 ends it at the
+    break and swaps code and prose).
+  - `--option` in prose becomes a code span (Markdown made "--" an en dash).
+  - a code span in a heading becomes plain text (Doxygen showed "<tt>--out</tt>").
+  - a code span holding a single quote gets double backticks (Doxygen read `like this' as a
+    quotation and swapped code and prose); one holding `\\|` in a table row becomes <code>...</code>
+    (Doxygen showed the backslash).
+C++ headers (*.hpp, *.cuh, *.h): `--option` in a `///` or `//!` comment becomes a code span.
+Everything else passes through unchanged.
+
+tools/check_site.py checks the built HTML for what this filter exists to prevent.
+"""
+import html
+import pathlib
+import re
+import sys
+
+FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+.{}-]*)\s*$")
+SYNC_MARKER = re.compile(r"<!-- /?(?:num|snippet|table)(?::[^>]*?)? -->")
+IMAGE = re.compile(r"(!\[[^\]]*\]\()([^)\s]+)((?:\s+\"[^\"]*\")?\))")
+OPTION = re.compile(r"(^|[\s(\[/])(--[a-zA-Z][\w-]*(?:[= ][A-Z][\w|]*)?)")
+CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+HEADING = re.compile(r"^(#{1,6}\s+)(.*)$")
+CODE_LANGS = {"cuda": "cpp", "cu": "cpp", "cuh": "cpp", "c++": "cpp", "hpp": "cpp"}
+
+
+def outside_code(line, fn):
+    """Applies fn to the parts of `line` outside inline code spans."""
+    parts, last = [], 0
+    for m in CODE_SPAN.finditer(line):
+        parts.append(fn(line[last:m.start()]))
+        parts.append(m.group(0))
+        last = m.end()
+    parts.append(fn(line[last:]))
+    return "".join(parts)
+
+
+def quote_options(text):
+    return OPTION.sub(lambda m: f"{m.group(1)}`{m.group(2)}`", text)
+
+
+def image_link(md_path, match):
+    target = match.group(2)
+    if "://" in target or target.startswith(("#", "/", "data:")):
+        return match.group(0)
+    if (md_path.parent / target).is_file():
+        target = pathlib.PurePosixPath(target).name
+    return f"{match.group(1)}{target}{match.group(3)}"
+
+
+def heading_text(text):
+    """A heading's code spans as plain text; "--" escaped so it stays two hyphens."""
+    def plain(m):
+        return m.group(2).replace("--", "\\--").replace("_", "\\_")
+    return CODE_SPAN.sub(plain, text)
+
+
+def fragile_code(line, in_table):
+    """Code spans Doxygen 1.9.4 breaks: one holding a single quote (Doxygen reads `like this' as a
+    quotation) gets double backticks; in a table row, one holding an escaped pipe becomes
+    <code>...</code>, where Doxygen's own \\| and \\-- commands give "|" and "--"."""
+    def code(m):
+        body = m.group(2)
+        if in_table and "\\|" in body:
+            body = body.replace("&", "&amp;").replace("<", "&lt;").replace("--", "\\--")
+            return f"<code>{body}</code>"
+        if len(m.group(1)) == 1 and "'" in body:
+            return f"`` {body} ``" if body.startswith("`") or body.endswith("`") else f"``{body}``"
+        return m.group(0)
+    return CODE_SPAN.sub(code, line)
+
+
+def odd_backticks(line):
+    """True when `line` opens a single-backtick code span that it does not close."""
+    return len(re.findall(r"(?<!`)`(?!`)", line)) % 2 == 1
+
+
+def filter_markdown(text, md_path):
+    out, fence, owed = [], None, 0  # owed: blank lines to add back where a paragraph ends
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        m = FENCE.match(line)
+        if fence is not None:
+            if m and m.group(2)[0] == fence[0] and len(m.group(2)) >= len(fence) and not m.group(3):
+                fence = None
+            out.append(line)
+            i += 1
+            continue
+        if m:
+            fence = m.group(2)
+            lang = m.group(3)
+            out.append(f"{m.group(1)}{m.group(2)}{CODE_LANGS.get(lang, lang)}")
+            i += 1
+            continue
+        if not line.strip():
+            out.extend([""] * owed)
+            owed = 0
+        # A code span across a line break: join the paragraph's next lines until it closes.
+        while odd_backticks(line) and i + 1 < len(lines) and lines[i + 1].strip() and not FENCE.match(lines[i + 1]):
+            i += 1
+            line = line.rstrip() + " " + lines[i].lstrip()
+            owed += 1
+        line = SYNC_MARKER.sub("", line)
+        line = IMAGE.sub(lambda mm: image_link(md_path, mm), line)
+        h = HEADING.match(line)
+        if h:
+            line = h.group(1) + heading_text(outside_code(h.group(2), lambda s: s.replace("--", "\\--")))
+        else:
+            line = outside_code(line, quote_options)
+            line = fragile_code(line, line.lstrip().startswith("|"))
+        out.append(line)
+        i += 1
+    out.extend([""] * owed)
+    return "\n".join(out)
+
+
+def filter_header(text):
+    out = []
+    for line in text.split("\n"):
+        at = -1
+        for marker in ("///", "//!"):
+            k = line.find(marker)
+            if k >= 0 and (at < 0 or k < at):
+                at = k
+        if at >= 0:
+            start = at + 3 + (1 if line[at + 3:at + 4] == "<" else 0)
+            line = line[:start] + outside_code(line[start:], quote_options)
+        out.append(line)
+    return "\n".join(out)
+
+
+def main(argv):
+    if len(argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    path = pathlib.Path(argv[1])
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".md":
+        text = filter_markdown(text, path)
+    elif path.suffix in (".hpp", ".cuh", ".h"):
+        text = filter_header(text)
+    sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
