@@ -1,0 +1,139 @@
+"""Tests of tools/check_site.py (on small HTML pages) and tools/doxygen_filter.py: no GPU, no
+Doxygen, no build."""
+import importlib.util
+import pathlib
+import tempfile
+import unittest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+cs = load("check_site")
+df = load("doxygen_filter")
+
+
+def page(body):
+    return f"<!DOCTYPE html>\n<html><head><title>t</title></head><body>\n{body}\n</body></html>\n"
+
+
+class CheckSite(unittest.TestCase):
+    def site(self, pages, files=()):
+        """A site in a temporary folder: {name: body} pages plus empty files; its problems."""
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        root = pathlib.Path(tmp.name)
+        for name, body in pages.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(page(body), encoding="utf-8")
+        for name in files:
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_bytes(b"")
+        return cs.check_site(root)
+
+    def test_clean_site_passes(self):
+        problems = self.site({"index.html": '<a href="other.html#sec">x</a> <img src="plot.png"/> '
+                                            '<a href="https://example.org/missing">web</a> <a href="#top">top</a> '
+                                            "<p>run with <code>--help</code>; 2759 GB/s, a \u2013 b</p>",
+                              "other.html": "<p>fine</p>"}, files=["plot.png"])
+        self.assertEqual(problems, [])
+
+    def test_broken_link_fails(self):
+        problems = self.site({"index.html": '<a href="nowhere.html">x</a>'})
+        self.assertEqual(len(problems), 1)
+        self.assertIn("broken link 'nowhere.html'", problems[0])
+        self.assertTrue(problems[0].startswith("index.html:"))
+
+    def test_link_into_a_subfolder_and_back(self):
+        problems = self.site({"index.html": '<a href="sub/a.html">a</a>',
+                              "sub/a.html": '<a href="../index.html">up</a> <a href="../gone.html">gone</a>'})
+        self.assertEqual(len(problems), 1)
+        self.assertIn("sub/a.html", problems[0])
+        self.assertIn("gone.html", problems[0])
+
+    def test_missing_image_fails(self):
+        problems = self.site({"index.html": '<img src="../../results/reference/h100/plots/01_timing.png" alt="x"/>'})
+        self.assertEqual(len(problems), 1)
+        self.assertIn("missing image", problems[0])
+
+    def test_option_as_en_dash_fails_outside_code_only(self):
+        problems = self.site({"index.html": "<p>Run it with \u2013help or (\u2014csv FILE).</p>"
+                                            "<pre>x \u2013y</pre><code>a \u2013b</code>"})
+        self.assertEqual(len(problems), 2)
+        self.assertIn("\u2013help", problems[0])
+        self.assertIn("\u2014csv", problems[1])
+
+    def test_mangled_markup_fails(self):
+        problems = self.site({"index.html": "<h1>What lands in &lt;tt&gt;--out&lt;/tt&gt;</h1>"
+                                            "<td><code>a\\|b</code></td><p>measured 2759GB/s</p>"
+                                            "<p>\u2018ctest -L \u2019^x</p>"})
+        text = "\n".join(problems)
+        self.assertIn("literal <tt>", text)
+        self.assertIn("literal \\|", text)
+        self.assertIn("glued to its unit: '9GB/s'", text)
+        self.assertIn("quotation", text)
+
+    def test_main_exit_codes(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            (pathlib.Path(tmp) / "index.html").write_text(page("<p>ok</p>"))
+            self.assertEqual(cs.main([tmp]), 0)
+            (pathlib.Path(tmp) / "index.html").write_text(page('<img src="gone.png">'))
+            self.assertEqual(cs.main([tmp]), 1)
+            self.assertEqual(cs.main([str(pathlib.Path(tmp) / "no-such-folder")]), 1)
+
+
+class DoxygenFilter(unittest.TestCase):
+    def md(self, text, files=()):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        root = pathlib.Path(tmp.name)
+        md = root / "chapters" / "01_x" / "README.md"
+        md.parent.mkdir(parents=True)
+        for f in files:
+            (root / f).parent.mkdir(parents=True, exist_ok=True)
+            (root / f).write_bytes(b"")
+        return df.filter_markdown(text, md)
+
+    def test_local_image_becomes_its_file_name(self):
+        out = self.md("![a plot](../../results/plots/01_x.png)\n![web](https://x.org/a.png)\n",
+                      files=["results/plots/01_x.png"])
+        self.assertIn("![a plot](01_x.png)", out)
+        self.assertIn("![web](https://x.org/a.png)", out)
+
+    def test_sync_markers_are_dropped_and_the_space_kept(self):
+        out = self.md("read at <!-- num: 01.csv version=a col=gbps fmt=.0f -->2759<!-- /num --> GB/s\n")
+        self.assertEqual(out, "read at 2759 GB/s\n")
+
+    def test_cuda_fences_become_cpp_and_code_is_untouched(self):
+        out = self.md("```cuda\nx --y; `z\n```\n")
+        self.assertEqual(out, "```cpp\nx --y; `z\n```\n")
+
+    def test_options_in_prose_become_code(self):
+        self.assertEqual(self.md("run with --help or `--csv F`\n"), "run with `--help` or `--csv F`\n")
+
+    def test_code_span_across_a_line_break_is_joined(self):
+        out = self.md("see `a --csv\nFILE` here\nnext\n\nafter\n")
+        self.assertEqual(out.split("\n\n")[0], "see `a --csv FILE` here\nnext")
+        self.assertEqual(out.count("\n"), "see `a --csv\nFILE` here\nnext\n\nafter\n".count("\n"))
+
+    def test_heading_code_becomes_text(self):
+        self.assertEqual(self.md("## What lands in `--out`\n"), "## What lands in \\--out\n")
+
+    def test_quote_in_code_and_pipe_in_table(self):
+        self.assertIn("``ctest -L '^(a|b)$'``", self.md("2. `ctest -L '^(a|b)$'`: x\n"))
+        out = self.md("| `--tree chapters\\|solutions` | what |\n")
+        self.assertIn("<code>\\--tree chapters\\|solutions</code>", out)
+
+    def test_header_comments_quote_options(self):
+        out = df.filter_header("int reps = 0;  ///< repetitions (--reps)\nint a = b--c; // x --y\n")
+        self.assertEqual(out, "int reps = 0;  ///< repetitions (`--reps`)\nint a = b--c; // x --y\n")
+
+
+if __name__ == "__main__":
+    unittest.main()
