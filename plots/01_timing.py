@@ -51,7 +51,7 @@ def main():
                 points.sort()
                 ax.plot([p[0] for p in points], [p[1] for p in points], marker=marker, color=color,
                         label=f"{precision}, {label}")
-    ax.axhline(1.0, color=cs.COLORS["cpu"], lw=1, ls="--")
+    ax.axhline(1.0, color=cs.COLORS["cpu"], lw=1, ls="--", label="1×: GPU and CPU equal")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("square roots per element (arithmetic intensity)")

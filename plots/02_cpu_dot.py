@@ -9,6 +9,12 @@ KIND_TITLES = {"positive": "x, y uniform in [0, 1): every product positive",
                "signed": "x, y uniform in [-1, 1): products cancel"}
 
 
+# Each version has its own marker, and each bug_* (all grey) its own dash pattern: two grey dotted
+# lines could not be told apart.
+MARKERS = ["o", "s", "D", "^", "v", "X", "P", "*", "<", ">"]
+BUG_STYLES = [":", "--", "-."]
+
+
 def colors_for(versions):
     """One colour per version, in registry order; the bug_* versions in grey."""
     palette = [c for c in cs.PALETTE if c != cs.COLORS["cpu"]]
@@ -58,7 +64,7 @@ def versions_side_by_side(rows, out_dir):
     if best:
         top = max(best, key=lambda r: r["gbps"])
         roofline = top["gbps"] * 100.0 / top["pct_roofline"]
-        ax_b.axhline(roofline, color=cs.COLORS["roofline"], lw=1, ls="--")
+        ax_b.axhline(roofline, color=cs.COLORS["roofline"], lw=1, ls="--", label=f"read roofline of {cs.gpu_name()}")
         ax_b.annotate(f"GPU read roofline {roofline:.0f} GB/s; best CPU at {cs.size_label(sizes[-1])}: "
                       f"{top['pct_roofline']:.1f}% of it", (0, roofline), xytext=(0, -12),
                       textcoords="offset points", fontsize=8)
@@ -78,8 +84,10 @@ def accuracy(rows, out_dir):
             pts = sorted((r["n"], max(r["rel_error"], floor)) for r in rows
                          if r["data"] == kind and r["version"] == version and cs.finite(r["rel_error"]))
             if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, color=colors[version],
-                        ls=":" if version.startswith("bug_") else "-", label=version)
+                k = versions.index(version)
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=MARKERS[k % len(MARKERS)], ms=4,
+                        color=colors[version], ls=BUG_STYLES[k % len(BUG_STYLES)] if version.startswith("bug_") else "-",
+                        label=version)
         bound = sorted({(r["n"], r["rel_bound"]) for r in rows if r["data"] == kind and cs.finite(r["rel_bound"])})
         if bound:
             ax.plot([b[0] for b in bound], [b[1] for b in bound], color=cs.COLORS["roofline"], ls="--", lw=1.2,
@@ -87,7 +95,7 @@ def accuracy(rows, out_dir):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("n (elements)")
-        ax.set_ylabel("relative error against the fp64 reference")
+        ax.set_ylabel("relative error against the fp64 reference\n(an exact result is drawn at 1e-10)")
         ax.set_title(KIND_TITLES.get(kind, kind))
     axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     cs.save(fig, out_dir, STEM + "_accuracy")

@@ -52,8 +52,9 @@ def versions_side_by_side(rows, results, out_dir):
         ax.set_xlabel("median time (ms, log scale)")
         ax.set_title(f"n = {cs.size_label(n)}")
         lo, hi = min(ys), max(ys)
-        ax.set_xlim(lo / 3, hi * 30)  # room for the labels
-    fig.suptitle("One GPU thread against cuBLAS and the CPU (labels: time, % of the GPU's read roofline)")
+        ax.set_xlim(lo / 3, hi * 300)  # room for the labels, whose width is fixed in points
+    fig.suptitle(f"One GPU thread against cuBLAS and the CPU on {cs.gpu_name()} "
+                 "(labels: time, % of the GPU's read roofline)")
     cs.save(fig, out_dir, STEM)
 
 

@@ -16,7 +16,7 @@ def per_thread(sweep_rows, rows):
     for k, (version, color) in enumerate((("cublas", cs.COLORS["library"]), ("warp_shuffle", cs.COLORS["best"]))):
         match = [r for r in rows if r["version"] == version and r["n"] == n]
         if match and cs.finite(match[0]["pct_roofline"]):
-            ax.axhline(match[0]["pct_roofline"], color=color, ls="--", lw=1, label=version)
+            ax.axhline(match[0]["pct_roofline"], color=color, ls="--", lw=1, label=f"{version} at the same n")
     ax.set_xscale("log", base=2)
     ax.set_ylim(bottom=0)
     ax.set_xlabel("elements per thread (--per-thread)")

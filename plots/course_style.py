@@ -8,9 +8,14 @@ A chapter's script does:
     fig, ax = plt.subplots()
     ...
     cs.save(fig, args.out, "05_many_blocks")                  # writes .png and .svg
+
+Every figure save() writes carries a footer naming the machine and the date of the run, from
+RESULTS/run_metadata.json (tools/run_metadata.py writes it beside the CSVs): a plot never claims
+to show an H100 when it was drawn from another card's run.
 """
 import argparse
 import csv
+import json
 import math
 import pathlib
 
@@ -41,7 +46,45 @@ def parse_args(description):
     args = p.parse_args()
     if args.out is None:
         args.out = args.results / "plots"
+    global RUN
+    RUN = load_metadata(args.results)
     return args
+
+
+# The run the plots are drawn from: RESULTS/run_metadata.json, loaded by parse_args().
+RUN = {}
+
+
+def load_metadata(results):
+    """The run's metadata (gpu, driver, cuda, commit, date, cpu), {} when the file is absent."""
+    path = pathlib.Path(results) / "run_metadata.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def gpu_name(default="this GPU"):
+    """The GPU of the run, for titles: "NVIDIA H100 80GB HBM3", or `default` when not known."""
+    return RUN.get("gpu") or default
+
+
+def run_label(meta=None):
+    """One line naming where and when the data was measured, for a figure's footer."""
+    meta = RUN if meta is None else meta
+    if not meta:
+        return "Measured on: unknown (no run_metadata.json beside the CSVs)"
+    machine = meta.get("gpu") or f"{meta.get('cpu') or 'a CPU'} (no GPU)"
+    parts = [f"Measured on {machine}", meta.get("date") or "date unknown"]
+    if meta.get("gpu") and meta.get("cpu"):
+        parts.append(f"CPU {meta['cpu']}")
+    if meta.get("driver"):
+        parts.append(f"driver {meta['driver']}")
+    if meta.get("cuda"):
+        parts.append(f"CUDA {meta['cuda']}")
+    if meta.get("commit"):
+        parts.append(f"commit {meta['commit']}")
+    return " · ".join(parts)
 
 
 def _convert(value):
@@ -98,9 +141,13 @@ def save(fig, out_dir, stem):
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
+    # The footer sits below everything; "tight" saving grows the image to hold it and any label
+    # that runs past an axis, so nothing is clipped.
+    fig.text(0.005, 0.0, run_label(), fontsize=7, color="#555555", ha="left", va="top")
+    tight = dict(bbox_inches="tight", pad_inches=0.12)
     png = out / f"{stem}.png"
-    fig.savefig(png, metadata={"Software": None})
-    fig.savefig(out / f"{stem}.svg", metadata={"Date": None, "Creator": None})
+    fig.savefig(png, metadata={"Software": None}, **tight)
+    fig.savefig(out / f"{stem}.svg", metadata={"Date": None, "Creator": None}, **tight)
     plt.close(fig)
     print(f"wrote {png}")
     return png
@@ -123,45 +170,59 @@ def cpu_baselines(results, n):
 
 
 def versions_side_by_side(rows, results, title):
-    """Two panels, time and % of roofline, one bar per version and size (light: smaller n)."""
+    """Two panels, time and % of roofline: one row per version, one marker per size, log scale.
+    Markers, not bars: a bar's length means nothing on a log axis, and a version measured at one
+    size only is one marker, not a bar beside a gap. Chapter 02's CPU baselines come first, by role
+    (its plain loop, its fastest version at that size, named beside the marker)."""
     sizes = sorted({r["n"] for r in rows})
     by_size = {}
     for n in sizes:
-        bars = dict(cpu_baselines(results, n))
+        bars = {}
+        for k, (label, r) in enumerate(cpu_baselines(results, n).items()):
+            role = "CPU: plain loop" if k == 0 else "CPU: fastest"
+            bars[role] = dict(r, _note=str(r["version"]) if role == "CPU: fastest" else None)
         bars.update({r["version"]: r for r in rows if r["n"] == n})
         by_size[n] = bars
     labels = list(dict.fromkeys(label for n in sizes for label in by_size[n]))  # CPU first, then registry order
-    # CPU grey, the library green (as in every chapter), the GPU versions from the rest of the palette.
     gpu_colors = [c for c in PALETTE if c not in (COLORS["cpu"], COLORS["library"])]
     gpu_labels = [label for label in labels if not label.startswith("CPU") and label != "cublas"]
     colors = {label: gpu_colors[k % len(gpu_colors)] for k, label in enumerate(gpu_labels)}
     colors.update({label: COLORS["cpu"] for label in labels if label.startswith("CPU")})
     colors["cublas"] = COLORS["library"]
-    fig, (ax_t, ax_p) = plt.subplots(1, 2, figsize=(11, 4.8))
-    width = 0.8 / len(sizes)
+    markers = ["o", "s", "D", "^", "v", "P"]
+    fig, (ax_t, ax_p) = plt.subplots(1, 2, figsize=(11, 0.42 * len(labels) + 2.2), sharey=True)
     for s, n in enumerate(sizes):
         for b, label in enumerate(labels):
             r = by_size[n].get(label)
             if r is None:
                 continue
-            x = b + (s - (len(sizes) - 1) / 2) * width
-            color = colors[label]
             wrong = r.get("valid") != 1.0
-            style = dict(color=color, alpha=0.45 if s < len(sizes) - 1 else 0.95, hatch="//" if wrong else None,
-                         edgecolor="black" if wrong else None)
-            ax_t.bar(x, r["median_ms"], width, **style)
+            style = dict(marker=markers[s % len(markers)], ms=7, ls="none", color=colors[label],
+                         markerfacecolor="white" if wrong else colors[label], markeredgewidth=1.5)
+            y = b + (s - (len(sizes) - 1) / 2) * 0.18
+            ax_t.plot(r["median_ms"], y, **style)
             if finite(r.get("pct_roofline")):
-                ax_p.bar(x, r["pct_roofline"], width, **style)
-            if wrong:
-                ax_t.annotate("wrong", (x, r["median_ms"]), ha="center", va="bottom", fontsize=7)
+                ax_p.plot(r["pct_roofline"], y, **style)
+            note = " wrong" if wrong else ""
+            if r.get("_note"):
+                note = f" {r['_note']}" + note
+            if note:
+                ax_t.annotate(note, (r["median_ms"], y), xytext=(5, 0), textcoords="offset points", va="center",
+                              fontsize=7)
+    ax_t.set_yticks(range(len(labels)), labels)
+    ax_t.set_ylim(len(labels) - 0.5, -0.5)
     for ax in (ax_t, ax_p):
-        ax.set_xticks(range(len(labels)), labels, rotation=25, ha="right")
-        ax.set_yscale("log")
-    ax_t.set_ylabel("median time (ms, log scale)")
-    ax_p.set_ylabel("% of the measured read roofline (log scale)")
-    ax_p.axhline(100, color=COLORS["roofline"], lw=1, ls="--")
-    shades = ", ".join(f"{'light' if s < len(sizes) - 1 else 'dark'} n = {size_label(n)}"
-                       for s, n in enumerate(sizes))
-    ax_t.set_title(f"{title}: time ({shades})")
-    ax_p.set_title("Bandwidth reached (hatched: wrong answer)")
+        ax.set_xscale("log")
+    ax_t.set_xlabel("median time (ms, log scale; left is faster)")
+    ax_p.set_xlabel("% of the measured read roofline (log scale)")
+    ax_p.axvline(100, color=COLORS["roofline"], lw=1, ls="--")
+    handles = [plt.Line2D([], [], marker=markers[s % len(markers)], ls="none", color="#444444",
+                          label=f"n = {size_label(n)}") for s, n in enumerate(sizes)]
+    handles.append(plt.Line2D([], [], marker="o", ls="none", color="#444444", markerfacecolor="white",
+                              label="hollow: wrong answer"))
+    handles.append(plt.Line2D([], [], color=COLORS["roofline"], lw=1, ls="--", label="100% of the read roofline"))
+    ax_p.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: no data hidden
+    ax_p.set_xlim(right=150)
+    ax_t.set_title(f"{title}: time per dot product")
+    ax_p.set_title(f"Bandwidth reached on {gpu_name()}")
     return fig
