@@ -1,50 +1,86 @@
 #!/usr/bin/env bash
 # The course's main job: build the course, run every chapter's solution on the GPU, write the CSVs
-# to results/local/ and the plots to results/local/plots/.
-# Without a GPU it builds, says so, and renders the plots from the shipped H100 results instead.
-#   tools/run_course.sh                  every chapter
-#   tools/run_course.sh 05_many_blocks   some chapters
+# and the run's metadata (GPU, driver, CUDA, commit, date: run_metadata.json) to results/local/,
+# and the plots to results/local/plots/.
+# Without a GPU it still runs the chapters that need none (their CSVs and plots come from this
+# machine), and renders the other plots from the shipped H100 results into results/local/plots-h100/.
+usage() {
+  cat <<'USAGE'
+usage: tools/run_course.sh [CHAPTER...]
+  tools/run_course.sh                every chapter
+  tools/run_course.sh 05 06_ladder   some chapters, by number or by name
+Builds the solutions (build/solutions), runs each chapter with --csv results/local/CHAPTER.csv,
+writes results/local/run_metadata.json and draws the plots into results/local/plots/.
+Without a GPU: the chapters that need none still run; the rest are skipped, and the H100
+reference plots are drawn into results/local/plots-h100/. Exit 1 when a chapter fails.
+USAGE
+}
+for arg in "$@"; do
+  case "$arg" in -h|--help) usage; exit 0 ;; -*) echo "run_course: unknown option '$arg'" >&2; usage >&2; exit 2 ;; esac
+done
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-source tools/setup.sh
 
+# Chapters by number ("05") or by name ("05_many_blocks"), checked before the build.
+chapters=()
+for arg in "$@"; do
+  matches=(chapters/"${arg}"/ chapters/"${arg}"_*/)
+  found=""
+  for dir in "${matches[@]}"; do [ -d "$dir" ] && found=$(basename "$dir") && break; done
+  [ -n "$found" ] || { echo "run_course: no chapter '$arg' (try a number such as 05, or see chapters/)" >&2; exit 2; }
+  chapters+=("$found")
+done
+if [ ${#chapters[@]} -eq 0 ]; then
+  for dir in chapters/[0-9][0-9]_*/; do chapters+=("$(basename "$dir")"); done
+fi
+
+source tools/setup.sh
 jobs=$(nproc 2>/dev/null || echo 2)
 echo "== Building the course (solutions) =="
 cmake --preset solutions >/dev/null
 cmake --build --preset solutions -j "$jobs"
 bin=build/solutions/bin
-
-chapters=("$@")
-if [ ${#chapters[@]} -eq 0 ]; then
-  for dir in chapters/[0-9][0-9]_*/; do chapters+=("$(basename "$dir")"); done
-fi
 for ch in "${chapters[@]}"; do
-  [ -x "$bin/$ch" ] || { echo "run_course: no chapter '$ch' (looked for $bin/$ch)" >&2; exit 2; }
+  [ -x "$bin/$ch" ] || { echo "run_course: chapter '$ch' was not built (looked for $bin/$ch)" >&2; exit 2; }
 done
 
 python=$(course_python)
 status=0
+gpu=1
 if probe=$("$bin/course_info" --probe 2>&1); then
   echo "== $probe =="
-  mkdir -p results/local
-  for ch in "${chapters[@]}"; do
-    echo
-    echo "== Chapter $ch =="
-    if ! "$bin/$ch" --csv "results/local/$ch.csv"; then
-      echo "run_course: chapter $ch FAILED (exit code above); its CSV may be missing" >&2
-      status=1
-    fi
-  done
+else
+  gpu=0
   echo
+  echo "== $probe"
+  echo "== Without a GPU only the chapters that need none run; the others are skipped."
+fi
+mkdir -p results/local
+python3 tools/run_metadata.py --out results/local/run_metadata.json --bin "$bin" || status=1
+ran=0
+for ch in "${chapters[@]}"; do
+  echo
+  echo "== Chapter $ch =="
+  rc=0
+  "$bin/$ch" --csv "results/local/$ch.csv" || rc=$?
+  # Exit code 3 is "no GPU": without one, a chapter that needs it is skipped, not failed.
+  if [ $gpu = 0 ] && [ $rc = 3 ]; then echo "(needs a GPU: skipped)"; continue; fi
+  if [ $rc = 0 ]; then
+    ran=$((ran + 1))
+  else
+    echo "run_course: chapter $ch FAILED (exit code $rc); its CSV may be missing" >&2
+    status=1
+  fi
+done
+echo
+if [ $ran -gt 0 ]; then
   echo "== Plots from this run =="
   "$python" plots/render_all.py --results results/local --out results/local/plots || status=1
   echo "CSVs in results/local/, plots in results/local/plots/"
-else
-  echo
-  echo "== No GPU: $probe"
-  echo "== The course is built; the GPU runs are skipped. Rendering the plots from the shipped H100"
-  echo "== results (results/reference/h100) into results/local/plots-h100/ instead."
+fi
+if [ $gpu = 0 ]; then
+  echo "== The GPU chapters' plots from the shipped H100 results, into results/local/plots-h100/ =="
   "$python" plots/render_all.py --results results/reference/h100 --out results/local/plots-h100 || status=1
 fi
 exit $status
