@@ -47,18 +47,15 @@ if [ ${#missing_pkgs[@]} -gt 0 ]; then
   fi
 fi
 
-# Python for the plots: the system's python3 if it has matplotlib, else a venv in .venv.
-course_python() {
-  local root
-  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-  if python3 -c 'import matplotlib' >/dev/null 2>&1; then
-    echo python3
-  elif [ -x "$root/.venv/bin/python" ] && "$root/.venv/bin/python" -c 'import matplotlib' >/dev/null 2>&1; then
-    echo "$root/.venv/bin/python"
-  else
-    say "creating .venv for the plots (pip install -r plots/requirements.txt)"
-    python3 -m venv "$root/.venv" >&2
-    "$root/.venv/bin/pip" install -q -r "$root/plots/requirements.txt" >&2
-    echo "$root/.venv/bin/python"
+# Ninja, where it is installed, for build folders made from here on: it builds in parallel by
+# itself. Presets cannot say "Ninja if present" (a generator that is missing fails), and a build
+# folder cannot change generator, so this holds only while no build/*/ was made with another one.
+if [ -z "${CMAKE_GENERATOR:-}" ] && command -v ninja >/dev/null; then
+  setup_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  if ! grep -qsv "^CMAKE_GENERATOR:INTERNAL=Ninja$" <(grep -hs "^CMAKE_GENERATOR:INTERNAL=" "$setup_root"/build/*/CMakeCache.txt); then
+    export CMAKE_GENERATOR=Ninja
   fi
-}
+fi
+
+# Python for the plots (course_python): in its own file, so tools/plots.sh needs no compiler.
+source "$(dirname "${BASH_SOURCE[0]}")/course_python.sh"
