@@ -114,8 +114,7 @@ def filter_markdown(text, md_path):
             i += 1
             line = line.rstrip() + " " + lines[i].lstrip()
             owed += 1
-        line = SYNC_MARKER.sub("", line)
-        line = IMAGE.sub(lambda mm: image_link(md_path, mm), line)
+        line = outside_code(line, lambda t: IMAGE.sub(lambda mm: image_link(md_path, mm), SYNC_MARKER.sub("", t)))
         h = HEADING.match(line)
         if h:
             line = h.group(1) + heading_text(outside_code(h.group(2), lambda s: s.replace("--", "\\--")))

@@ -110,6 +110,10 @@ class DoxygenFilter(unittest.TestCase):
         out = self.md("read at <!-- num: 01.csv version=a col=gbps fmt=.0f -->2759<!-- /num --> GB/s\n")
         self.assertEqual(out, "read at 2759 GB/s\n")
 
+    def test_code_spans_are_left_alone(self):
+        text = "write `<!-- /num --> GB/s` and `![x](../../results/plots/01_x.png)`\n"
+        self.assertEqual(self.md(text, files=["results/plots/01_x.png"]), text)
+
     def test_cuda_fences_become_cpp_and_code_is_untouched(self):
         out = self.md("```cuda\nx --y; `z\n```\n")
         self.assertEqual(out, "```cpp\nx --y; `z\n```\n")
