@@ -39,7 +39,7 @@
   do {                                                                                \
     std::string course_why_;                                                          \
     if (!::course::gpu_available(&course_why_))                                       \
-      COURSE_SKIP_TEST("COURSE-NO-GPU: no usable CUDA GPU (" + course_why_ + ")");    \
+      COURSE_SKIP_TEST("COURSE-NO-GPU: " + ::course::no_gpu_message(course_why_));   \
   } while (0)
 
 namespace course::test {

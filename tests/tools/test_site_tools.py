@@ -1,5 +1,5 @@
-"""Tests of tools/check_site.py (on small HTML pages) and tools/doxygen_filter.py: no GPU, no
-Doxygen, no build."""
+"""Tests of tools/check_site.py (on small HTML pages), tools/doxygen_filter.py and
+tools/run_metadata.py: no GPU, no Doxygen, no build."""
 import importlib.util
 import pathlib
 import tempfile
@@ -137,6 +137,22 @@ class DoxygenFilter(unittest.TestCase):
     def test_header_comments_quote_options(self):
         out = df.filter_header("int reps = 0;  ///< repetitions (--reps)\nint a = b--c; // x --y\n")
         self.assertEqual(out, "int reps = 0;  ///< repetitions (`--reps`)\nint a = b--c; // x --y\n")
+
+
+
+
+class RunMetadata(unittest.TestCase):
+    def test_writes_every_field_and_a_date(self):
+        rm = load("run_metadata")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = pathlib.Path(tmp) / "sub" / "run_metadata.json"
+            self.assertEqual(rm.main(["--out", str(out), "--bin", str(pathlib.Path(tmp) / "no-bin")]), 0)
+            import json
+            meta = json.loads(out.read_text())
+        self.assertEqual(set(meta), {"gpu", "device", "driver", "cuda", "cpu", "commit", "date"})
+        self.assertRegex(meta["date"], r"^\d{4}-\d{2}-\d{2}$")
+        if meta["gpu"] is None:
+            self.assertIsNone(meta["driver"])  # no GPU: no guessed driver either
 
 
 if __name__ == "__main__":
