@@ -134,7 +134,7 @@ App::App(std::string name, std::string description, std::size_t default_n, int d
   app_.add_flag("--quiet", options_.quiet, "No progress line on stderr");
   app_.footer(
       "Exit codes: 0 ran and validated, 1 CUDA error or failed validation, 2 bad command line or input,\n"
-      "3 no NVIDIA GPU or driver, 4 does not fit in the device's free memory.");
+      "3 no NVIDIA GPU or driver, 4 does not fit in memory (the device's free memory, or the host's).");
 }
 
 void App::set_versions(std::vector<std::pair<std::string, std::string>> versions) { versions_ = std::move(versions); }
