@@ -9,7 +9,8 @@
 // Each version is measured twice: "kernel only" (inputs already on the GPU, CUDA events, what
 // every later chapter reports) and "round trip" (round_trip(): allocate, copy in, launch, copy
 // back, free, on every call, on the legacy default stream; host clock, what a caller waits). The
-// phases table splits the round trip into its steps. Everything else runs on the context's stream. One thread is slow: at 2^24 a call takes a good fraction of a second, so
+// phases table splits the round trip into its steps; everything else runs on the context's
+// stream. One thread is slow: at 2^24 a call takes a good fraction of a second, so
 // slow configurations get fewer timed runs (at least 3; see kBudgetMs), and sizes above 2^24
 // take minutes.
 
