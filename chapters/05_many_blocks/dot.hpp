@@ -27,7 +27,8 @@ constexpr std::size_t kDefaultMaxN = std::size_t{1} << 24;
 /// stream, its cuBLAS handle, its cached launch shapes, its scratch arena), the partials' place in
 /// that arena and pinned host scratch, both planned at construction for inputs of up to max_n
 /// elements (so no call allocates), the two-level knob, and the shape of the last launch for the
-/// driver's tables and the tests. `ch05::Workspace ws(ctx);` or `ws(ctx, max_n)`. Not copyable.
+/// driver's tables and the tests. `ch05::Workspace ws(ctx);` or `ws(ctx, max_n)`; the context must
+/// outlive it. Not copyable.
 ///
 /// The scratch is the context's: two workspaces of one context share it, which is safe while
 /// their calls run on one stream (ctx.stream()), one after another.

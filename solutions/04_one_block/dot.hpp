@@ -18,7 +18,7 @@ namespace ch04 {
 
 /// What a launcher is given and leaves behind: the context of the GPU it runs on (where the
 /// occupancy answers are cached), and the shape of its launch for the driver's tables.
-/// `ch04::Workspace ws(ctx);`
+/// `ch04::Workspace ws(ctx);` (the context must outlive it)
 struct Workspace {
   explicit Workspace(course::Context& context) : ctx(context) {}
   course::Context& ctx;  ///< the GPU's state; launchers normally run on ctx.stream()
