@@ -5,6 +5,7 @@
 #include <sstream>
 #include <string>
 
+#include "course/context.hpp"
 #include "course/device.hpp"
 #include "support/course_test.hpp"
 #include "vector_add.hpp"
@@ -12,10 +13,10 @@
 namespace {
 
 template <class T>
-void check_version(const course::Version<ch01::Runner>& v, std::size_t n, int iters) {
-  ch01::Problem<T> p(n, iters, 1234 + n);
-  if constexpr (sizeof(T) == 4) v.run.f32(p, nullptr); else v.run.f64(p, nullptr);
-  CHECK_NOTHROW(course::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize", __FILE__, __LINE__));
+void check_version(const course::Version<ch01::Runner>& v, std::size_t n, int iters, course::Context& ctx) {
+  ch01::Problem<T> p(n, iters, 1234 + n);  // uploads and poisons, then waits for the device
+  if constexpr (sizeof(T) == 4) v.run.f32(p, ctx.stream()); else v.run.f64(p, ctx.stream());
+  CHECK_NOTHROW(course::check_cuda(cudaStreamSynchronize(ctx.stream()), "cudaStreamSynchronize", __FILE__, __LINE__));
   if (v.run.on_gpu) p.h_out = p.d_out.download();
   std::size_t wrong = 0, first = n;
   for (std::size_t i = 0; i < n; ++i) {
@@ -46,9 +47,10 @@ const bool registered = [] {
     const std::string name = "ch01 " + std::string(v.name) + ": matches the host bitwise at awkward sizes";
     course::test::add_case(name, tags, [&v] {
       COURSE_REQUIRE_GPU();
+      course::Context ctx;
       for (std::size_t n : course::test::awkward_sizes(256, 11)) {
-        check_version<float>(v, n, 5);
-        check_version<double>(v, n, 5);
+        check_version<float>(v, n, 5, ctx);
+        check_version<double>(v, n, 5, ctx);
       }
     });
   }
@@ -59,15 +61,17 @@ const bool registered = [] {
 
 TEST_CASE("ch01 time_with_events_ms: measures GPU time, not the launch", "[ch01][gpu][exercise]") {
   COURSE_REQUIRE_GPU();
+  course::Context ctx;
+  cudaStream_t stream = ctx.stream();
   // Filling 1.5 GiB takes a known minimum time at the card's peak bandwidth, thousands of times
   // longer than enqueuing it. A host clock without a wait would see only the enqueue. (The work is
   // a memset, not the student's add kernel, so this test grades exercise 2 alone.)
   course::DeviceBuffer<float> d(std::size_t{3} << 27);
-  auto launch = [&] { d.fill_bytes(0); };
+  auto launch = [&] { d.fill_bytes(0, stream); };
   launch();
-  course::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize", __FILE__, __LINE__);
-  const float ms = ch01::time_with_events_ms(launch, nullptr);
-  const double floor_ms = d.bytes() / (course::device_facts().peak_gbps * 1e9) * 1e3;
+  course::check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize", __FILE__, __LINE__);
+  const float ms = ch01::time_with_events_ms(launch, stream);
+  const double floor_ms = d.bytes() / (ctx.facts().peak_gbps * 1e9) * 1e3;
   INFO("time_with_events_ms reported " << ms << " ms; writing " << d.bytes() << " bytes takes at least "
        << floor_ms << " ms on this card.\nHint: record the start event, call launch(), record the stop "
           "event, then cudaEventSynchronize(stop) before cudaEventElapsedTime.");

@@ -9,6 +9,7 @@
 
 #include "course/buffer.hpp"
 #include "course/check.hpp"
+#include "course/context.hpp"
 #include "course/device.hpp"
 #include "one_thread.hpp"
 #include "support/course_test.hpp"
@@ -34,13 +35,13 @@ std::string hint_for(const Version& v) {
   return it != hints.end() ? it->second : "this version is given, not an exercise: report it";
 }
 
-void check_kernel(const Version& v, std::size_t n) {
+void check_kernel(const Version& v, std::size_t n, course::Context& ctx) {
   const auto in = course::test::make_dot_inputs(n, 3000 + n);
-  course::DeviceBuffer<float> d_x(in.x), d_y(in.y), d_result(1);
-  d_result.fill_bytes(0xFF);  // NaN: a result that is never written cannot pass
-  v.run(d_x.data(), d_y.data(), n, d_result.data(), nullptr);
-  sync();
-  const float got = d_result.download()[0];
+  cudaStream_t stream = ctx.stream();
+  course::DeviceBuffer<float> d_x(in.x, stream), d_y(in.y, stream), d_result(1);
+  d_result.fill_bytes(0xFF, stream);  // NaN: a result that is never written cannot pass
+  v.run(d_x.data(), d_y.data(), n, d_result.data(), ctx, stream);
+  const float got = d_result.download(stream)[0];  // waits for the stream
   const course::Verdict verdict = course::check_dot(got, in.ref);
   INFO(course::test::explain(verdict, n, std::string(v.name), hint_for(v)));
   CHECK(verdict.ok);
@@ -53,7 +54,8 @@ const bool registered = [] {
     course::test::add_case("ch03 " + std::string(v.name) + ": matches the fp64 reference at awkward sizes", tags,
                            [&v] {
                              COURSE_REQUIRE_GPU();
-                             for (std::size_t n : sizes()) check_kernel(v, n);
+                             course::Context ctx;
+                             for (std::size_t n : sizes()) check_kernel(v, n, ctx);
                            });
   }
   return true;
@@ -69,7 +71,7 @@ const Version& baseline() {
 
 const char* kRoundTripHint =
     "round_trip must cudaMalloc d_x, d_y (n floats each) and d_result (one float), cudaMemcpy x and y "
-    "host-to-device, call version(d_x, d_y, n, d_result, nullptr), cudaMemcpy the result device-to-host "
+    "host-to-device, call version(d_x, d_y, n, d_result, ctx, nullptr), cudaMemcpy the result device-to-host "
     "into h_result, and cudaFree all three. A CUDA error naming cudaMemset(d_result, ...) means d_result "
     "was never allocated.";
 
@@ -77,12 +79,13 @@ const char* kRoundTripHint =
 
 TEST_CASE("ch03 round_trip: gives the right answer and times every step", "[ch03][gpu][exercise]") {
   COURSE_REQUIRE_GPU();
+  course::Context ctx;
   for (std::size_t n : sizes()) {
     const auto in = course::test::make_dot_inputs(n, 4000 + n);
     ch03::Phases phases;
     float got = std::nanf("");
     try {
-      got = ch03::round_trip(baseline().run, in.x.data(), in.y.data(), n, &phases);
+      got = ch03::round_trip(baseline().run, ctx, in.x.data(), in.y.data(), n, &phases);
     } catch (const std::exception& e) {
       FAIL("round_trip at n = " << n << " threw: " << e.what() << "\nHint: " << kRoundTripHint);
     }
@@ -105,13 +108,14 @@ TEST_CASE("ch03 round_trip: gives the right answer and times every step", "[ch03
 
 TEST_CASE("ch03 round_trip: frees what it allocates", "[ch03][gpu][exercise]") {
   COURSE_REQUIRE_GPU();
+  course::Context ctx;
   const std::size_t n = (std::size_t{1} << 20) + 3;  // 4 MiB per input
   const auto in = course::test::make_dot_inputs(n, 5);
   try {
-    ch03::round_trip(baseline().run, in.x.data(), in.y.data(), n);  // first call: cuBLAS sets itself up
+    ch03::round_trip(baseline().run, ctx, in.x.data(), in.y.data(), n);  // first call: cuBLAS sets itself up
     sync();
     const std::size_t before = course::free_device_bytes();
-    for (int call = 0; call < 3; ++call) ch03::round_trip(baseline().run, in.x.data(), in.y.data(), n);
+    for (int call = 0; call < 3; ++call) ch03::round_trip(baseline().run, ctx, in.x.data(), in.y.data(), n);
     sync();
     const std::size_t after = course::free_device_bytes();
     const double leaked_mib = (static_cast<double>(before) - static_cast<double>(after)) / (1 << 20);

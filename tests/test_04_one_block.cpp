@@ -11,6 +11,7 @@
 
 #include "course/buffer.hpp"
 #include "course/check.hpp"
+#include "course/context.hpp"
 #include "dot.hpp"
 #include "support/course_test.hpp"
 
@@ -18,14 +19,15 @@ namespace {
 
 using Version = course::Version<ch04::GpuDot>;
 
-// Runs `v` once on the inputs, with the result poisoned to NaN first; returns what it wrote.
-float run_once(const Version& v, const course::test::DotInputs& in) {
-  course::DeviceBuffer<float> d_x(in.x), d_y(in.y), d_result(1);
-  d_result.fill_bytes(0xFF);  // NaN: a result that is never written cannot pass
-  ch04::Workspace ws;
-  v.run.launch(d_x.data(), d_y.data(), in.x.size(), d_result.data(), ws, nullptr);
-  CUDA_CHECK(cudaDeviceSynchronize());
-  return d_result.download()[0];
+// Runs `v` once on the inputs, on the context's stream, with the result poisoned to NaN first;
+// returns what it wrote.
+float run_once(const Version& v, const course::test::DotInputs& in, course::Context& ctx) {
+  cudaStream_t stream = ctx.stream();
+  course::DeviceBuffer<float> d_x(in.x, stream), d_y(in.y, stream), d_result(1);
+  d_result.fill_bytes(0xFF, stream);  // NaN: a result that is never written cannot pass
+  ch04::Workspace ws(ctx);
+  v.run.launch(d_x.data(), d_y.data(), in.x.size(), d_result.data(), ws, stream);
+  return d_result.download(stream)[0];  // waits for the stream
 }
 
 // What a student should look at, from what the result looks like.
@@ -46,10 +48,11 @@ std::string hint(const Version& v, const course::Verdict& verdict) {
 }
 
 void check_at_awkward_sizes(const Version& v) {
-  const int block = ch04::one_block_threads();
+  course::Context ctx;
+  const int block = ch04::one_block_threads(ctx);
   for (std::size_t n : course::test::awkward_sizes(static_cast<std::size_t>(block), 4)) {
     const auto in = course::test::make_dot_inputs(n, 400 + n);
-    const float got = run_once(v, in);
+    const float got = run_once(v, in, ctx);
     const course::Verdict verdict = course::check_dot(got, in.ref);
     INFO(course::test::explain(verdict, n, std::string(v.name) + " (one block of " + std::to_string(block) + ")",
                                hint(v, verdict)));
@@ -64,10 +67,11 @@ const bool registered = [] {
       course::test::add_case("ch04 " + name + ": exact when a single thread does all the work (n = 0, 1)",
                              "[ch04][gpu][race]", [&v] {
                                COURSE_REQUIRE_GPU();
+                               course::Context ctx;
                                // With n <= 1 only thread 0 touches the result: no race to lose.
                                for (std::size_t n : {std::size_t{0}, std::size_t{1}}) {
                                  const auto in = course::test::make_dot_inputs(n, 7);
-                                 const course::Verdict verdict = course::check_dot(run_once(v, in), in.ref);
+                                 const course::Verdict verdict = course::check_dot(run_once(v, in, ctx), in.ref);
                                  INFO(course::test::explain(verdict, n, std::string(v.name),
                                                             "with one element only thread 0 adds; it must "
                                                             "load, add and store x[0] * y[0]."));

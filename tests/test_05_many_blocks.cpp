@@ -15,6 +15,7 @@
 
 #include "course/buffer.hpp"
 #include "course/check.hpp"
+#include "course/context.hpp"
 #include "course/device.hpp"
 #include "dot.hpp"
 #include "support/course_test.hpp"
@@ -23,14 +24,16 @@ namespace {
 
 using Version = course::Version<ch05::GpuDot>;
 
-// Inputs on the device, and a result that starts as NaN before every run.
+// Inputs on the device (copied on the context's stream), and a result that starts as NaN before
+// every run. Every run is on ws.ctx.stream(), the stream the inputs were copied on.
 struct OnDevice {
-  explicit OnDevice(const course::test::DotInputs& in) : n(in.x.size()), d_x(in.x), d_y(in.y), d_result(1) {}
+  OnDevice(const course::test::DotInputs& in, course::Context& ctx)
+      : n(in.x.size()), d_x(in.x, ctx.stream()), d_y(in.y, ctx.stream()), d_result(1) {}
   float run(const Version& v, ch05::Workspace& ws) {
-    d_result.fill_bytes(0xFF);  // NaN: a result that is never written cannot pass
-    v.run.launch(d_x.data(), d_y.data(), n, d_result.data(), ws, nullptr);
-    CUDA_CHECK(cudaDeviceSynchronize());
-    return d_result.download()[0];
+    cudaStream_t stream = ws.ctx.stream();
+    d_result.fill_bytes(0xFF, stream);  // NaN: a result that is never written cannot pass
+    v.run.launch(d_x.data(), d_y.data(), n, d_result.data(), ws, stream);
+    return d_result.download(stream)[0];  // waits for the stream
   }
   std::size_t n;
   course::DeviceBuffer<float> d_x, d_y, d_result;
@@ -68,14 +71,16 @@ std::string hint(const Version& v, const course::Verdict& verdict, const ch05::W
 }
 
 void check_at_sizes(const Version& v, int per_thread, std::uint64_t seed) {
-  ch05::Workspace ws;
+  course::Context ctx;
+  ch05::Workspace ws(ctx);  // plans for n up to ch05::kDefaultMaxN, more than any size below
   ws.per_thread = per_thread;
   // A probe run at a size large enough to fill the GPU gives the launch shape; the awkward sizes
   // are taken around one block and around one full pass of the grid-stride loop.
-  const auto& facts = course::device_facts();
+  const auto& facts = ctx.facts();
   const std::size_t probe_n = static_cast<std::size_t>(facts.sm_count) * facts.max_threads_per_sm;
   {
-    OnDevice probe(course::test::make_dot_inputs(probe_n, seed));
+    const auto probe_in = course::test::make_dot_inputs(probe_n, seed);
+    OnDevice probe(probe_in, ctx);
     probe.run(v, ws);
   }
   const std::size_t block = ws.block > 0 ? static_cast<std::size_t>(ws.block) : 256;  // cuBLAS: any
@@ -87,7 +92,7 @@ void check_at_sizes(const Version& v, int per_thread, std::uint64_t seed) {
 
   for (std::size_t n : sizes) {
     const auto in = course::test::make_dot_inputs(n, seed + n);
-    OnDevice dev(in);
+    OnDevice dev(in, ctx);
     const float got = dev.run(v, ws);
     const course::Verdict verdict = course::check_dot(got, in.ref);
     std::string what = std::string(v.name);
@@ -117,8 +122,9 @@ const bool registered = [] {
       const auto awkward = course::test::awkward_sizes(1024, 55);
       const std::size_t n = *std::max_element(awkward.begin(), awkward.end());
       const auto in = course::test::make_dot_inputs(n, 55);
-      OnDevice dev(in);
-      ch05::Workspace ws;
+      course::Context ctx;
+      OnDevice dev(in, ctx);
+      ch05::Workspace ws(ctx);
       std::vector<float> results;
       for (int r = 0; r < kRuns; ++r) results.push_back(dev.run(v, ws));
       std::set<std::uint32_t> distinct;
@@ -178,8 +184,22 @@ TEST_CASE("ch05 two_level launcher: refuses a per_thread below 1", "[ch05][gpu]"
   COURSE_REQUIRE_GPU();
   const auto* v = course::find_version(ch05::versions(), "two_level");
   REQUIRE(v != nullptr);
-  OnDevice dev(course::test::make_dot_inputs(100, 3));
-  ch05::Workspace ws;
+  course::Context ctx;
+  const auto in = course::test::make_dot_inputs(100, 3);
+  OnDevice dev(in, ctx);
+  ch05::Workspace ws(ctx);
   ws.per_thread = 0;
+  CHECK_THROWS_AS(dev.run(*v, ws), course::UsageError);
+}
+
+TEST_CASE("ch05 two_level launcher: refuses an n beyond the workspace's max_n", "[ch05][gpu]") {
+  COURSE_REQUIRE_GPU();
+  const auto* v = course::find_version(ch05::versions(), "two_level");
+  REQUIRE(v != nullptr);
+  course::Context ctx;
+  const auto in = course::test::make_dot_inputs(2000, 4);
+  OnDevice dev(in, ctx);
+  ch05::Workspace ws(ctx, 1000);  // scratch planned for 1000 elements: a call with 2000 is a bug
+  CHECK(ws.max_n() == 1000);
   CHECK_THROWS_AS(dev.run(*v, ws), course::UsageError);
 }

@@ -1,5 +1,6 @@
 // Tests of the common kit: statistics, sizes, tables, the reference and its error bound, random
-// inputs (host and device agree), the timer, device facts, and the checks' error reporting.
+// inputs (host and device agree), the timer, device facts, the checks' error reporting, and
+// course::Context (streams, scratch, occupancy, moves). Every GPU test makes its own Context.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include "course/buffer.hpp"
 #include "course/check.hpp"
 #include "course/cli.hpp"
+#include "course/context.hpp"
 #include "course/device.hpp"
 #include "course/random.hpp"
 #include "course/reference.hpp"
@@ -186,11 +188,29 @@ TEST_CASE("common: random inputs are seeded, signed and in range", "[common]") {
 
 TEST_CASE("common: device and host random streams agree", "[common][gpu]") {
   COURSE_REQUIRE_GPU();
+  course::Context ctx;
   const std::size_t n = (1 << 20) + 3;
   course::DeviceBuffer<float> d(n);
-  course::fill_random_device(d.data(), n, 99, -2.0f, 3.0f);
+  course::fill_random_device(d.data(), n, 99, -2.0f, 3.0f, ctx.stream());
   const auto host = course::random_vector(n, 99, -2.0f, 3.0f);
-  CHECK(d.download() == host);
+  CHECK(d.download(ctx.stream()) == host);
+}
+
+TEST_CASE("common: DeviceBuffer's stream copies round-trip on a context's stream", "[common][gpu]") {
+  COURSE_REQUIRE_GPU();
+  course::Context ctx;
+  const auto host = course::random_vector((1 << 16) + 5, 3);
+  course::DeviceBuffer<float> d(host, ctx.stream());  // enqueued on the stream; host outlives it
+  CHECK(d.download(ctx.stream()) == host);
+  course::DeviceBuffer<float> e(host.size());
+  e.fill_bytes(0, ctx.stream());
+  e.upload_async(host.data(), host.size(), ctx.stream());
+  std::vector<float> back(host.size());
+  e.download_async(back.data(), back.size(), ctx.stream());
+  ctx.synchronize();
+  CHECK(back == host);
+  course::DeviceBuffer<float> f(host);  // the synchronous form: complete on return, usable from any stream
+  CHECK(f.download(ctx.stream()) == host);
 }
 
 // [api_error]: memcheck reports the deliberately failing cudaMalloc; gpu_check skips it there.
@@ -211,11 +231,13 @@ TEST_CASE("common: CHECK throws a CudaError naming the call", "[common][gpu][api
 // nothing, and the sanitizer's shadow memory cannot cover the 1 GiB the roofline streams.
 TEST_CASE("common: device facts and the measured roofline are plausible", "[common][gpu][slow]") {
   COURSE_REQUIRE_GPU();
-  const auto& f = course::device_facts();
+  course::Context ctx;
+  const auto& f = ctx.facts();
+  CHECK(f.id == 0);
   CHECK(f.sm_count > 0);
   CHECK(f.l2_bytes > 0);
   CHECK(f.peak_gbps > 0);
-  const auto& r = course::measured_roofline();
+  const auto& r = ctx.roofline();
   INFO(course::describe_device(f) << "; read roofline " << r.read_gbps << " GB/s, copy " << r.copy_gbps << " GB/s");
   CHECK(r.read_gbps > 0.3 * f.peak_gbps);
   CHECK(r.read_gbps <= 1.05 * f.peak_gbps);
@@ -224,15 +246,16 @@ TEST_CASE("common: device facts and the measured roofline are plausible", "[comm
 
 TEST_CASE("common: the event timer measures GPU time, not launch time", "[common][gpu]") {
   COURSE_REQUIRE_GPU();
+  course::Context ctx;
   const std::size_t n = std::size_t{1} << 28;
   course::DeviceBuffer<float> d(n);
-  course::EventTimer timer;
+  course::EventTimer timer(ctx.stream());
   timer.start();
-  d.fill_bytes(0);
+  d.fill_bytes(0, ctx.stream());
   const float ms = timer.stop_ms();
   // Writing 1 GiB takes at least 1 GiB / (peak bandwidth); a timer that measured only the
   // (asynchronous) enqueue would report microseconds.
-  const double floor_ms = d.bytes() / (course::device_facts().peak_gbps * 1e9) * 1e3;
+  const double floor_ms = d.bytes() / (ctx.facts().peak_gbps * 1e9) * 1e3;
   CHECK(ms >= 0.9 * floor_ms);
 }
 
@@ -295,4 +318,116 @@ TEST_CASE("common: a host buffer larger than the machine is refused with DoesNot
   } catch (const course::DoesNotFitError& e) {
     CHECK(std::string(e.what()).find("host memory") != std::string::npos);
   }
+}
+
+TEST_CASE("common: ScratchLayout aligns every region and adds them up", "[common]") {
+  course::ScratchLayout layout;
+  CHECK(layout.bytes() == 0);
+  CHECK(layout.add(10) == 0);           // the first region starts at 0
+  CHECK(layout.add(4) == 256);          // default alignment 256 bytes
+  CHECK(layout.add(100, 1024) == 1024);
+  CHECK(layout.bytes() == 1124);
+  CHECK(layout.add(1, 1) == 1124);
+  CHECK(layout.add(8, 8) == 1128);
+  CHECK(layout.add(0, 64) == 1152);     // an empty region still gets an aligned offset
+  CHECK(layout.bytes() == 1152);
+  CHECK_THROWS_AS(layout.add(5, 3), course::UsageError);
+  CHECK_THROWS_AS(layout.add(5, 0), course::UsageError);
+}
+
+TEST_CASE("common: two contexts on one device have their own stream and cuBLAS handle", "[common][gpu]") {
+  COURSE_REQUIRE_GPU();
+  course::Context a(0), b(0);
+  CHECK(a.device() == 0);
+  CHECK(b.device() == 0);
+  CHECK(a.stream() != nullptr);  // never the legacy default stream
+  CHECK(a.stream() != b.stream());
+  CHECK(a.facts().sm_count == b.facts().sm_count);
+  CHECK(a.cublas() != nullptr);
+  CHECK(a.cublas() == a.cublas());  // made once, then kept
+  CHECK(a.cublas() != b.cublas());
+}
+
+TEST_CASE("common: Context's scratch arena is reserved once, grows, never shrinks", "[common][gpu]") {
+  COURSE_REQUIRE_GPU();
+  course::Context ctx;
+  CHECK(ctx.scratch_bytes() == 0);
+  CHECK_THROWS_AS(ctx.scratch(1), course::UsageError);  // nothing reserved: a bug to report
+  try {
+    ctx.scratch(4096);
+  } catch (const course::UsageError& e) {
+    CHECK_THAT(std::string(e.what()), course::test::contains("reserve_scratch"));
+  }
+  course::ScratchLayout layout;
+  const std::size_t a = layout.add(1000 * sizeof(float));
+  const std::size_t b = layout.add(3 * sizeof(double), 64);
+  ctx.reserve_scratch(layout.bytes());
+  CHECK(ctx.scratch_bytes() == layout.bytes());
+  void* base = ctx.scratch(layout.bytes());
+  REQUIRE(base != nullptr);
+  // The regions are usable device memory, on the context's stream.
+  CHECK(cudaMemsetAsync(static_cast<char*>(base) + a, 0, 1000 * sizeof(float), ctx.stream()) == cudaSuccess);
+  CHECK(cudaMemsetAsync(static_cast<char*>(base) + b, 0, 3 * sizeof(double), ctx.stream()) == cudaSuccess);
+  ctx.synchronize();
+  ctx.reserve_scratch(16);  // smaller: keeps what it has
+  CHECK(ctx.scratch_bytes() == layout.bytes());
+  CHECK(ctx.scratch(layout.bytes()) == base);
+  ctx.reserve_scratch(std::size_t{1} << 20);  // larger: grows
+  CHECK(ctx.scratch_bytes() == (std::size_t{1} << 20));
+  CHECK(ctx.scratch(std::size_t{1} << 20) != nullptr);
+  CHECK_THROWS_AS(ctx.scratch((std::size_t{1} << 20) + 1), course::UsageError);
+}
+
+TEST_CASE("common: Context's occupancy shapes hold a warp at least, and are cached", "[common][gpu]") {
+  COURSE_REQUIRE_GPU();
+  course::Context ctx;
+  const void* kernel = course::test::probe_kernel_address();
+  for (std::size_t shared_per_thread : {std::size_t{0}, sizeof(float), 4 * sizeof(float)}) {
+    const course::LaunchShape s = ctx.occupancy(kernel, shared_per_thread);
+    INFO("shared bytes per thread " << shared_per_thread << ": block " << s.block << ", " << s.blocks_per_sm << " per SM");
+    CHECK(s.block >= 32);
+    CHECK((s.block & (s.block - 1)) == 0);  // a power of two
+    CHECK(s.block <= ctx.facts().max_threads_per_block);
+    CHECK(s.blocks_per_sm >= 1);
+    CHECK(ctx.resident_blocks(s) == s.blocks_per_sm * ctx.facts().sm_count);
+    const course::LaunchShape again = ctx.occupancy(kernel, shared_per_thread);
+    CHECK(again.block == s.block);
+    CHECK(again.blocks_per_sm == s.blocks_per_sm);
+  }
+}
+
+TEST_CASE("common: Context refuses a device that does not exist, naming the ones that do", "[common][gpu]") {
+  COURSE_REQUIRE_GPU();
+  CHECK_THROWS_AS(course::Context(99), course::UsageError);
+  CHECK_THROWS_AS(course::Context(-1), course::UsageError);
+  try {
+    course::Context ctx(99);
+    FAIL("Context(99) did not throw");
+  } catch (const course::UsageError& e) {
+    const std::string what = e.what();
+    INFO(what);
+    CHECK_THAT(what, course::test::contains("--device 99"));
+    CHECK_THAT(what, course::test::contains("CUDA device"));
+    CHECK_THAT(what, course::test::contains("ids 0.."));
+  }
+  CHECK(course::device_count() >= 1);
+}
+
+TEST_CASE("common: a moved-from Context holds nothing", "[common][gpu]") {
+  COURSE_REQUIRE_GPU();
+  course::Context a;
+  const cudaStream_t stream = a.stream();
+  a.reserve_scratch(1024);
+  course::Context b(std::move(a));
+  CHECK(b.stream() == stream);
+  CHECK(b.device() == 0);
+  CHECK(b.scratch_bytes() == 1024);
+  CHECK(a.stream() == nullptr);  // NOLINT(bugprone-use-after-move): the point of the test
+  CHECK(a.device() == -1);
+  CHECK(a.scratch_bytes() == 0);
+  course::Context c;
+  c = std::move(b);  // c's own stream is released, b's taken over
+  CHECK(c.stream() == stream);
+  CHECK(b.stream() == nullptr);  // NOLINT(bugprone-use-after-move)
+  c.synchronize();
 }

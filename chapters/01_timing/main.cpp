@@ -16,6 +16,7 @@
 
 #include "course/bench.hpp"
 #include "course/cli.hpp"
+#include "course/context.hpp"
 #include "course/device.hpp"
 #include "course/progress.hpp"
 #include "course/stats.hpp"
@@ -53,15 +54,16 @@ void fetch_output(ch01::Problem<T>& p, const ch01::Runner& r) {
 
 // Runs one version on one problem: validate, time, validate again; returns the row.
 template <class T>
-course::Measurement measure(const course::Version<ch01::Runner>& v, ch01::Problem<T>& p, const course::Options& opt,
-                            const Settings& set, const std::string& config) {
+course::Measurement measure(const course::Version<ch01::Runner>& v, ch01::Problem<T>& p, course::Context& ctx,
+                            const course::Options& opt, const Settings& set, const std::string& config) {
+  cudaStream_t stream = ctx.stream();
   auto run = [&] {
-    if constexpr (sizeof(T) == 4) v.run.f32(p, nullptr); else v.run.f64(p, nullptr);
+    if constexpr (sizeof(T) == 4) v.run.f32(p, stream); else v.run.f64(p, stream);
   };
   auto validate = [&](const char* when) {
-    p.poison();
+    p.poison();  // waits for the whole device: the poison is in place before the run
     run();
-    CUDA_CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaStreamSynchronize(stream));
     fetch_output(p, v.run);
     const std::size_t wrong = count_wrong(p, v.run.intensity);
     if (wrong != 0) {
@@ -71,7 +73,7 @@ course::Measurement measure(const course::Version<ch01::Runner>& v, ch01::Proble
     }
   };
   validate("before timing");
-  const auto samples = v.run.on_gpu ? course::time_gpu_ms(run, opt.warmup, opt.reps)
+  const auto samples = v.run.on_gpu ? course::time_gpu_ms(run, opt.warmup, opt.reps, stream)
                                     : course::time_cpu_ms(run, 1, set.cpu_reps);
   validate("after timing");  // a benchmark must not be able to pass by not running
 
@@ -81,7 +83,7 @@ course::Measurement measure(const course::Version<ch01::Runner>& v, ch01::Proble
   m.n = p.n;
   m.bytes = 3.0 * p.n * sizeof(T);  // read a and b, write out
   m.ms = course::summarize(samples);
-  m.roofline_gbps = course::measured_roofline().read_gbps;
+  m.roofline_gbps = ctx.roofline().read_gbps;
   m.rel_error = 0.0;
   m.valid = true;
   return m;
@@ -89,25 +91,26 @@ course::Measurement measure(const course::Version<ch01::Runner>& v, ch01::Proble
 
 // Exercise 2 in context: three ways to time the same launch.
 template <class T>
-void timing_methods(ch01::Problem<T>& p, course::Table& table) {
+void timing_methods(ch01::Problem<T>& p, course::Context& ctx, course::Table& table) {
   using clock = std::chrono::steady_clock;
-  auto launch = [&] { ch01::launch_add(p.d_a.data(), p.d_b.data(), p.d_out.data(), p.n, nullptr); };
+  cudaStream_t stream = ctx.stream();
+  auto launch = [&] { ch01::launch_add(p.d_a.data(), p.d_b.data(), p.d_out.data(), p.n, stream); };
   launch();  // warm-up: module load, first-touch
-  CUDA_CHECK(cudaDeviceSynchronize());
+  CUDA_CHECK(cudaStreamSynchronize(stream));
 
   auto t0 = clock::now();
   launch();
   auto t1 = clock::now();
   const double host_no_sync = std::chrono::duration<double, std::milli>(t1 - t0).count();
-  CUDA_CHECK(cudaDeviceSynchronize());
+  CUDA_CHECK(cudaStreamSynchronize(stream));
 
   t0 = clock::now();
   launch();
-  CUDA_CHECK(cudaDeviceSynchronize());
+  CUDA_CHECK(cudaStreamSynchronize(stream));
   t1 = clock::now();
   const double host_sync = std::chrono::duration<double, std::milli>(t1 - t0).count();
 
-  const double events = ch01::time_with_events_ms(launch, nullptr);
+  const double events = ch01::time_with_events_ms(launch, stream);
   table.add_row({std::string("host clock, no sync"), std::string("measures the launch only"), host_no_sync});
   table.add_row({std::string("host clock + sync"), std::string("launch + kernel + wake-up"), host_sync});
   table.add_row({std::string("CUDA events"), std::string("GPU time of the kernel (exercise 2)"), events});
@@ -155,9 +158,10 @@ int main(int argc, char** argv) {
     set.iters = parse_iters(iters_text);
     set.intensity_n = course::parse_size(intensity_n_text);
     if (opt.n == 0 || set.intensity_n == 0) throw course::UsageError("--n and --intensity-n must be at least 1");
-    const auto& facts = course::device_facts();
+    course::Context ctx(opt.device);
+    const auto& facts = ctx.facts();
     std::printf("GPU: %s\n", course::describe_device(facts).c_str());
-    const auto& roof = course::measured_roofline();
+    const auto& roof = ctx.roofline();
     std::printf("Measured read roofline %.0f GB/s (%.0f%% of the %.0f GB/s peak), device copy %.0f GB/s\n\n",
                 roof.read_gbps, 100 * roof.read_gbps / facts.peak_gbps, facts.peak_gbps, roof.copy_gbps);
     course::require_fits(3 * std::max(opt.n, set.intensity_n) * sizeof(double), "three double vectors");
@@ -176,7 +180,7 @@ int main(int argc, char** argv) {
         for (const auto& v : ch01::versions())
           if (selected(v) && !v.run.intensity) {
             progress.step(std::string(v.name) + " " + precision_name<T>());
-            course::add_measurement(table, measure(v, p, opt, set, precision_name<T>()));
+            course::add_measurement(table, measure(v, p, ctx, opt, set, precision_name<T>()));
           }
       }
       ch01::Problem<T> q(set.intensity_n, 0, opt.seed);
@@ -185,7 +189,7 @@ int main(int argc, char** argv) {
         for (const auto& v : ch01::versions())
           if (selected(v) && v.run.intensity) {
             progress.step(std::string(v.name) + " " + precision_name<T>() + " iters=" + std::to_string(iters));
-            course::add_measurement(table, measure(v, q, opt, set,
+            course::add_measurement(table, measure(v, q, ctx, opt, set,
                                                    std::string(precision_name<T>()) + ", iters=" + std::to_string(iters)));
           }
       }
@@ -201,7 +205,7 @@ int main(int argc, char** argv) {
     course::Table methods({"method", "what it measures", "ms"});
     if (opt.kernel.empty() || opt.kernel == "add_gpu") {
       ch01::Problem<float> p(opt.n, 0, opt.seed);
-      timing_methods(p, methods);
+      timing_methods(p, ctx, methods);
       std::cout << "\nThree ways to time one float add kernel, n = " << course::format_size(opt.n) << ":\n";
       methods.print(std::cout);
     }

@@ -26,6 +26,7 @@
 
 #include "course/bench.hpp"
 #include "course/cli.hpp"
+#include "course/context.hpp"
 #include "course/device.hpp"
 #include "course/progress.hpp"
 #include "course/random.hpp"
@@ -195,8 +196,9 @@ int main(int argc, char** argv) {
         double roofline_gbps = 0.0;
         std::string why;
         if (course::gpu_available(&why)) {
-          const auto& facts = course::device_facts();
-          roofline_gbps = course::measured_roofline().read_gbps;
+          course::Context ctx(opt.device);
+          const auto& facts = ctx.facts();
+          roofline_gbps = ctx.roofline().read_gbps;
           std::printf("GPU: %s; measured read roofline %.0f GB/s. %% of roofline = CPU GB/s / that.\n",
                       course::describe_device(facts).c_str(), roofline_gbps);
         } else {

@@ -8,8 +8,9 @@
 //
 // Each version is measured twice: "kernel only" (inputs already on the GPU, CUDA events, what
 // every later chapter reports) and "round trip" (round_trip(): allocate, copy in, launch, copy
-// back, free, on every call; host clock, what a caller waits). The phases table splits the round
-// trip into its steps. One thread is slow: at 2^24 a call takes a good fraction of a second, so
+// back, free, on every call, on the legacy default stream; host clock, what a caller waits). The
+// phases table splits the round trip into its steps; everything else runs on the context's
+// stream. One thread is slow: at 2^24 a call takes a good fraction of a second, so
 // slow configurations get fewer timed runs (at least 3; see kBudgetMs), and sizes above 2^24
 // take minutes.
 
@@ -25,6 +26,7 @@
 #include "course/bench.hpp"
 #include "course/buffer.hpp"
 #include "course/cli.hpp"
+#include "course/context.hpp"
 #include "course/device.hpp"
 #include "course/progress.hpp"
 #include "course/random.hpp"
@@ -68,21 +70,23 @@ int reps_for(double first_ms, const course::Options& opt) {
   return std::clamp(static_cast<int>(kBudgetMs / std::max(first_ms, 1e-3)), kMinReps, opt.reps);
 }
 
-// Kernel only: inputs resident on the GPU, timed with CUDA events, validated before and after.
-course::Measurement measure_kernel(const Version& v, Inputs& in, const course::Options& opt, double roofline_gbps) {
+// Kernel only: inputs resident on the GPU, timed with CUDA events on the context's stream,
+// validated before and after.
+course::Measurement measure_kernel(const Version& v, Inputs& in, course::Context& ctx, const course::Options& opt,
+                                   double roofline_gbps) {
   const std::size_t n = in.x.size();
-  auto launch = [&] { v.run(in.d_x.data(), in.d_y.data(), n, in.d_result.data(), nullptr); };
+  cudaStream_t stream = ctx.stream();
+  auto launch = [&] { v.run(in.d_x.data(), in.d_y.data(), n, in.d_result.data(), ctx, stream); };
   auto validate = [&](const char* when) {
-    in.d_result.fill_bytes(0xFF);
+    in.d_result.fill_bytes(0xFF, stream);
     launch();
-    CUDA_CHECK(cudaDeviceSynchronize());
-    return require_valid(in.d_result.download()[0], in, std::string(v.name) + " (kernel only) " + when);
+    return require_valid(in.d_result.download(stream)[0], in, std::string(v.name) + " (kernel only) " + when);
   };
   const auto t0 = std::chrono::steady_clock::now();
   const course::Verdict before = validate("before timing");
   const double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const int reps = reps_for(first_ms, opt);
-  const auto samples = course::time_gpu_ms(launch, std::min(opt.warmup, reps), reps);
+  const auto samples = course::time_gpu_ms(launch, std::min(opt.warmup, reps), reps, stream);
   const course::Verdict after = validate("after timing");
 
   course::Measurement m;
@@ -99,10 +103,11 @@ course::Measurement measure_kernel(const Version& v, Inputs& in, const course::O
 
 // Round trip: everything on every call, timed with the host clock (the call blocks until the
 // result is back on the host); each call's steps are kept for the phases table.
-course::Measurement measure_round_trip(const Version& v, const Inputs& in, const course::Options& opt,
-                                       double roofline_gbps, std::vector<ch03::Phases>& phases) {
+course::Measurement measure_round_trip(const Version& v, const Inputs& in, course::Context& ctx,
+                                       const course::Options& opt, double roofline_gbps,
+                                       std::vector<ch03::Phases>& phases) {
   const std::size_t n = in.x.size();
-  auto call = [&](ch03::Phases* p) { return ch03::round_trip(v.run, in.x.data(), in.y.data(), n, p); };
+  auto call = [&](ch03::Phases* p) { return ch03::round_trip(v.run, ctx, in.x.data(), in.y.data(), n, p); };
   const auto t0 = std::chrono::steady_clock::now();
   const course::Verdict before = require_valid(call(nullptr), in, std::string(v.name) + " (round trip) before timing");
   const double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -191,11 +196,13 @@ int main(int argc, char** argv) {
     if (std::find(sizes.begin(), sizes.end(), std::size_t{0}) != sizes.end())
       throw course::UsageError("--n must be at least 1");
     const std::size_t largest = *std::max_element(sizes.begin(), sizes.end());
+    course::Context ctx(opt.device);
+    cudaStream_t stream = ctx.stream();
     // The resident inputs and, during a round trip, a second copy of them.
     course::require_fits(4 * largest * sizeof(float) + 2 * sizeof(float), "two resident inputs and a round trip's copies");
 
-    const auto& facts = course::device_facts();
-    const auto& roof = course::measured_roofline();
+    const auto& facts = ctx.facts();
+    const auto& roof = ctx.roofline();
     std::printf("GPU: %s\nMeasured read roofline %.0f GB/s (%.0f%% of the %.0f GB/s peak)\n\n",
                 course::describe_device(facts).c_str(), roof.read_gbps, 100 * roof.read_gbps / facts.peak_gbps,
                 facts.peak_gbps);
@@ -216,15 +223,16 @@ int main(int argc, char** argv) {
       // pass. Planted spikes, products far above the tolerance, make any lost element show.
       course::plant_spikes(in.x, in.y);
       in.ref = course::reference_dot(in.x.data(), in.y.data(), n);
-      in.d_x = course::DeviceBuffer<float>(in.x);
-      in.d_y = course::DeviceBuffer<float>(in.y);
+      // Copied on the context's stream, which every kernel-only run uses: ordered, no wait needed.
+      in.d_x = course::DeviceBuffer<float>(in.x, stream);
+      in.d_y = course::DeviceBuffer<float>(in.y, stream);
       in.d_result = course::DeviceBuffer<float>(1);
       for (const Version* v : chosen) {
         progress.step(std::string(v->name) + " kernel only, n=" + course::format_size(n));
-        course::add_measurement(table, measure_kernel(*v, in, opt, roof.read_gbps));
+        course::add_measurement(table, measure_kernel(*v, in, ctx, opt, roof.read_gbps));
         progress.step(std::string(v->name) + " round trip, n=" + course::format_size(n));
         std::vector<ch03::Phases> phases;
-        course::add_measurement(table, measure_round_trip(*v, in, opt, roof.read_gbps, phases));
+        course::add_measurement(table, measure_round_trip(*v, in, ctx, opt, roof.read_gbps, phases));
         add_phase_rows(phase_table, std::string(v->name), n, phases);
       }
     }

@@ -27,40 +27,20 @@ namespace {
 // finite inputs is.
 constexpr float kUnfilled = std::numeric_limits<float>::quiet_NaN();
 
-// One handle per process, created on first use (it allocates device memory, so creating one per
-// call would time cuBLAS's set-up, not its dot product) and destroyed at exit, before the CUDA
-// runtime, which was initialized earlier, tears itself down.
-class CublasHandle {
- public:
-  CublasHandle() {
-    CUBLAS_CHECK(cublasCreate(&handle_));
-    CUBLAS_CHECK(cublasSetPointerMode(handle_, CUBLAS_POINTER_MODE_DEVICE));
-  }
-  ~CublasHandle() { cublasDestroy(handle_); }  // a destructor must not throw; the status is ignored
-  CublasHandle(const CublasHandle&) = delete;
-  CublasHandle& operator=(const CublasHandle&) = delete;
-  cublasHandle_t get() const { return handle_; }
-
- private:
-  cublasHandle_t handle_ = nullptr;
-};
-
-cublasHandle_t cublas_handle() {
-  static const CublasHandle handle;
-  return handle.get();
-}
-
 // The library's dot product: the baseline every version is compared with. Its launch
-// configuration and reduction are cuBLAS's business; it uses the whole GPU.
+// configuration and reduction are cuBLAS's business; it uses the whole GPU. The handle is the
+// context's, made on first use and kept (it allocates device memory, so making one per call would
+// time cuBLAS's set-up, not its dot product).
 // [cublas]
-void dot_cublas(const float* d_x, const float* d_y, std::size_t n, float* d_result, cudaStream_t stream) {
+void dot_cublas(const float* d_x, const float* d_y, std::size_t n, float* d_result, course::Context& ctx,
+                cudaStream_t stream) {
   if (n == 0) {  // the empty sum: written by us, so it does not depend on what cuBLAS does for n = 0
     CUDA_CHECK(cudaMemsetAsync(d_result, 0, sizeof(float), stream));
     return;
   }
-  CUBLAS_CHECK(cublasSetStream(cublas_handle(), stream));
+  const course::CublasOn cublas(ctx, stream);
   // Device pointer mode: the result stays on the device and the call does not wait for it.
-  CUBLAS_CHECK(cublasSdot_64(cublas_handle(), static_cast<std::int64_t>(n), d_x, 1, d_y, 1, d_result));
+  CUBLAS_CHECK(cublasSdot_64(cublas.get(), static_cast<std::int64_t>(n), d_x, 1, d_y, 1, d_result));
 }
 // [cublas]
 
@@ -76,7 +56,8 @@ __global__ void dot_kernel_one_thread(const float* x, const float* y, std::size_
 // [one_thread_kernel]
 
 // [one_thread_launch]
-void dot_one_thread(const float* d_x, const float* d_y, std::size_t n, float* d_result, cudaStream_t stream) {
+void dot_one_thread(const float* d_x, const float* d_y, std::size_t n, float* d_result, course::Context&,
+                    cudaStream_t stream) {
   dot_kernel_one_thread<<<1, 1, 0, stream>>>(d_x, d_y, n, d_result);  // one block of one thread
   CUDA_CHECK_LAUNCH("dot_kernel_one_thread");
 }
@@ -136,7 +117,9 @@ class PhaseClock {
 // The program everyone writes first. Every call pays for three allocations, two copies of n
 // floats over PCIe, a launch, a copy back and three frees, whatever the kernel in the middle.
 // [round_trip]
-float round_trip(Launcher version, const float* h_x, const float* h_y, std::size_t n, Phases* phases) {
+float round_trip(Launcher version, course::Context& ctx, const float* h_x, const float* h_y, std::size_t n,
+                 Phases* phases) {
+  ctx.activate();  // the context's GPU is the one cudaMalloc and the launch use
   const std::size_t bytes = n * sizeof(float);
   float* d_x = nullptr;
   float* d_y = nullptr;
@@ -154,7 +137,7 @@ float round_trip(Launcher version, const float* h_x, const float* h_y, std::size
   // TODO(student): copy y to d_y.
   clock.lap_gpu(&Phases::copy_y_ms);
 
-  // TODO(student): launch: call version(d_x, d_y, n, d_result, nullptr) (the default stream).
+  // TODO(student): launch: call version(d_x, d_y, n, d_result, ctx, nullptr) (the default stream).
   clock.lap_gpu(&Phases::kernel_ms);
 
   // TODO(student): copy the one float at d_result back into h_result (cudaMemcpyDeviceToHost).

@@ -5,18 +5,23 @@
 /// A version is a launcher: it computes x·y from inputs already on the device and leaves the
 /// result in device memory, asynchronously, like every later chapter. round_trip() wraps any
 /// version in the program everyone writes first: allocate, copy in, launch, copy back, free.
+/// What belongs to the GPU (its stream, the cuBLAS handle) lives in a course::Context, one per
+/// device, which every launcher is given.
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <vector>
 
+#include "course/context.hpp"
 #include "course/registry.hpp"
 
 namespace ch03 {
 
-/// Writes x·y over n elements to *d_result; all pointers are device memory. Asynchronous on `stream`.
-using Launcher = void (*)(const float* d_x, const float* d_y, std::size_t n, float* d_result, cudaStream_t stream);
+/// Writes x·y over n elements to *d_result; all pointers are device memory. Asynchronous on
+/// `stream` (normally ctx.stream(); any stream of ctx's device works, one at a time).
+using Launcher = void (*)(const float* d_x, const float* d_y, std::size_t n, float* d_result, course::Context& ctx,
+                          cudaStream_t stream);
 
 /// The chapter's registry: the cuBLAS baseline (version 0), then the one-thread kernel.
 const std::vector<course::Version<Launcher>>& versions();
@@ -35,8 +40,9 @@ struct Phases {
 };
 
 /// One dot product the way a first CUDA program does it: allocate device memory, copy x and y
-/// to it, launch `version`, copy the result back, free everything. Returns x·y. Fills `phases`
-/// (when not null) with the time of each step.
-float round_trip(Launcher version, const float* h_x, const float* h_y, std::size_t n, Phases* phases = nullptr);
+/// to it, launch `version`, copy the result back, free everything, all on the legacy default
+/// stream, on ctx's device. Returns x·y. Fills `phases` (when not null) with the time of each step.
+float round_trip(Launcher version, course::Context& ctx, const float* h_x, const float* h_y, std::size_t n,
+                 Phases* phases = nullptr);
 
 }  // namespace ch03

@@ -21,6 +21,7 @@
 #include "course/buffer.hpp"
 #include "course/check.hpp"
 #include "course/cli.hpp"
+#include "course/context.hpp"
 #include "course/device.hpp"
 #include "course/progress.hpp"
 #include "course/random.hpp"
@@ -41,18 +42,20 @@ constexpr std::size_t kLargeN = std::size_t{1} << 24;
 constexpr int kRaceRuns = 10;
 
 // Random signed inputs with planted spikes on the device, their fp64 reference, and the result.
+// Copied on the context's stream, which every run uses.
 struct Inputs {
-  Inputs(std::size_t n_, std::uint64_t seed) : n(n_), d_x(n_), d_y(n_), d_result(1) {
-    auto x = course::random_vector(n, seed);
-    auto y = course::random_vector(n, seed + 1);
+  Inputs(std::size_t n_, std::uint64_t seed, cudaStream_t stream) : n(n_), d_x(n_), d_y(n_), d_result(1) {
+    x = course::random_vector(n, seed);
+    y = course::random_vector(n, seed + 1);
     // Signed data cancels: at large n the answer is far below the tolerance, so even 0 would
     // pass. Planted spikes, products far above the tolerance, make any lost element show.
     course::plant_spikes(x, y);
     ref = course::reference_dot(x.data(), y.data(), n);
-    d_x.upload(x);
-    d_y.upload(y);
+    d_x.upload_async(x.data(), n, stream);  // x and y live as long as the copies may read them
+    d_y.upload_async(y.data(), n, stream);
   }
   std::size_t n;
+  std::vector<float> x, y;
   course::DeviceBuffer<float> d_x, d_y, d_result;
   course::Reference ref;
 };
@@ -62,18 +65,16 @@ std::string shape_text(const ch04::Workspace& ws) {
 }
 
 // Validate, time, validate the last timed run's result again; one row of the table.
-course::Measurement measure(const Version& v, Inputs& in, const course::Options& opt) {
-  ch04::Workspace ws;
-  auto run = [&] { v.run.launch(in.d_x.data(), in.d_y.data(), in.n, in.d_result.data(), ws, nullptr); };
-  auto result = [&] {
-    CUDA_CHECK(cudaDeviceSynchronize());
-    return static_cast<double>(in.d_result.download()[0]);
-  };
-  in.d_result.fill_bytes(0xFF);  // NaN until a run writes it
+course::Measurement measure(const Version& v, Inputs& in, course::Context& ctx, const course::Options& opt) {
+  ch04::Workspace ws(ctx);
+  cudaStream_t stream = ctx.stream();
+  auto run = [&] { v.run.launch(in.d_x.data(), in.d_y.data(), in.n, in.d_result.data(), ws, stream); };
+  auto result = [&] { return static_cast<double>(in.d_result.download(stream)[0]); };  // waits for the stream
+  in.d_result.fill_bytes(0xFF, stream);  // NaN until a run writes it
   run();
   const course::Verdict before = course::check_dot(result(), in.ref);
-  in.d_result.fill_bytes(0xFF);  // the timed runs must write it again
-  const auto samples = course::time_gpu_ms(run, opt.warmup, opt.reps);
+  in.d_result.fill_bytes(0xFF, stream);  // the timed runs must write it again
+  const auto samples = course::time_gpu_ms(run, opt.warmup, opt.reps, stream);
   const course::Verdict after = course::check_dot(result(), in.ref);
 
   course::Measurement m;
@@ -82,7 +83,7 @@ course::Measurement measure(const Version& v, Inputs& in, const course::Options&
   m.n = in.n;
   m.bytes = 2.0 * static_cast<double>(in.n) * sizeof(float);  // x and y, read once
   m.ms = course::summarize(samples);
-  m.roofline_gbps = course::measured_roofline().read_gbps;
+  m.roofline_gbps = ctx.roofline().read_gbps;
   m.rel_error = after.rel_error;
   m.valid = before.ok && after.ok;
   if (!m.valid && !v.run.racy)
@@ -92,17 +93,18 @@ course::Measurement measure(const Version& v, Inputs& in, const course::Options&
 }
 
 // Adds n ones, kRaceRuns times per version: the exact answer is n, and what a version loses shows.
-void race_demo(const std::vector<const Version*>& selected, std::size_t n, course::Table& table,
-               course::Progress& progress) {
-  course::DeviceBuffer<float> d_ones(std::vector<float>(n, 1.0f)), d_result(1);
+void race_demo(const std::vector<const Version*>& selected, std::size_t n, course::Context& ctx,
+               course::Table& table, course::Progress& progress) {
+  cudaStream_t stream = ctx.stream();
+  const std::vector<float> ones(n, 1.0f);
+  course::DeviceBuffer<float> d_ones(ones, stream), d_result(1);
   for (const Version* v : selected) {
     progress.step(std::string(v->name) + " adds " + course::format_size(n) + " ones");
-    ch04::Workspace ws;
+    ch04::Workspace ws(ctx);
     for (int r = 0; r < kRaceRuns; ++r) {
-      d_result.fill_bytes(0xFF);
-      v->run.launch(d_ones.data(), d_ones.data(), n, d_result.data(), ws, nullptr);
-      CUDA_CHECK(cudaDeviceSynchronize());
-      const double got = d_result.download()[0];
+      d_result.fill_bytes(0xFF, stream);
+      v->run.launch(d_ones.data(), d_ones.data(), n, d_result.data(), ws, stream);
+      const double got = d_result.download(stream)[0];  // waits for the stream
       const double expected = static_cast<double>(n);
       table.add_row({std::string(v->name), static_cast<long long>(r), static_cast<long long>(n), got, expected,
                      expected - got, n > 0 ? 100.0 * (expected - got) / expected : 0.0});
@@ -130,13 +132,14 @@ int main(int argc, char** argv) {
     for (const auto& v : ch04::versions())
       if (opt.kernel.empty() || v.name == opt.kernel) selected.push_back(&v);
 
-    const auto& facts = course::device_facts();
+    course::Context ctx(opt.device);
+    const auto& facts = ctx.facts();
     std::printf("GPU: %s\n", course::describe_device(facts).c_str());
-    const auto& roof = course::measured_roofline();
+    const auto& roof = ctx.roofline();
     std::printf("Measured read roofline %.0f GB/s (%.0f%% of the %.0f GB/s peak)\n", roof.read_gbps,
                 100 * roof.read_gbps / facts.peak_gbps, facts.peak_gbps);
     std::printf("One block of %d threads (the occupancy API's suggestion) on one of the %d SMs\n\n",
-                ch04::one_block_threads(), facts.sm_count);
+                ch04::one_block_threads(ctx), facts.sm_count);
 
     std::size_t largest = 0;
     for (std::size_t n : sizes) largest = std::max(largest, n);
@@ -147,17 +150,17 @@ int main(int argc, char** argv) {
     course::Table table = course::measurement_table();
     std::set<std::string> failed;
     for (std::size_t n : sizes) {
-      Inputs in(n, opt.seed);
+      Inputs in(n, opt.seed, ctx.stream());
       for (const Version* v : selected) {
         progress.step(std::string(v->name) + " n=" + course::format_size(n));
-        const course::Measurement m = measure(*v, in, opt);
+        const course::Measurement m = measure(*v, in, ctx, opt);
         if (!m.valid && !v->run.racy) failed.insert(m.version);
         course::add_measurement(table, m);
       }
     }
 
     course::Table race({"version", "run", "n", "result", "expected", "lost", "lost_pct"});
-    race_demo(selected, opt.n, race, progress);
+    race_demo(selected, opt.n, ctx, race, progress);
     progress.done();
 
     std::cout << "Random signed inputs; each version validated against the fp64 reference before and after "

@@ -12,21 +12,20 @@
 //   warp_shuffle  __shfl_down_sync block reduction, one partial per block, a    05_many_blocks --kernel warp_shuffle
 //                 second one-block pass (exercise 3: warp_sum)
 //
-// Launch shapes come from the occupancy API: the block size that keeps the most warps resident,
-// and for grid-stride kernels as many blocks as fit on the GPU at once.
+// Launch shapes come from the occupancy API (asked once per kernel by the course::Context, which
+// caches them): the block size that keeps the most warps resident, and for grid-stride kernels as
+// many blocks as fit on the GPU at once.
 
 #include <cublas_v2.h>
 
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <memory>
-#include <stdexcept>
 #include <string>
 
 #include "course/check.hpp"
+#include "course/context.hpp"
 #include "course/cublas_check.hpp"
-#include "course/device.hpp"
 #include "dot.hpp"
 
 namespace ch05 {
@@ -178,40 +177,10 @@ __global__ void sum_partials(const float* __restrict__ partials, int count, floa
 namespace {
 
 // [occupancy]
-// A launch shape from the occupancy API, for a kernel with `shared_per_thread` bytes of dynamic
-// shared memory per thread: the block size that keeps the most warps resident on an SM (rounded
-// down to a power of two, which the tree needs and the others do not mind), and how many such
-// blocks an SM holds at once. Grid-stride kernels launch exactly enough blocks to fill the GPU.
-struct Shape {
-  int block = 0;
-  int blocks_per_sm = 0;
-};
-
-// The dynamic shared memory a block of `block` threads asks for (the API tries many block sizes).
-struct SharedBytes {
-  std::size_t per_thread;
-  __host__ __device__ std::size_t operator()(int block) const { return static_cast<std::size_t>(block) * per_thread; }
-};
-
-template <class Kernel>
-Shape occupancy_shape(Kernel kernel, std::size_t shared_per_thread) {
-  int min_grid = 0, suggested = 0;
-  CUDA_CHECK(cudaOccupancyMaxPotentialBlockSizeVariableSMem(&min_grid, &suggested, kernel,
-                                                            SharedBytes{shared_per_thread}));
-  Shape s;
-  s.block = 1;
-  while (s.block * 2 <= suggested) s.block *= 2;
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&s.blocks_per_sm, kernel, s.block,
-                                                          s.block * shared_per_thread));
-  if (s.block < kWarp || s.blocks_per_sm < 1)
-    throw std::runtime_error("occupancy API suggests " + std::to_string(suggested) + " threads per block (" +
-                             std::to_string(s.blocks_per_sm) + " per SM); the block reductions need 32 or more");
-  return s;
-}
-
-// Blocks for a grid-stride kernel: all that fit on the GPU at once, but no more than n needs.
-int grid_stride_blocks(const Shape& s, std::size_t n) {
-  const std::size_t resident = static_cast<std::size_t>(s.blocks_per_sm) * course::device_facts().sm_count;
+// Blocks for a grid-stride kernel: all that fit on the GPU at once (the shape's blocks per SM
+// times the SMs), but no more than n needs. The shape is ctx.occupancy(kernel, shared_per_thread).
+int grid_stride_blocks(const course::Context& ctx, const course::LaunchShape& s, std::size_t n) {
+  const std::size_t resident = static_cast<std::size_t>(ctx.resident_blocks(s));
   const std::size_t needed = (n + s.block - 1) / s.block;
   return static_cast<int>(std::min(resident, needed));
 }
@@ -226,19 +195,18 @@ void run_cublas(const float* d_x, const float* d_y, std::size_t n, float* d_resu
     zero_result(d_result, s);
     return;
   }
-  cublasHandle_t handle = ws.cublas();
-  CUBLAS_CHECK(cublasSetStream(handle, s));
-  CUBLAS_CHECK(cublasSdot_64(handle, static_cast<std::int64_t>(n), d_x, 1, d_y, 1, d_result));
+  const course::CublasOn cublas(ws.ctx, s);  // the context's handle, made once, on stream s
+  CUBLAS_CHECK(cublasSdot_64(cublas.get(), static_cast<std::int64_t>(n), d_x, 1, d_y, 1, d_result));
 }
 
 void run_grid_atomic(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws,
                      cudaStream_t s) {
-  static const Shape shape = occupancy_shape(dot_grid_atomic, 0);  // asked once per process
+  const course::LaunchShape shape = ws.ctx.occupancy(dot_grid_atomic);  // asked once per context
   zero_result(d_result, s);
   ws.grid = 0;
   ws.block = shape.block;
   if (n == 0) return;  // a launch of zero blocks is an error, and the sum of nothing is 0
-  const int grid = grid_stride_blocks(shape, n);
+  const int grid = grid_stride_blocks(ws.ctx, shape, n);
   dot_grid_atomic<<<grid, shape.block, 0, s>>>(d_x, d_y, n, d_result);
   CUDA_CHECK_LAUNCH("dot_grid_atomic");
   ws.grid = grid;
@@ -246,12 +214,12 @@ void run_grid_atomic(const float* d_x, const float* d_y, std::size_t n, float* d
 
 void run_block_serial(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws,
                       cudaStream_t s) {
-  static const Shape shape = occupancy_shape(dot_block_serial, sizeof(float));
+  const course::LaunchShape shape = ws.ctx.occupancy(dot_block_serial, sizeof(float));
   zero_result(d_result, s);
   ws.grid = 0;
   ws.block = shape.block;
   if (n == 0) return;
-  const int grid = grid_stride_blocks(shape, n);
+  const int grid = grid_stride_blocks(ws.ctx, shape, n);
   dot_block_serial<<<grid, shape.block, shape.block * sizeof(float), s>>>(d_x, d_y, n, d_result);
   CUDA_CHECK_LAUNCH("dot_block_serial");
   ws.grid = grid;
@@ -259,12 +227,12 @@ void run_block_serial(const float* d_x, const float* d_y, std::size_t n, float* 
 
 void run_block_tree(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws,
                     cudaStream_t s) {
-  static const Shape shape = occupancy_shape(dot_block_tree, sizeof(float));
+  const course::LaunchShape shape = ws.ctx.occupancy(dot_block_tree, sizeof(float));
   zero_result(d_result, s);
   ws.grid = 0;
   ws.block = shape.block;
   if (n == 0) return;
-  const int grid = grid_stride_blocks(shape, n);
+  const int grid = grid_stride_blocks(ws.ctx, shape, n);
   dot_block_tree<<<grid, shape.block, shape.block * sizeof(float), s>>>(d_x, d_y, n, d_result);
   CUDA_CHECK_LAUNCH("dot_block_tree");
   ws.grid = grid;
@@ -276,8 +244,11 @@ void run_block_tree(const float* d_x, const float* d_y, std::size_t n, float* d_
 // result back. The wait and the two copies are the price of the fixed order.
 void run_two_level(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws,
                    cudaStream_t s) {
-  static const Shape shape = occupancy_shape(dot_two_level, sizeof(float));
+  const course::LaunchShape shape = ws.ctx.occupancy(dot_two_level, sizeof(float));
   if (ws.per_thread < 1) throw course::UsageError("two_level: per_thread must be at least 1");
+  if (n > ws.max_n())
+    throw course::UsageError("two_level: n = " + std::to_string(n) + " is more than the workspace was planned for (" +
+                             std::to_string(ws.max_n()) + "); construct ch05::Workspace(ctx, max_n) with the largest n");
   ws.grid = 0;
   ws.block = shape.block;
   if (n == 0) {  // a launch of zero blocks is an error, and the sum of nothing is 0
@@ -289,8 +260,8 @@ void run_two_level(const float* d_x, const float* d_y, std::size_t n, float* d_r
   if (blocks > static_cast<std::size_t>(INT_MAX))
     throw course::UsageError("two_level: n = " + std::to_string(n) + " needs more blocks than a grid holds; "
                              "raise --per-thread");
-  float* d_partials = ws.device_partials(blocks, s);
-  float* h_partials = ws.host_partials(blocks, s);
+  float* d_partials = ws.device_partials(blocks);  // planned at set-up: no call allocates
+  float* h_partials = ws.host_partials(blocks);
   dot_two_level<<<static_cast<unsigned>(blocks), shape.block, shape.block * sizeof(float), s>>>(
       d_x, d_y, n, ws.per_thread, d_partials);
   CUDA_CHECK_LAUNCH("dot_two_level");
@@ -307,16 +278,16 @@ void run_two_level(const float* d_x, const float* d_y, std::size_t n, float* d_r
 
 void run_warp_shuffle(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws,
                       cudaStream_t s) {
-  static const Shape shape = occupancy_shape(dot_warp_shuffle, 0);
-  static const Shape final_shape = occupancy_shape(sum_partials, 0);
+  const course::LaunchShape shape = ws.ctx.occupancy(dot_warp_shuffle);
+  const course::LaunchShape final_shape = ws.ctx.occupancy(sum_partials);
   ws.grid = 0;
   ws.block = shape.block;
   if (n == 0) {  // a launch of zero blocks is an error, and the sum of nothing is 0
     zero_result(d_result, s);
     return;
   }
-  const int grid = grid_stride_blocks(shape, n);
-  float* d_partials = ws.device_partials(static_cast<std::size_t>(grid), s);
+  const int grid = grid_stride_blocks(ws.ctx, shape, n);
+  float* d_partials = ws.device_partials(static_cast<std::size_t>(grid));
   dot_warp_shuffle<<<grid, shape.block, 0, s>>>(d_x, d_y, n, d_partials);
   CUDA_CHECK_LAUNCH("dot_warp_shuffle");
   sum_partials<<<1, final_shape.block, 0, s>>>(d_partials, grid, d_result);  // same stream: runs after
@@ -326,42 +297,34 @@ void run_warp_shuffle(const float* d_x, const float* d_y, std::size_t n, float* 
 
 }  // namespace
 
-Workspace::~Workspace() {
-  if (cublas_ != nullptr) cublasDestroy(cublas_);  // a destructor must not throw; a failure is ignored
+// Two-phase scratch (CUB's temp-storage pattern): the most partials any version needs for n up to
+// max_n, laid out once and reserved in the context's arena, which grows here, at set-up, if it must.
+// two_level needs one per block of at least 32 threads × per_thread >= 1; warp_shuffle one per
+// resident block, whatever n.
+Workspace::Workspace(course::Context& context, std::size_t max_n) : ctx(context), max_n_(max_n), h_result_(1) {
+  const course::LaunchShape two_level = ctx.occupancy(dot_two_level, sizeof(float));
+  const std::size_t two_level_blocks = (max_n + two_level.block - 1) / two_level.block;  // at per_thread 1
+  const std::size_t shuffle_blocks = static_cast<std::size_t>(ctx.resident_blocks(ctx.occupancy(dot_warp_shuffle)));
+  partials_ = std::max<std::size_t>({two_level_blocks, shuffle_blocks, 1});
+  course::ScratchLayout layout;
+  partials_offset_ = layout.add(partials_ * sizeof(float));
+  scratch_bytes_ = layout.bytes();
+  ctx.reserve_scratch(scratch_bytes_);
+  h_partials_ = course::PinnedBuffer<float>(partials_);
 }
 
-float* Workspace::device_partials(std::size_t count, cudaStream_t stream) {
-  if (d_partials_.size() < count) {
-    CUDA_CHECK(cudaStreamSynchronize(stream));  // earlier work on the stream may still use the old buffer
-    d_partials_ = course::DeviceBuffer<float>(count);
-  }
-  return d_partials_.data();
+float* Workspace::device_partials(std::size_t count) {
+  if (count > partials_)
+    throw course::UsageError("ch05::Workspace: " + std::to_string(count) + " partials asked for, " +
+                             std::to_string(partials_) + " planned (max_n = " + std::to_string(max_n_) + ")");
+  return reinterpret_cast<float*>(static_cast<char*>(ctx.scratch(scratch_bytes_)) + partials_offset_);
 }
 
-float* Workspace::host_partials(std::size_t count, cudaStream_t stream) {
-  if (!h_partials_ || h_partials_->size() < count) {
-    CUDA_CHECK(cudaStreamSynchronize(stream));  // a copy into the old buffer may still be in flight
-    h_partials_ = std::make_unique<course::PinnedBuffer<float>>(count);
-  }
-  return h_partials_->data();
-}
-
-float* Workspace::host_result() {
-  if (!h_result_) h_result_ = std::make_unique<course::PinnedBuffer<float>>(1);
-  return h_result_->data();
-}
-
-cublasContext* Workspace::cublas() {
-  if (cublas_ == nullptr) {
-    cublasHandle_t handle = nullptr;
-    CUBLAS_CHECK(cublasCreate(&handle));
-    // The result is written to device memory, asynchronously, like every other version's.
-    const cublasStatus_t mode = cublasSetPointerMode(handle, CUBLAS_POINTER_MODE_DEVICE);
-    if (mode != CUBLAS_STATUS_SUCCESS) cublasDestroy(handle);
-    CUBLAS_CHECK(mode);
-    cublas_ = handle;
-  }
-  return cublas_;
+float* Workspace::host_partials(std::size_t count) {
+  if (count > partials_)
+    throw course::UsageError("ch05::Workspace: " + std::to_string(count) + " host partials asked for, " +
+                             std::to_string(partials_) + " planned (max_n = " + std::to_string(max_n_) + ")");
+  return h_partials_.data();
 }
 
 // [registry]

@@ -10,51 +10,60 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
-#include <memory>
 #include <vector>
 
 #include "course/buffer.hpp"
+#include "course/context.hpp"
 #include "course/registry.hpp"
-
-struct cublasContext;  // cuBLAS's handle type; only dot.cu needs its header
 
 namespace ch05 {
 
 /// Elements each thread of the two-level version sums before the block reduction (--per-thread).
 constexpr int kDefaultPerThread = 8;
+/// The largest n a Workspace plans for unless told otherwise (2^24: 128 MiB of inputs).
+constexpr std::size_t kDefaultMaxN = std::size_t{1} << 24;
 
-/// What launchers keep between calls: scratch memory, grown on first use (so the first call of a
-/// size allocates and the timed ones do not), the cuBLAS handle, the two-level knob, and the shape
-/// of the last launch for the driver's tables and the tests. One workspace per stream; not
-/// copyable.
+/// What launchers are given and keep between calls: the context of the GPU they run on (its
+/// stream, its cuBLAS handle, its cached launch shapes, its scratch arena), the partials' place in
+/// that arena and pinned host scratch, both planned at construction for inputs of up to max_n
+/// elements (so no call allocates), the two-level knob, and the shape of the last launch for the
+/// driver's tables and the tests. `ch05::Workspace ws(ctx);` or `ws(ctx, max_n)`; the context must
+/// outlive it. Not copyable.
+///
+/// The scratch is the context's: two workspaces of one context share it, which is safe while
+/// their calls run on one stream (ctx.stream()), one after another.
 class Workspace {
  public:
-  Workspace() = default;
-  ~Workspace();
+  explicit Workspace(course::Context& context, std::size_t max_n = kDefaultMaxN);
   Workspace(const Workspace&) = delete;
   Workspace& operator=(const Workspace&) = delete;
 
+  course::Context& ctx;                ///< the GPU's state; launchers normally run on ctx.stream()
   int per_thread = kDefaultPerThread;  ///< elements per thread of two_level, >= 1
   int grid = 0;                        ///< blocks of the last launch's main kernel (0: a library call)
   int block = 0;                       ///< threads per block of the last launch's main kernel
 
-  /// `count` floats of device scratch (one partial per block); waits for `stream` before growing.
-  float* device_partials(std::size_t count, cudaStream_t stream);
-  /// `count` floats of pinned host scratch, for partials copied back; waits before growing.
-  float* host_partials(std::size_t count, cudaStream_t stream);
+  /// The largest n two_level accepts (it needs one partial per block); the other versions take any n.
+  std::size_t max_n() const noexcept { return max_n_; }
+  /// `count` floats of device scratch (one partial per block), in the context's arena. Throws
+  /// UsageError when the workspace was planned for fewer.
+  float* device_partials(std::size_t count);
+  /// `count` floats of pinned host scratch, for partials copied back; the same limit.
+  float* host_partials(std::size_t count);
   /// One pinned float: a result computed on the host, on its way to the device.
-  float* host_result();
-  /// The cuBLAS handle, created on first use, with the result pointer mode set to device.
-  cublasContext* cublas();
+  float* host_result() noexcept { return h_result_.data(); }
 
  private:
-  course::DeviceBuffer<float> d_partials_;
-  std::unique_ptr<course::PinnedBuffer<float>> h_partials_;  // (PinnedBuffer cannot be reassigned)
-  std::unique_ptr<course::PinnedBuffer<float>> h_result_;
-  cublasContext* cublas_ = nullptr;
+  std::size_t max_n_;
+  std::size_t partials_ = 0;          // partials planned for: the most any version needs up to max_n
+  std::size_t partials_offset_ = 0;   // where they start in the context's scratch
+  std::size_t scratch_bytes_ = 0;     // the layout's total: what this workspace asks the arena for
+  course::PinnedBuffer<float> h_partials_;
+  course::PinnedBuffer<float> h_result_;
 };
 
-/// Computes x·y over n elements into *d_result (device memory), asynchronously on `stream`.
+/// Computes x·y over n elements into *d_result (device memory), asynchronously on `stream`
+/// (normally ws.ctx.stream()).
 using Launcher = void (*)(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws,
                           cudaStream_t stream);
 

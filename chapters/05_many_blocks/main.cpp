@@ -25,6 +25,7 @@
 #include "course/buffer.hpp"
 #include "course/check.hpp"
 #include "course/cli.hpp"
+#include "course/context.hpp"
 #include "course/device.hpp"
 #include "course/progress.hpp"
 #include "course/random.hpp"
@@ -47,23 +48,25 @@ constexpr int kRuns = 20;
 const std::vector<int> kPerThreadSweep = {1, 2, 4, 8, 16, 32, 64};
 
 // Random signed inputs with planted spikes on the device, their fp64 reference, and the result.
+// Copied on the context's stream, which every run uses.
 struct Inputs {
-  Inputs(std::size_t n_, std::uint64_t seed) : n(n_), d_x(n_), d_y(n_), d_result(1) {
-    auto x = course::random_vector(n, seed);
-    auto y = course::random_vector(n, seed + 1);
+  Inputs(std::size_t n_, std::uint64_t seed, cudaStream_t stream) : n(n_), d_x(n_), d_y(n_), d_result(1) {
+    x = course::random_vector(n, seed);
+    y = course::random_vector(n, seed + 1);
     // Signed data cancels: at large n the answer is far below the tolerance, so even 0 would
     // pass. Planted spikes, products far above the tolerance, make any lost element show.
     course::plant_spikes(x, y);
     ref = course::reference_dot(x.data(), y.data(), n);
-    d_x.upload(x);
-    d_y.upload(y);
+    d_x.upload_async(x.data(), n, stream);  // x and y live as long as the copies may read them
+    d_y.upload_async(y.data(), n, stream);
   }
   float run(const Version& v, ch05::Workspace& ws) {
-    v.run.launch(d_x.data(), d_y.data(), n, d_result.data(), ws, nullptr);
-    CUDA_CHECK(cudaDeviceSynchronize());
-    return d_result.download()[0];
+    cudaStream_t stream = ws.ctx.stream();
+    v.run.launch(d_x.data(), d_y.data(), n, d_result.data(), ws, stream);
+    return d_result.download(stream)[0];  // waits for the stream
   }
   std::size_t n;
+  std::vector<float> x, y;
   course::DeviceBuffer<float> d_x, d_y, d_result;
   course::Reference ref;
 };
@@ -76,17 +79,16 @@ std::string shape_text(const Version& v, const ch05::Workspace& ws) {
 }
 
 // Validate, time, validate the last timed run's result again; one row of a table.
-course::Measurement measure(const Version& v, Inputs& in, const course::Options& opt, int per_thread,
-                            const std::string& config = "") {
-  ch05::Workspace ws;
+course::Measurement measure(const Version& v, Inputs& in, ch05::Workspace& ws, const course::Options& opt,
+                            int per_thread, const std::string& config = "") {
   ws.per_thread = per_thread;
-  auto run = [&] { v.run.launch(in.d_x.data(), in.d_y.data(), in.n, in.d_result.data(), ws, nullptr); };
-  in.d_result.fill_bytes(0xFF);  // NaN until a run writes it
+  cudaStream_t stream = ws.ctx.stream();
+  auto run = [&] { v.run.launch(in.d_x.data(), in.d_y.data(), in.n, in.d_result.data(), ws, stream); };
+  in.d_result.fill_bytes(0xFF, stream);  // NaN until a run writes it
   const course::Verdict before = course::check_dot(in.run(v, ws), in.ref);
-  in.d_result.fill_bytes(0xFF);  // the timed runs must write it again
-  const auto samples = course::time_gpu_ms(run, opt.warmup, opt.reps);
-  CUDA_CHECK(cudaDeviceSynchronize());
-  const course::Verdict after = course::check_dot(in.d_result.download()[0], in.ref);
+  in.d_result.fill_bytes(0xFF, stream);  // the timed runs must write it again
+  const auto samples = course::time_gpu_ms(run, opt.warmup, opt.reps, stream);
+  const course::Verdict after = course::check_dot(in.d_result.download(stream)[0], in.ref);
 
   course::Measurement m;
   m.version = std::string(v.name);
@@ -94,7 +96,7 @@ course::Measurement measure(const Version& v, Inputs& in, const course::Options&
   m.n = in.n;
   m.bytes = 2.0 * static_cast<double>(in.n) * sizeof(float);  // x and y, read once
   m.ms = course::summarize(samples);
-  m.roofline_gbps = course::measured_roofline().read_gbps;
+  m.roofline_gbps = ws.ctx.roofline().read_gbps;
   m.rel_error = after.rel_error;
   m.valid = before.ok && after.ok;
   if (!m.valid)
@@ -110,14 +112,14 @@ std::uint32_t bits(float f) {
 }
 
 // kRuns runs on the same inputs: how many different results, and their spread.
-void determinism_row(const Version& v, Inputs& in, int per_thread, course::Table& table, std::set<std::string>& failed) {
-  ch05::Workspace ws;
+void determinism_row(const Version& v, Inputs& in, ch05::Workspace& ws, int per_thread, course::Table& table,
+                     std::set<std::string>& failed) {
   ws.per_thread = per_thread;
   std::set<std::uint32_t> distinct;
   double lo = 0, hi = 0;
   bool all_ok = true;
   for (int r = 0; r < kRuns; ++r) {
-    in.d_result.fill_bytes(0xFF);
+    in.d_result.fill_bytes(0xFF, ws.ctx.stream());
     const float got = in.run(v, ws);
     all_ok = all_ok && course::check_dot(got, in.ref).ok;
     distinct.insert(bits(got));
@@ -163,14 +165,17 @@ int main(int argc, char** argv) {
       if (v->name == "two_level") two_level = v;
     const std::vector<int> sweep = (two_level != nullptr && !per_thread_given) ? kPerThreadSweep : std::vector<int>{};
 
-    const auto& facts = course::device_facts();
+    course::Context ctx(opt.device);
+    const auto& facts = ctx.facts();
     std::printf("GPU: %s\n", course::describe_device(facts).c_str());
-    const auto& roof = course::measured_roofline();
+    const auto& roof = ctx.roofline();
     std::printf("Measured read roofline %.0f GB/s (%.0f%% of the %.0f GB/s peak)\n\n", roof.read_gbps,
                 100 * roof.read_gbps / facts.peak_gbps, facts.peak_gbps);
     // Inputs, the result, and the largest scratch: one partial per block of two_level at per_thread 1.
     course::require_fits(2 * largest * sizeof(float) + largest / 32 * sizeof(float) + sizeof(float),
                          "two float vectors of n = " + course::format_size(largest));
+    // One workspace for the whole run: its scratch is planned here for the largest n, once.
+    ch05::Workspace ws(ctx, largest);
 
     const int steps = static_cast<int>(selected.size() * (sizes.size() + 1) + sweep.size());
     course::Progress progress(steps, "05_many_blocks", !opt.quiet);
@@ -180,26 +185,26 @@ int main(int argc, char** argv) {
                                "reference", "deterministic"});
     std::set<std::string> failed;
     for (std::size_t n : sizes) {
-      Inputs in(n, opt.seed);
+      Inputs in(n, opt.seed, ctx.stream());
       for (const Version* v : selected) {
         progress.step(std::string(v->name) + " n=" + course::format_size(n));
-        const course::Measurement m = measure(*v, in, opt, per_thread);
+        const course::Measurement m = measure(*v, in, ws, opt, per_thread);
         if (!m.valid) failed.insert(m.version);
         course::add_measurement(table, m);
       }
       if (n == largest)
         for (int k : sweep) {
           progress.step("two_level per_thread=" + std::to_string(k) + " n=" + course::format_size(n));
-          const course::Measurement m = measure(*two_level, in, opt, k, "per_thread=" + std::to_string(k));
+          const course::Measurement m = measure(*two_level, in, ws, opt, k, "per_thread=" + std::to_string(k));
           if (!m.valid) failed.insert(m.version);
           course::add_measurement(per_thread_table, m);
         }
     }
     {
-      Inputs in(opt.n, opt.seed);
+      Inputs in(opt.n, opt.seed, ctx.stream());
       for (const Version* v : selected) {
         progress.step(std::string(v->name) + " " + std::to_string(kRuns) + " runs, same input");
-        determinism_row(*v, in, per_thread, determinism, failed);
+        determinism_row(*v, in, ws, per_thread, determinism, failed);
       }
     }
     progress.done();

@@ -19,8 +19,13 @@ class DeviceBuffer {
   explicit DeviceBuffer(std::size_t n) : n_(n) {
     if (n_ > 0) CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&ptr_), n_ * sizeof(T)));
   }
-  /// Allocates and copies `host` to the device.
+  /// Allocates and copies `host` to the device, synchronously (see upload()). For simple test code.
   explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) { upload(host); }
+  /// Allocates and enqueues the copy of `host` on `stream` (see upload_async): work on the same
+  /// stream sees the data; `host` must outlive the copy (synchronize the stream before freeing it).
+  DeviceBuffer(const std::vector<T>& host, cudaStream_t stream) : DeviceBuffer(host.size()) {
+    upload_async(host.data(), host.size(), stream);
+  }
   ~DeviceBuffer() { reset(); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
@@ -35,15 +40,29 @@ class DeviceBuffer {
   std::size_t size() const noexcept { return n_; }
   std::size_t bytes() const noexcept { return n_ * sizeof(T); }
 
-  /// Copies `host` (at most size() elements) to the start of the buffer.
+  /// Copies `host` (at most size() elements) to the start of the buffer, on the legacy default
+  /// stream, and returns when the copy has landed: a pageable cudaMemcpy may return before its
+  /// DMA ends, so this waits for the legacy stream too. Work on any stream may then use the data.
+  /// For simple test code; drivers use upload_async on their context's stream.
   void upload(const std::vector<T>& host) {
     if (host.size() > n_) throw UsageError("DeviceBuffer::upload: host vector larger than the buffer");
-    if (!host.empty()) CUDA_CHECK(cudaMemcpy(ptr_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+    if (host.empty()) return;
+    CUDA_CHECK(cudaMemcpy(ptr_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaStreamSynchronize(nullptr));
   }
-  /// Copies the whole buffer back to the host.
+  /// Copies the whole buffer back to the host on the legacy default stream. It does not wait for
+  /// a non-blocking stream (a course::Context's): synchronize the stream that wrote the buffer
+  /// first, or use download(stream).
   std::vector<T> download() const {
     std::vector<T> host(n_);
     if (n_ > 0) CUDA_CHECK(cudaMemcpy(host.data(), ptr_, bytes(), cudaMemcpyDeviceToHost));
+    return host;
+  }
+  /// Copies the whole buffer back after the work already enqueued on `stream`, and waits for it.
+  std::vector<T> download(cudaStream_t stream) const {
+    std::vector<T> host(n_);
+    download_async(host.data(), n_, stream);
+    CUDA_CHECK(cudaStreamSynchronize(stream));
     return host;
   }
   /// Copies `count` elements from `host` to the start of the buffer, enqueued on `stream`
@@ -58,7 +77,9 @@ class DeviceBuffer {
     if (count > 0) CUDA_CHECK(cudaMemcpyAsync(host, ptr_, count * sizeof(T), cudaMemcpyDeviceToHost, stream));
   }
   /// Fills every byte with `byte` (0xFF makes every float a NaN: a poison that an unwritten
-  /// result cannot hide behind).
+  /// result cannot hide behind), asynchronously on `stream`. Pass the stream the work that reads
+  /// the buffer runs on: the legacy default stream (nullptr, kept for chapter 06 until it moves
+  /// onto course::Context) does not order with a context's non-blocking stream.
   void fill_bytes(int byte, cudaStream_t stream = nullptr) {
     if (n_ > 0) CUDA_CHECK(cudaMemsetAsync(ptr_, byte, bytes(), stream));
   }

@@ -241,6 +241,11 @@ void* Context::scratch(std::size_t bytes) const {
   return scratch_;
 }
 
+// [occupancy]
+// The occupancy API asks the compiled kernel (its registers, its shared memory per block) for the
+// block size that keeps the most warps resident on an SM; rounded down to a power of two (a tree
+// reduction needs one, the others do not mind), then how many such blocks an SM holds. Asked once
+// per kernel and per context, then cached: it costs microseconds, a short kernel not many more.
 LaunchShape Context::occupancy_of(const void* kernel, std::size_t shared_per_thread) {
   const auto key = std::make_pair(kernel, shared_per_thread);
   if (auto it = shapes_.find(key); it != shapes_.end()) return it->second;
@@ -260,5 +265,6 @@ LaunchShape Context::occupancy_of(const void* kernel, std::size_t shared_per_thr
   shapes_.emplace(key, s);
   return s;
 }
+// [occupancy]
 
 }  // namespace course

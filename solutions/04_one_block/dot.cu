@@ -60,22 +60,11 @@ __global__ void dot_atomic_once(const float* x, const float* y, std::size_t n, f
 
 namespace {
 
-// [occupancy]
-// The block size that keeps the most warps resident on an SM for `kernel` (its registers and
-// shared memory decide that, not us). For one block, it is also how many threads work at once.
-template <class Kernel>
-int suggested_block(Kernel kernel) {
-  int min_grid = 0, block = 0;  // min_grid: blocks needed to fill the GPU, unused with one block
-  CUDA_CHECK(cudaOccupancyMaxPotentialBlockSize(&min_grid, &block, kernel, 0, 0));
-  return block;
-}
-// [occupancy]
-
 // Every launcher: zero the result (it is added into), then one block of one_block_threads().
 template <class Kernel>
 void launch_one_block(Kernel kernel, const char* name, const float* d_x, const float* d_y, std::size_t n,
                       float* d_result, Workspace& ws, cudaStream_t stream) {
-  const int block = one_block_threads();
+  const int block = one_block_threads(ws.ctx);
   CUDA_CHECK(cudaMemsetAsync(d_result, 0, sizeof(float), stream));
   kernel<<<1, block, 0, stream>>>(d_x, d_y, n, d_result);
   CUDA_CHECK_LAUNCH(name);
@@ -99,13 +88,15 @@ void run_atomic_once(const float* d_x, const float* d_y, std::size_t n, float* d
 
 }  // namespace
 
-int one_block_threads() {
-  // A function-local static: asked once per process (the query costs microseconds, a launch at
-  // n = 2^20 not many more). If the query throws, the next call asks again.
-  static const int threads = std::min({suggested_block(dot_race), suggested_block(dot_atomic_each),
-                                       suggested_block(dot_atomic_once)});
-  return threads;
+// [occupancy]
+// The block size that keeps the most warps resident on an SM for each kernel (its registers and
+// shared memory decide that, not us), from the occupancy API; the context asks once per kernel
+// and keeps the answer. For one block, it is also how many threads work at once.
+int one_block_threads(course::Context& ctx) {
+  return std::min({ctx.occupancy(dot_race).block, ctx.occupancy(dot_atomic_each).block,
+                   ctx.occupancy(dot_atomic_once).block});
 }
+// [occupancy]
 
 // [registry]
 const std::vector<course::Version<GpuDot>>& versions() {

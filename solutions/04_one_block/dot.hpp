@@ -11,18 +11,24 @@
 #include <cstddef>
 #include <vector>
 
+#include "course/context.hpp"
 #include "course/registry.hpp"
 
 namespace ch04 {
 
-/// What a launcher leaves behind for the driver's tables: the shape of its launch.
+/// What a launcher is given and leaves behind: the context of the GPU it runs on (where the
+/// occupancy answers are cached), and the shape of its launch for the driver's tables.
+/// `ch04::Workspace ws(ctx);` (the context must outlive it)
 struct Workspace {
-  int grid = 0;   ///< blocks of the last launch (always 1 in this chapter)
-  int block = 0;  ///< threads per block of the last launch
+  explicit Workspace(course::Context& context) : ctx(context) {}
+  course::Context& ctx;  ///< the GPU's state; launchers normally run on ctx.stream()
+  int grid = 0;          ///< blocks of the last launch (always 1 in this chapter)
+  int block = 0;         ///< threads per block of the last launch
 };
 
-/// Computes x·y over n elements into *d_result (device memory), asynchronously on `stream`.
-/// The launcher sets *d_result to zero itself (on the stream) before it adds into it.
+/// Computes x·y over n elements into *d_result (device memory), asynchronously on `stream`
+/// (normally ws.ctx.stream()). The launcher sets *d_result to zero itself (on the stream) before
+/// it adds into it.
 using Launcher = void (*)(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws,
                           cudaStream_t stream);
 
@@ -36,8 +42,8 @@ struct GpuDot {
 const std::vector<course::Version<GpuDot>>& versions();
 
 /// Threads of the one block every version launches: the block size the occupancy API suggests,
-/// the smallest over this chapter's kernels (they are alike, so the suggestions agree). Queried
-/// once per process; needs a GPU.
-int one_block_threads();
+/// the smallest over this chapter's kernels (they are alike, so the suggestions agree). Asked once
+/// per context, which caches it.
+int one_block_threads(course::Context& ctx);
 
 }  // namespace ch04

@@ -71,6 +71,9 @@ struct DotInputs {
 };
 DotInputs make_dot_inputs(std::size_t n, std::uint64_t seed);
 
+/// The address of a small kernel with dynamic shared memory, for tests of course::Context::occupancy.
+const void* probe_kernel_address();
+
 /// The message a failing dot test shows a student: sizes, values, error and bound, and a hint.
 std::string explain(const Verdict& v, std::size_t n, const std::string& version, const std::string& hint);
 
