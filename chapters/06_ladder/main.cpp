@@ -108,38 +108,64 @@ course::Verdict validate(const Version& v, const Inputs& in, std::size_t set, co
   return course::check_dot(got, in.ref);
 }
 
-course::Measurement measure(const Version& v, const Inputs& in, ch06::Workspace& ws, const course::Options& opt,
-                            int reps, std::vector<std::string>& failures) {
+/// Times every version of `vs` at one size, and an empty kernel beside them. One call at a time,
+/// each on an idle GPU, timed by its own event pair: the time per call a caller waits, launch
+/// latency included (for small n that latency is the point; see the chapter's text). Round-robin:
+/// call r of every version runs before call r + 1 of any, so a drift of the clocks or the memory
+/// system during the size falls on every version alike, the empty kernel included. Every version
+/// is validated before and after timing: a benchmark must not be able to pass by not running.
+std::vector<course::Measurement> measure_size(const std::vector<const Version*>& vs, const Inputs& in,
+                                              ch06::Workspace& ws, const course::Options& opt, int reps,
+                                              std::vector<std::string>& failures, double& empty_ms) {
+  cudaStream_t stream = ws.ctx.stream();
   course::DeviceBuffer<float> d_result(1);
-  course::Measurement m;
-  m.version = std::string(v.name);
-  m.config = "sets=" + std::to_string(in.sets);
-  m.n = in.n;
-  m.bytes = 2.0 * static_cast<double>(in.n) * sizeof(float);  // each input read once
-  m.roofline_gbps = ws.ctx.roofline().read_gbps;
-
-  const course::Verdict before = validate(v, in, 0, d_result, ws);
+  const std::size_t count = vs.size();  // index `count` is the empty kernel
+  std::vector<course::Verdict> before;
+  for (const Version* v : vs) before.push_back(validate(*v, in, 0, d_result, ws));
   std::size_t set = 0;
-  // One call at a time, each on an idle GPU: the time per call a caller waits, launch latency
-  // included (for small n that latency is the point; see the chapter's text).
-  const auto samples = course::time_gpu_each_ms(
-      [&] {
-        set = (set + 1) % in.sets;
-        v.run(in.x(set), in.y(set), in.n, d_result.data(), ws, ws.ctx.stream());
-      },
-      opt.warmup, reps, ws.ctx.stream());
-  // Again after timing, on the next copy: a benchmark must not be able to pass by not running.
-  const course::Verdict after = validate(v, in, (set + 1) % in.sets, d_result, ws);
-  m.ms = course::summarize(samples);
-  m.rel_error = std::max(before.rel_error, after.rel_error);
-  m.valid = before.ok && after.ok;
-  if (!m.valid)
-    failures.push_back(m.version + " at n = " + std::to_string(in.n) + ": " + (before.ok ? after : before).message);
-  return m;
+  auto call = [&](std::size_t i) {
+    set = (set + 1) % in.sets;
+    if (i == count)
+      ch06::run_empty(stream);
+    else
+      vs[i]->run(in.x(set), in.y(set), in.n, d_result.data(), ws, stream);
+  };
+  for (int w = 0; w < opt.warmup; ++w)
+    for (std::size_t i = 0; i <= count; ++i) call(i);
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<std::vector<double>> samples(count + 1);
+  course::EventTimer timer(stream);
+  for (int r = 0; r < reps; ++r)
+    for (std::size_t i = 0; i <= count; ++i) {
+      timer.start();
+      call(i);
+      samples[i].push_back(timer.stop_ms());  // waits: the next call starts on an idle GPU
+    }
+  empty_ms = course::summarize(samples[count]).median;
+
+  std::vector<course::Measurement> out;
+  for (std::size_t i = 0; i < count; ++i) {
+    course::Measurement m;
+    m.version = std::string(vs[i]->name);
+    m.config = "sets=" + std::to_string(in.sets);
+    m.n = in.n;
+    m.bytes = 2.0 * static_cast<double>(in.n) * sizeof(float);  // each input read once
+    m.roofline_gbps = ws.ctx.roofline().read_gbps;
+    // Again after timing, on the next copy.
+    set = (set + 1) % in.sets;
+    const course::Verdict after = validate(*vs[i], in, set, d_result, ws);
+    m.ms = course::summarize(samples[i]);
+    m.rel_error = std::max(before[i].rel_error, after.rel_error);
+    m.valid = before[i].ok && after.ok;
+    if (!m.valid)
+      failures.push_back(m.version + " at n = " + std::to_string(in.n) + ": " + (before[i].ok ? after : before[i]).message);
+    out.push_back(m);
+  }
+  return out;
 }
 
 /// Calls `v` one at a time for about `ms` milliseconds of host time, so that the GPU's clocks are
-/// up before the first version of a size is timed (the host prepared the inputs meanwhile).
+/// up before the first call of a size is timed (the GPU idled while the host made the reference).
 void settle(const Version& v, const Inputs& in, ch06::Workspace& ws, double ms) {
   course::DeviceBuffer<float> d_result(1);
   const auto start = std::chrono::steady_clock::now();
@@ -149,11 +175,6 @@ void settle(const Version& v, const Inputs& in, ch06::Workspace& ws, double ms) 
     v.run(in.x(set), in.y(set), in.n, d_result.data(), ws, ws.ctx.stream());
     ws.ctx.synchronize();
   } while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() < ms);
-}
-
-/// Samples of an empty kernel's time per call, timed as every version is.
-std::vector<double> empty_samples(ch06::Workspace& ws, const course::Options& opt, int reps) {
-  return course::time_gpu_each_ms([&] { ch06::run_empty(ws.ctx.stream()); }, opt.warmup, reps, ws.ctx.stream());
 }
 
 std::vector<std::size_t> parse_sizes(const std::string& text) {
@@ -269,9 +290,11 @@ int main(int argc, char** argv) {
     auto selected = [&](const Version& v) {
       return opt.kernel.empty() || v.name == opt.kernel || ch06::is_baseline(v);
     };
-    int steps = 0;
-    for (const auto& v : ch06::versions()) steps += selected(v) ? static_cast<int>(sizes.size()) : 0;
-    std::printf("Sizes %s to %s, %d timed calls per version and size, each call timed by its own event pair.\n\n",
+    std::vector<const Version*> chosen;
+    for (const auto& v : ch06::versions())
+      if (selected(v)) chosen.push_back(&v);
+    std::printf("Sizes %s to %s, %d timed calls per version and size, each call timed by its own event pair, the "
+                "versions in turn.\n\n",
                 course::format_size(sizes.front()).c_str(), course::format_size(sizes.back()).c_str(), reps);
 
     course::Table table = course::measurement_table();
@@ -279,21 +302,16 @@ int main(int argc, char** argv) {
     std::vector<std::string> failures;
     std::map<std::size_t, double> empty_ms;  // per size: an empty kernel's median time per call
     {
-      course::Progress progress(steps, "06_ladder", !opt.quiet);
+      course::Progress progress(static_cast<int>(sizes.size()), "06_ladder", !opt.quiet);
       for (std::size_t n : sizes) {
+        progress.step("n=" + course::format_size(n));
         const Inputs in(n, facts.l2_bytes, opt.seed, ctx.stream());
-        settle(ch06::versions().front(), in, ws, 20.0);
-        // The empty kernel before and after the versions of this size: one median of both.
-        std::vector<double> empty = empty_samples(ws, opt, reps);
-        for (const auto& v : ch06::versions()) {
-          if (!selected(v)) continue;
-          progress.step(std::string(v.name) + " n=" + course::format_size(n));
-          rows.push_back({&v, measure(v, in, ws, opt, reps, failures)});
-          course::add_measurement(table, rows.back().m);
+        settle(*chosen.front(), in, ws, 20.0);
+        const auto measured = measure_size(chosen, in, ws, opt, reps, failures, empty_ms[n]);
+        for (std::size_t i = 0; i < chosen.size(); ++i) {
+          rows.push_back({chosen[i], measured[i]});
+          course::add_measurement(table, measured[i]);
         }
-        const std::vector<double> after = empty_samples(ws, opt, reps);
-        empty.insert(empty.end(), after.begin(), after.end());
-        empty_ms[n] = course::summarize(empty).median;
       }
       progress.done();
     }
