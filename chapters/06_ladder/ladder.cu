@@ -17,7 +17,7 @@
 //   v9_float4          16-byte loads, scalar head and tail, misaligned path  06_ladder --kernel v9_float4
 //   v10_machine_grid   grid = SMs × resident blocks                          06_ladder --kernel v10_machine_grid
 //   v11_single_pass    the last block adds the partials: one launch (exercise) 06_ladder --kernel v11_single_pass
-//   v12_tagged_partials tagged partials, one warp reads them at once       06_ladder --kernel v12_tagged_partials
+//   v12_tagged_partials tagged partials, the last block reads them at once  06_ladder --kernel v12_tagged_partials
 // The library baselines live in baselines.cu; the atomic baseline (not deterministic) lives here.
 //
 // Versions 1–10 write one partial sum per block; a second, one-block kernel (finish_kernel) adds
@@ -42,11 +42,9 @@ constexpr unsigned kFullMask = 0xffffffffu;
 constexpr std::size_t kPerThread = 32;
 /// 16-byte loads each thread of versions 9–11 has in flight per input before it adds anything.
 constexpr int kUnroll = 4;
-/// Version 12: threads per block, 16-byte loads of x and of y per thread per trip, and partials
-/// each lane of the combining warp reads (so at most 32 × 9 = 288 blocks).
-constexpr unsigned kBlock12 = 512;
-constexpr int kUnroll12 = 4;
-constexpr unsigned kSlotsPerLane = 9;
+/// Version 12: threads per block, and 16-byte loads of x and of y per thread per trip.
+constexpr unsigned kBlock12 = 1024;
+constexpr int kUnroll12 = 2;
 /// Threads of the one block that adds the partial sums of versions 1–10.
 constexpr unsigned kFinishBlock = 1024;
 
@@ -402,16 +400,15 @@ __global__ void __launch_bounds__(Block) dot_kernel_atomic(const float* __restri
 // [v12_kernel]
 // Version 12: tagged partials, no counter. What version 11 pays at middle n is the chain after the
 // last block's loads: store the partial, a device-wide fence, an atomic round trip to L2, a block
-// barrier, the partials read back from L2, a 256-thread reduction, the counter's reset. Here every
-// block but the last stores its partial and the call's tag in one 8-byte word (one store, seen
-// whole or not at all: no fence is needed to order a flag after its data) and exits. Warp 0 of the
-// last block, by index, asks for every slot at once (lane l: slots l, l + 32, ...), waits until
-// each carries this call's tag, and adds them with shuffles: no barrier, no read-modify-write,
-// nothing to reset (the host draws a new tag per call), and a fixed order: deterministic. Waiting
-// for other blocks is safe because the waiting block is the last one: blocks are dispatched in
-// index order, so every block it waits for is already running (CUB's single-pass scan relies on
-// the same), and the grid never exceeds what the SMs hold at once. What is left is the launch and
-// the bytes: see the floor.
+// barrier, the partials read back from L2, a reduction, the counter's reset. Here every block but
+// the last stores its partial and the call's tag in one 8-byte word (one store, seen whole or not
+// at all: no fence is needed to order a flag after its data) and exits. The last block, by index,
+// reads all the slots at once, thread t slot t, each until it carries this call's tag, and adds
+// them in a fixed order: deterministic, one store per block, no read-modify-write, nothing to
+// reset (the host draws a new tag per call). Waiting for other blocks is safe because the waiting
+// block is the last one: blocks are dispatched in index order, so every block it waits for is
+// already running (CUB's single-pass scan relies on the same), and the grid never exceeds what the
+// SMs hold at once. What is left is the launch and the bytes: see the floor.
 template <unsigned Block>
 __global__ void __launch_bounds__(Block, 2) dot_kernel12(const float* __restrict__ x, const float* __restrict__ y,
                                                         std::size_t n, unsigned long long* tagged, unsigned tag,
@@ -428,31 +425,20 @@ __global__ void __launch_bounds__(Block, 2) dot_kernel12(const float* __restrict
     }
     return;
   }
-  if (threadIdx.x >= kWarp) return;  // one warp combines
-  if (last == 0) {                   // one block had the whole input
+  if (last == 0) {  // one block had the whole input
     if (threadIdx.x == 0) *result = sum;
     return;
   }
-  const unsigned lane = threadIdx.x;
-  unsigned long long word[kSlotsPerLane];  // every load issued before any is looked at: one round trip
-#pragma unroll
-  for (unsigned k = 0; k < kSlotsPerLane; ++k) {
-    const unsigned b = lane + k * kWarp;
-    word[k] = b < last ? cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(tagged[b])
-                             .load(cuda::memory_order_relaxed)  // from L2: never a stale L1 line
-                       : 0;
-  }
+  __syncthreads();  // block_sum's shared memory is used again below
   float others = 0.0f;
-#pragma unroll
-  for (unsigned k = 0; k < kSlotsPerLane; ++k) {
-    const unsigned b = lane + k * kWarp;
-    if (b >= last) continue;
-    while (static_cast<unsigned>(word[k] >> 32) != tag)  // not written yet: ask again
-      word[k] = cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(tagged[b]).load(cuda::memory_order_relaxed);
-    others += __uint_as_float(static_cast<unsigned>(word[k]));
+  for (unsigned b = threadIdx.x; b < last; b += Block) {  // one slot per thread: the grid is at most Block
+    cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> slot(tagged[b]);
+    unsigned long long word = slot.load(cuda::memory_order_relaxed);  // from L2: never a stale L1 line
+    while (static_cast<unsigned>(word >> 32) != tag) word = slot.load(cuda::memory_order_relaxed);
+    others += __uint_as_float(static_cast<unsigned>(word));
   }
-  others = warp_sum(others);
-  if (lane == 0) *result = others + sum;  // lane 0 is thread 0, which holds this block's total
+  others = block_sum<Block>(others);
+  if (threadIdx.x == 0) *result = others + sum;
 }
 // [v12_kernel]
 
@@ -597,13 +583,13 @@ void run_atomic(const float* d_x, const float* d_y, std::size_t n, float* d_resu
 // [atomic_launch]
 
 // [v12_launch]
-// Version 12's grid: one float4 of x and of y per thread while that fits on the SMs at once (like
-// the atomic baseline), so a middle-sized input is spread over as many SMs as it can use and all
-// of it is in flight from the start; from about 2^20 elements on, two blocks of 512 per SM
-// (ws.grid12, 264 on an H100), each looping with kUnroll12 float4 in flight. One block up to 2048
-// elements: no other block to wait for.
+// Version 12's grid: one trip per thread (kBlock12 threads × kUnroll12 float4 × 4 floats = 8192
+// elements per block) while that fits on the SMs at once, so every byte of a middle-sized input
+// is in flight from the start; from 2^21 elements on, two blocks per SM (ws.grid12), each looping.
+// One block up to 8192 elements: no other block to wait for. At most ws.grid12 slots (264 on an
+// H100; never more than kBlock12, one per thread of the last block).
 void run_v12(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws, cudaStream_t stream) {
-  const std::size_t wanted = std::max<std::size_t>(1, ceil_div(n, std::size_t{kBlock12} * 4));
+  const std::size_t wanted = std::max<std::size_t>(1, ceil_div(n, std::size_t{kBlock12} * 4 * kUnroll12));
   const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>(wanted, static_cast<std::size_t>(ws.grid12)));
   ws.require(n, 0);
   if (blocks > ws.tagged_capacity) throw course::UsageError("ch06::Workspace: too few tagged slots for version 12");
@@ -634,7 +620,7 @@ const std::vector<course::Version<Launcher>>& versions() {
       {"v9_float4", "16-byte loads, scalar head/tail, misaligned fallback", run_v9},
       {"v10_machine_grid", "grid = SMs x resident blocks", run_v10},
       {"v11_single_pass", "single pass: the last block adds the partials", run_v11, true},
-      {"v12_tagged_partials", "single pass, tagged partials: no counter, no fence; one warp reads them at once", run_v12},
+      {"v12_tagged_partials", "single pass, tagged partials: no counter, no fence; the last block reads them at once", run_v12},
   };
   return registry;
 }
@@ -687,7 +673,7 @@ Workspace::Workspace(course::Context& context, std::size_t max_elements) : ctx(c
   sm_count = ctx.facts().sm_count;
   machine_grid = sm_count * std::min(per_sm(dot_kernel9<kBlock>, kBlock), per_sm(dot_kernel11<kBlock>, kBlock));
   atomic_grid = sm_count * per_sm(dot_kernel_atomic<kBlock>, kBlock);
-  grid12 = std::min<int>(kWarp * kSlotsPerLane, sm_count * std::min(2, per_sm(dot_kernel12<kBlock12>, kBlock12)));
+  grid12 = std::min<int>(kBlock12, sm_count * std::min(2, per_sm(dot_kernel12<kBlock12>, kBlock12)));
   partials_capacity = partials_for(max_n, static_cast<std::size_t>(machine_grid));
   tagged_capacity = static_cast<std::size_t>(grid12);
   cub_temp_bytes = std::max<std::size_t>(1, cub_temp_bytes_for(max_n));
