@@ -10,7 +10,8 @@
 //
 // Every version is validated against an fp64 reference before and after timing. Each call is timed
 // on its own with a pair of CUDA events (GPU time from the start event to the stop event: for small
-// N that is mostly launch latency, which is the point there). Inputs rotate over enough copies that
+// N that is mostly launch latency, which is the point there), the versions in turn (call r of each
+// before call r + 1 of any). Inputs rotate over enough copies that
 // each size reads at least twice the L2's capacity between two uses of the same copy, so no size is
 // served from the cache. Beside every version, per size: the launch-latency floor, an empty
 // kernel's time per call (timed the same way) plus the bytes over the measured read roofline.
