@@ -1,15 +1,19 @@
 """Chapter 06 plots: the reduction ladder as bars (GB/s and % of the measured read roofline, per
-version, library baselines marked), time per call against N for the final kernel, the libraries and
-two classic steps with the roofline floor, and the final kernel's time as a fraction of cuBLAS's."""
+version, baselines marked), time per call against N for the final kernel, version 11, the baselines
+(cuBLAS, CUB, the atomic kernel) and two classic steps with the launch-latency floor (an empty
+kernel's time per call + bytes / read roofline, from the _sweep CSV), and each one's time as a
+fraction of cuBLAS's."""
 
 import matplotlib.pyplot as plt
 
 import course_style as cs
 
-LIBRARIES = ("cublas", "cub")
-FINAL = "v11_single_pass"
+BASELINES = ("cublas", "cub", "atomic_vec4")
+FINAL = "v12_tagged_partials"
 SWEEP_LINES = [  # (version, label, colour, style)
-    (FINAL, "v11 single pass (final)", cs.COLORS["best"], "-"),
+    (FINAL, "v12 tagged partials (final)", cs.COLORS["best"], "-"),
+    ("v11_single_pass", "v11 single pass (counter)", "#ff9896", "--"),
+    ("atomic_vec4", "atomic baseline (not deterministic)", "#9467bd", "-"),
     ("cublas", "cuBLAS", cs.COLORS["library"], "-"),
     ("cub", "CUB", "#98df8a", "--"),
     ("v7_many_per_thread", "v7 many per thread (2007's last)", cs.COLORS["gpu"], "-."),
@@ -26,7 +30,7 @@ def roofline_gbps(rows):
 
 
 def colour_of(version):
-    if version in LIBRARIES:
+    if version in BASELINES:
         return cs.COLORS["library"]
     if version == FINAL:
         return cs.COLORS["best"]
@@ -60,28 +64,33 @@ def ladder_bars(ladder, out):
         ax.set_xlabel("GB/s (2 × 4 bytes per element read once)")
         ax.set_title(f"n = {cs.size_label(n)}: {8 * n / 1e6:.0f} MB per call")
     handles = [plt.Rectangle((0, 0), 1, 1, color=cs.COLORS[k]) for k in ("library", "gpu", "best")]
-    axes[0][-1].legend(handles, ["library baseline", "course version", "final version"], loc="upper left",
+    axes[0][-1].legend(handles, ["baseline", "course version", "final version"], loc="upper left",
                        bbox_to_anchor=(1.0, 1.0), fontsize=8)  # outside: it hid value labels
     fig.suptitle(f"The reduction ladder on {cs.gpu_name()} (labels: GB/s, % of the measured read roofline)")
     cs.save(fig, out, "06_ladder")
 
 
-def time_vs_n(rows, out):
+def time_vs_n(rows, sweep, out):
     fig, ax = plt.subplots()
     roof = roofline_gbps(rows)
     all_n = sorted({int(r["n"]) for r in rows})
+    floor = sorted((int(r["n"]), r["floor_ms"]) for r in sweep if cs.finite(r.get("floor_ms")))
     for version, label, colour, style in SWEEP_LINES:
         points = sorted((int(r["n"]), r["median_ms"]) for r in rows
                         if r["version"] == version and cs.finite(r.get("median_ms")))
         if points:
             ax.plot([p[0] for p in points], [1e3 * p[1] for p in points], style, marker="o", ms=3.5, color=colour,
                     label=label)
+    if floor:
+        ax.plot([p[0] for p in floor], [1e3 * p[1] for p in floor], color=cs.COLORS["roofline"], lw=1.6,
+                label="launch-latency floor (empty kernel + bytes / roofline)")
     if roof and all_n:
         floor_us = [8.0 * n / (roof * 1e9) * 1e6 for n in all_n]
-        ax.plot(all_n, floor_us, color=cs.COLORS["roofline"], lw=1, label=f"roofline floor (bytes / {roof:.0f} GB/s)")
+        ax.plot(all_n, floor_us, color=cs.COLORS["roofline"], lw=0.8, ls=":",
+                label=f"bytes / roofline alone ({roof:.0f} GB/s)")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_ylim(bottom=0.3)  # the floor keeps falling to the left: there the launch is the whole cost
+    ax.set_ylim(bottom=0.3)  # bytes / roofline keeps falling to the left: there the launch is the whole cost
     ax.set_xlabel("n (elements per vector)")
     ax.set_ylabel("median time per call (µs, log scale)")
     ax.set_title(f"Time per call on {cs.gpu_name()}: launch latency at small n, bandwidth at large n")
@@ -89,7 +98,7 @@ def time_vs_n(rows, out):
     cs.save(fig, out, "06_ladder_sweep")
 
 
-def versus_cublas(rows, out):
+def versus_cublas(rows, sweep, out):
     fig, ax = plt.subplots()
     by = {(r["version"], int(r["n"])): r["median_ms"] for r in rows if cs.finite(r.get("median_ms"))}
     sizes = sorted({n for (_, n) in by})
@@ -101,6 +110,11 @@ def versus_cublas(rows, out):
         if points:
             ax.plot([p[0] for p in points], [p[1] for p in points], style, marker="o", ms=3.5, color=colour,
                     label=label)
+    floor = sorted((int(r["n"]), r["floor_ms"] / r["cublas_ms"]) for r in sweep
+                   if cs.finite(r.get("floor_ms")) and cs.finite(r.get("cublas_ms")) and r["cublas_ms"] > 0)
+    if floor:
+        ax.plot([p[0] for p in floor], [p[1] for p in floor], color=cs.COLORS["roofline"], lw=1.6,
+                label="launch-latency floor")
     ax.axhline(1.0, color=cs.COLORS["library"], lw=1, label="cuBLAS (1.0)")
     ax.axhline(0.75, color=cs.COLORS["roofline"], lw=0.8, ls="--")
     ax.text(sizes[0] if sizes else 1, 0.75, "target for n ≤ 2^20: 0.75", fontsize=7.5, va="bottom")
@@ -122,8 +136,10 @@ def main():
         ladder_bars(cs.load_csv(ladder_path), args.out)
     else:
         print(f"{ladder_path} not found: no ladder bars (run 06_ladder with sizes that include 2^24 or 2^28)")
-    time_vs_n(rows, args.out)
-    versus_cublas(rows, args.out)
+    sweep_path = args.results / "06_ladder_sweep.csv"
+    sweep = cs.load_csv(sweep_path) if sweep_path.is_file() else []
+    time_vs_n(rows, sweep, args.out)
+    versus_cublas(rows, sweep, args.out)
 
 
 if __name__ == "__main__":

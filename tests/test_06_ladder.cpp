@@ -16,6 +16,7 @@
 
 #include "course/buffer.hpp"
 #include "course/check.hpp"
+#include "course/context.hpp"
 #include "course/random.hpp"
 #include "course/reference.hpp"
 #include "ladder.hpp"
@@ -52,33 +53,40 @@ std::string hint_for(const Version& v) {
 }
 
 /// x and y on the device, `off_x` and `off_y` elements past a 256-byte boundary, with NaN
-/// before and after them: a read outside [0, n) poisons the result.
+/// before and after them: a read outside [0, n) poisons the result. Filled on `stream` (the
+/// context's stream is non-blocking: work on the legacy default stream would not be ordered
+/// before the kernels), and complete when the constructor returns.
 struct OnDevice {
   course::DeviceBuffer<float> d_x, d_y;
   const float* x = nullptr;
   const float* y = nullptr;
-  OnDevice(const std::vector<float>& hx, const std::vector<float>& hy, std::size_t off_x, std::size_t off_y)
+  OnDevice(const std::vector<float>& hx, const std::vector<float>& hy, std::size_t off_x, std::size_t off_y,
+           cudaStream_t stream)
       : d_x(hx.size() + 8), d_y(hy.size() + 8) {
-    d_x.fill_bytes(0xFF);
-    d_y.fill_bytes(0xFF);
+    d_x.fill_bytes(0xFF, stream);
+    d_y.fill_bytes(0xFF, stream);
     if (!hx.empty()) {
-      CUDA_CHECK(cudaMemcpy(d_x.data() + off_x, hx.data(), hx.size() * sizeof(float), cudaMemcpyHostToDevice));
-      CUDA_CHECK(cudaMemcpy(d_y.data() + off_y, hy.data(), hy.size() * sizeof(float), cudaMemcpyHostToDevice));
+      CUDA_CHECK(cudaMemcpyAsync(d_x.data() + off_x, hx.data(), hx.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
+      CUDA_CHECK(cudaMemcpyAsync(d_y.data() + off_y, hy.data(), hy.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
     }
+    CUDA_CHECK(cudaStreamSynchronize(stream));  // the host vectors may go away after this
     x = d_x.data() + off_x;
     y = d_y.data() + off_y;
   }
 };
 
-/// One call with a poisoned result (and poisoned partial sums), waited for; returns the result.
-float run_once(const Version& v, const float* d_x, const float* d_y, std::size_t n, ch06::Workspace& ws,
-               cudaStream_t stream = nullptr) {
+/// One call on the workspace's context stream with a poisoned result (and poisoned partial sums),
+/// waited for; returns the result.
+float run_once(const Version& v, const float* d_x, const float* d_y, std::size_t n, ch06::Workspace& ws) {
+  cudaStream_t stream = ws.ctx.stream();
   course::DeviceBuffer<float> d_result(1);
   d_result.fill_bytes(0xFF, stream);
   ws.poison(stream);
   v.run(d_x, d_y, n, d_result.data(), ws, stream);
+  float got = 0.0f;
+  d_result.download_async(&got, 1, stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));
-  return d_result.download()[0];
+  return got;
 }
 
 void expect_match(const Version& v, float got, const course::Reference& ref, std::size_t n, const std::string& what) {
@@ -100,11 +108,12 @@ std::size_t large_size() {
 
 // -------------------------------------------------------------------------------------------
 void test_reference(const Version& v) {
-  ch06::Workspace ws(kMaxTestN);
+  course::Context ctx;  // each test owns its GPU state: a stream, the cuBLAS handle, the scratch arena
+  ch06::Workspace ws(ctx, kMaxTestN);
   // 1. Awkward sizes, aligned pointers.
   for (std::size_t n : course::test::awkward_sizes(ch06::kBlock, 606)) {
     const auto in = course::test::make_dot_inputs(n, 6000 + n);
-    const OnDevice d(in.x, in.y, 0, 0);
+    const OnDevice d(in.x, in.y, 0, 0, ctx.stream());
     expect_match(v, run_once(v, d.x, d.y, n, ws), in.ref, n, "aligned");
   }
   // 2. Misaligned pointers: alike (one common head aligns both) and differently (no common head).
@@ -112,7 +121,7 @@ void test_reference(const Version& v) {
   for (std::size_t n : {std::size_t{3}, std::size_t{1000}, large_size()}) {
     const auto in = course::test::make_dot_inputs(n, 7000 + n);
     for (const auto& [off_x, off_y] : offsets) {
-      const OnDevice d(in.x, in.y, off_x, off_y);
+      const OnDevice d(in.x, in.y, off_x, off_y, ctx.stream());
       expect_match(v, run_once(v, d.x, d.y, n, ws), in.ref, n, offsets_text(off_x, off_y));
     }
   }
@@ -137,7 +146,7 @@ void test_reference(const Version& v) {
     }
     const course::Reference ref = course::reference_dot(x.data(), y.data(), n);
     for (std::size_t off : {std::size_t{0}, std::size_t{1}}) {
-      const OnDevice d(x, y, off, off);
+      const OnDevice d(x, y, off, off, ctx.stream());
       expect_match(v, run_once(v, d.x, d.y, n, ws), ref, n, std::string(c.what) + ", " + offsets_text(off, off));
     }
   }
@@ -145,20 +154,19 @@ void test_reference(const Version& v) {
 
 // -------------------------------------------------------------------------------------------
 void test_deterministic(const Version& v) {
-  ch06::Workspace ws(kMaxTestN);
-  cudaStream_t stream = nullptr;
-  CUDA_CHECK(cudaStreamCreate(&stream));
+  course::Context ctx;
+  ch06::Workspace ws(ctx, kMaxTestN);
   const std::size_t n = 3 * large_size();  // 3 145 737 (196 617 when small): hundreds of blocks in every version
   const auto in = course::test::make_dot_inputs(n, 9000);
   for (std::size_t off : {std::size_t{0}, std::size_t{1}}) {
-    const OnDevice d(in.x, in.y, off, off);
-    const float first = run_once(v, d.x, d.y, n, ws, stream);
+    const OnDevice d(in.x, in.y, off, off, ctx.stream());
+    const float first = run_once(v, d.x, d.y, n, ws);
     expect_match(v, first, in.ref, n, "first of 20 runs, " + offsets_text(off, off));
     std::uint32_t first_bits = 0;
     std::memcpy(&first_bits, &first, sizeof first);
     int differ = 0;
     for (int run = 1; run < 20; ++run) {
-      const float again = run_once(v, d.x, d.y, n, ws, stream);
+      const float again = run_once(v, d.x, d.y, n, ws);
       std::uint32_t bits = 0;
       std::memcpy(&bits, &again, sizeof again);
       differ += bits != first_bits;
@@ -170,7 +178,6 @@ void test_deterministic(const Version& v) {
                    "state (a counter) left behind by the previous call.");
     CHECK(differ == 0);
   }
-  CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
 // -------------------------------------------------------------------------------------------
@@ -188,10 +195,12 @@ void test_huge(const Version& v) {
                      " of free device memory and the card has " + course::format_bytes(free_bytes) +
                      ": skipped, not passed");
 
+  course::Context ctx;
+  cudaStream_t stream = ctx.stream();
   const std::uint64_t seed_x = 31, seed_y = 31 ^ 0x5DEECE66Dull;
   course::DeviceBuffer<float> d_x(n), d_y(n);
-  course::fill_random_device(d_x.data(), n, seed_x);
-  course::fill_random_device(d_y.data(), n, seed_y);
+  course::fill_random_device(d_x.data(), n, seed_x, -1.0f, 1.0f, stream);
+  course::fill_random_device(d_y.data(), n, seed_y, -1.0f, 1.0f, stream);
   course::Reference ref = ch06::streamed_reference(n, seed_x, seed_y);  // on the host, while the GPU fills
 
   // Spikes of 1e9 (y = 1 there): far above the error bound of ~3e-2·Σ|x·y| ≈ 1.6e8 at n = 2^32.
@@ -204,11 +213,11 @@ void test_huge(const Version& v) {
     ref.value += static_cast<double>(spike[k]) - old_p;
     ref.sum_abs += std::fabs(static_cast<double>(spike[k])) - std::fabs(old_p);
     const float one = 1.0f;
-    CUDA_CHECK(cudaMemcpy(d_x.data() + at[k], &spike[k], sizeof(float), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(d_y.data() + at[k], &one, sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpyAsync(d_x.data() + at[k], &spike[k], sizeof(float), cudaMemcpyHostToDevice, stream));
+    CUDA_CHECK(cudaMemcpyAsync(d_y.data() + at[k], &one, sizeof(float), cudaMemcpyHostToDevice, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));  // `one` lives in this loop's scope
   }
-  CUDA_CHECK(cudaDeviceSynchronize());
-  ch06::Workspace ws(n);
+  ch06::Workspace ws(ctx, n);
   expect_match(v, run_once(v, d_x.data(), d_y.data(), n, ws), ref, n,
                "n beyond 2^31; indices must be 64-bit (std::size_t), never int or unsigned");
 }
@@ -224,7 +233,7 @@ const bool registered = [] {
                              COURSE_REQUIRE_GPU();
                              test_reference(v);
                            });
-    if (!ch06::is_library(v))
+    if (!ch06::is_baseline(v))  // the atomic baseline adds in the order blocks finish: not deterministic
       course::test::add_case("ch06 " + name + ": the same bits on every run", tags, [&v] {
         COURSE_REQUIRE_GPU();
         test_deterministic(v);
@@ -239,11 +248,15 @@ const bool registered = [] {
 
 }  // namespace
 
-TEST_CASE("ch06 registry: libraries first, the classic seven, four exercises, the single pass last", "[ch06]") {
+TEST_CASE("ch06 registry: baselines first, the classic seven, four exercises, the tagged single pass last", "[ch06]") {
   const auto& vs = ch06::versions();
-  REQUIRE(vs.size() == 13);
+  REQUIRE(vs.size() == 15);
   CHECK(ch06::is_library(vs[0]));
   CHECK(ch06::is_library(vs[1]));
+  CHECK(!ch06::is_library(vs[2]));
+  CHECK(ch06::is_baseline(vs[2]));
+  CHECK(std::string(vs[2].name) == "atomic_vec4");
+  for (std::size_t i = 3; i < vs.size(); ++i) CHECK(!ch06::is_baseline(vs[i]));
   std::vector<std::string> exercises;
   for (std::size_t i = 0; i < vs.size(); ++i) {
     CHECK(vs[i].run != nullptr);
@@ -251,7 +264,7 @@ TEST_CASE("ch06 registry: libraries first, the classic seven, four exercises, th
     if (vs[i].exercise) exercises.emplace_back(vs[i].name);
   }
   CHECK(exercises == std::vector<std::string>{"v3_sequential", "v4_first_add", "v8_shuffle", "v11_single_pass"});
-  CHECK(std::string(ch06::final_version().name) == "v11_single_pass");
+  CHECK(std::string(ch06::final_version().name) == "v12_tagged_partials");
 }
 
 TEST_CASE("ch06 streamed_reference: equals the reference of the materialized vectors", "[ch06]") {
@@ -270,10 +283,11 @@ TEST_CASE("ch06 streamed_reference: equals the reference of the materialized vec
 
 TEST_CASE("ch06 Workspace: refuses a call larger than it was made for", "[ch06][gpu]") {
   COURSE_REQUIRE_GPU();
-  ch06::Workspace ws(1000);
+  course::Context ctx;
+  ch06::Workspace ws(ctx, 1000);
   course::DeviceBuffer<float> d(2000), d_result(1);
   for (const auto& v : ch06::versions()) {
     INFO(v.name << " was called with n = 2000 on a workspace for n <= 1000");
-    CHECK_THROWS_AS(v.run(d.data(), d.data(), 2000, d_result.data(), ws, nullptr), course::UsageError);
+    CHECK_THROWS_AS(v.run(d.data(), d.data(), 2000, d_result.data(), ws, ctx.stream()), course::UsageError);
   }
 }

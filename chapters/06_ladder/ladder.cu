@@ -5,6 +5,7 @@
 // Versions (ch06::versions(); one with `06_ladder --kernel NAME --n 2^28`, the report with `06_ladder`):
 //   cublas             cublasSdot_64, the library baseline (two kernels)     06_ladder --kernel cublas
 //   cub                cub::DeviceReduce::TransformReduce over x·y           06_ladder --kernel cub
+//   atomic_vec4        float4 loop, shuffles, atomicAdd per block (baseline) 06_ladder --kernel atomic_vec4
 //   v1_divergent       interleaved addressing, divergent branch (tid % 2s)   06_ladder --kernel v1_divergent
 //   v2_bank_conflicts  interleaved addressing, strided index: bank conflicts 06_ladder --kernel v2_bank_conflicts
 //   v3_sequential      sequential addressing (exercise)                      06_ladder --kernel v3_sequential
@@ -16,10 +17,11 @@
 //   v9_float4          16-byte loads, scalar head and tail, misaligned path  06_ladder --kernel v9_float4
 //   v10_machine_grid   grid = SMs × resident blocks                          06_ladder --kernel v10_machine_grid
 //   v11_single_pass    the last block adds the partials: one launch (exercise) 06_ladder --kernel v11_single_pass
-// The library baselines live in baselines.cu.
+//   v12_tagged_partials tagged partials, the last block reads them at once  06_ladder --kernel v12_tagged_partials
+// The library baselines live in baselines.cu; the atomic baseline (not deterministic) lives here.
 //
 // Versions 1–10 write one partial sum per block; a second, one-block kernel (finish_kernel) adds
-// them, in the same stream, without the host waiting. Version 11 needs no second launch.
+// them, in the same stream, without the host waiting. Versions 11 and 12 need no second launch.
 
 #include <cuda/atomic>
 
@@ -40,6 +42,9 @@ constexpr unsigned kFullMask = 0xffffffffu;
 constexpr std::size_t kPerThread = 32;
 /// 16-byte loads each thread of versions 9–11 has in flight per input before it adds anything.
 constexpr int kUnroll = 4;
+/// Version 12: threads per block, and 16-byte loads of x and of y per thread per trip.
+constexpr unsigned kBlock12 = 1024;
+constexpr int kUnroll12 = 2;
 /// Threads of the one block that adds the partial sums of versions 1–10.
 constexpr unsigned kFinishBlock = 1024;
 
@@ -277,7 +282,7 @@ __device__ __forceinline__ float block_sum(float v) {
 // [finish_kernel]
 // The second pass of versions 1–10: one block adds the `count` partial sums of the first pass, in
 // a fixed order, and writes the result. The partials were written by the previous kernel in the
-// same stream, so they are complete when this one starts. 16-byte loads (d_partials is aligned).
+// same stream, so they are complete when this one starts. 16-byte loads (the partials are aligned).
 __global__ void __launch_bounds__(kFinishBlock)
     finish_kernel(const float* __restrict__ partials, std::size_t count, float* __restrict__ result) {
   const float4* p4 = reinterpret_cast<const float4*>(partials);
@@ -299,9 +304,10 @@ __device__ __forceinline__ float dot4(float4 a, float4 b) { return a.x * b.x + a
 // This thread's share of Σ x[i]·y[i], with 16-byte loads where the pointers allow them. A float4
 // load needs an address that is a multiple of 16 bytes. The first `head` elements (0 to 3) come
 // before x's first such address and are read one by one, as is the `tail` after the last whole
-// float4; the rest is read four floats at a time, kUnroll float4 of x and of y in flight before
+// float4; the rest is read four floats at a time, Unroll float4 of x and of y in flight before
 // any is used. When x and y are misaligned differently (x + 1 and y + 2, say) no common head
 // aligns both, and a plain scalar loop reads everything.
+template <int Unroll = kUnroll>
 __device__ __forceinline__ float thread_dot_vec4(const float* __restrict__ x, const float* __restrict__ y,
                                                  std::size_t n, std::size_t thread, std::size_t threads) {
   const auto x_off = reinterpret_cast<std::uintptr_t>(x) % 16;
@@ -321,15 +327,15 @@ __device__ __forceinline__ float thread_dot_vec4(const float* __restrict__ x, co
   const float4* x4 = reinterpret_cast<const float4*>(x + head);
   const float4* y4 = reinterpret_cast<const float4*>(y + head);
   std::size_t i = thread;
-  for (; i + (kUnroll - 1) * threads < n4; i += kUnroll * threads) {
-    float4 a[kUnroll], b[kUnroll];
+  for (; i + (Unroll - 1) * threads < n4; i += Unroll * threads) {
+    float4 a[Unroll], b[Unroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < Unroll; ++u) {
       a[u] = __ldg(x4 + i + u * threads);
       b[u] = __ldg(y4 + i + u * threads);
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) sum += dot4(a[u], b[u]);
+    for (int u = 0; u < Unroll; ++u) sum += dot4(a[u], b[u]);
   }
   for (; i < n4; i += threads) sum += dot4(__ldg(x4 + i), __ldg(y4 + i));
   return sum;
@@ -376,6 +382,66 @@ __global__ void __launch_bounds__(Block) dot_kernel11(const float* __restrict__ 
 }
 // [v11_kernel]
 
+// [atomic_kernel]
+// The baseline most engineers write first: the float4 grid-stride loop (one float4 of x and of y
+// per trip), warp shuffles, and one atomicAdd per block into a result the launcher zeroed with a
+// memset. One launch plus a memset, no partials, no counter. Not deterministic: the blocks add
+// into the result in whatever order they finish, and float addition is not associative.
+template <unsigned Block>
+__global__ void __launch_bounds__(Block) dot_kernel_atomic(const float* __restrict__ x, const float* __restrict__ y,
+                                                          std::size_t n, float* result) {
+  const std::size_t thread = blockIdx.x * std::size_t{Block} + threadIdx.x;
+  float sum = thread_dot_vec4<1>(x, y, n, thread, std::size_t{gridDim.x} * Block);
+  sum = block_sum<Block>(sum);
+  if (threadIdx.x == 0) atomicAdd(result, sum);
+}
+// [atomic_kernel]
+
+// [v12_kernel]
+// Version 12: tagged partials, no counter. What version 11 pays at middle n is the chain after the
+// last block's loads: store the partial, a device-wide fence, an atomic round trip to L2, a block
+// barrier, the partials read back from L2, a reduction, the counter's reset. Here every block but
+// the last stores its partial and the call's tag in one 8-byte word (one store, seen whole or not
+// at all: no fence is needed to order a flag after its data) and exits. The last block, by index,
+// reads all the slots at once, thread t slot t, each until it carries this call's tag, and adds
+// them in a fixed order: deterministic, one store per block, no read-modify-write, nothing to
+// reset (the host draws a new tag per call). Waiting for other blocks is safe because the waiting
+// block is the last one: blocks are dispatched in index order, so every block it waits for is
+// already running (CUB's single-pass scan relies on the same), and the grid never exceeds what the
+// SMs hold at once. What is left is the launch and the bytes: see the floor.
+template <unsigned Block>
+__global__ void __launch_bounds__(Block, 2) dot_kernel12(const float* __restrict__ x, const float* __restrict__ y,
+                                                        std::size_t n, unsigned long long* tagged, unsigned tag,
+                                                        float* __restrict__ result) {
+  const std::size_t thread = blockIdx.x * std::size_t{Block} + threadIdx.x;
+  float sum = thread_dot_vec4<kUnroll12>(x, y, n, thread, std::size_t{gridDim.x} * Block);
+  sum = block_sum<Block>(sum);  // valid in thread 0
+  const unsigned last = gridDim.x - 1;
+  if (blockIdx.x != last) {
+    if (threadIdx.x == 0) {
+      const unsigned long long word = static_cast<unsigned long long>(tag) << 32 | __float_as_uint(sum);
+      cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(tagged[blockIdx.x])
+          .store(word, cuda::memory_order_relaxed);
+    }
+    return;
+  }
+  if (last == 0) {  // one block had the whole input
+    if (threadIdx.x == 0) *result = sum;
+    return;
+  }
+  __syncthreads();  // block_sum's shared memory is used again below
+  float others = 0.0f;
+  for (unsigned b = threadIdx.x; b < last; b += Block) {  // one slot per thread: the grid is at most Block
+    cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> slot(tagged[b]);
+    unsigned long long word = slot.load(cuda::memory_order_relaxed);  // from L2: never a stale L1 line
+    while (static_cast<unsigned>(word >> 32) != tag) word = slot.load(cuda::memory_order_relaxed);
+    others += __uint_as_float(static_cast<unsigned>(word));
+  }
+  others = block_sum<Block>(others);
+  if (threadIdx.x == 0) *result = others + sum;
+}
+// [v12_kernel]
+
 // ---------------------------------------------------------------------------------------------
 // Launchers: grid arithmetic, launch, launch check. None of them waits for the GPU.
 // ---------------------------------------------------------------------------------------------
@@ -399,42 +465,42 @@ unsigned machine_blocks_for(std::size_t n, const Workspace& ws) {
 
 // [finish]
 void finish(Workspace& ws, unsigned blocks, float* d_result, cudaStream_t stream) {
-  finish_kernel<<<1, kFinishBlock, 0, stream>>>(ws.d_partials, blocks, d_result);
+  finish_kernel<<<1, kFinishBlock, 0, stream>>>(ws.partials(), blocks, d_result);
   CUDA_CHECK_LAUNCH("finish_kernel");
 }
 // [finish]
 
 void run_v1(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws, cudaStream_t stream) {
   const unsigned blocks = blocks_for(n, kBlock, ws);
-  dot_kernel1<<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.d_partials);
+  dot_kernel1<<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.partials());
   CUDA_CHECK_LAUNCH("dot_kernel1");
   finish(ws, blocks, d_result, stream);
 }
 
 void run_v2(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws, cudaStream_t stream) {
   const unsigned blocks = blocks_for(n, kBlock, ws);
-  dot_kernel2<<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.d_partials);
+  dot_kernel2<<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.partials());
   CUDA_CHECK_LAUNCH("dot_kernel2");
   finish(ws, blocks, d_result, stream);
 }
 
 void run_v3(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws, cudaStream_t stream) {
   const unsigned blocks = blocks_for(n, kBlock, ws);
-  dot_kernel3<<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.d_partials);
+  dot_kernel3<<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.partials());
   CUDA_CHECK_LAUNCH("dot_kernel3");
   finish(ws, blocks, d_result, stream);
 }
 
 void run_v4(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws, cudaStream_t stream) {
   const unsigned blocks = blocks_for(n, 2 * std::size_t{kBlock}, ws);
-  dot_kernel4<<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.d_partials);
+  dot_kernel4<<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.partials());
   CUDA_CHECK_LAUNCH("dot_kernel4");
   finish(ws, blocks, d_result, stream);
 }
 
 void run_v5(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws, cudaStream_t stream) {
   const unsigned blocks = blocks_for(n, 2 * std::size_t{kBlock}, ws);
-  dot_kernel5<<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.d_partials);
+  dot_kernel5<<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.partials());
   CUDA_CHECK_LAUNCH("dot_kernel5");
   finish(ws, blocks, d_result, stream);
 }
@@ -444,7 +510,7 @@ void run_v6(const float* d_x, const float* d_y, std::size_t n, float* d_result, 
   const unsigned blocks = blocks_for(n, 2 * std::size_t{kBlock}, ws);
   // The block size is a compile-time constant here; with one chosen at run time, a switch over
   // the powers of two from 64 to 1024 would pick the matching instance of the template.
-  dot_kernel6<kBlock><<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.d_partials);
+  dot_kernel6<kBlock><<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.partials());
   CUDA_CHECK_LAUNCH("dot_kernel6");
   finish(ws, blocks, d_result, stream);
 }
@@ -452,21 +518,21 @@ void run_v6(const float* d_x, const float* d_y, std::size_t n, float* d_result, 
 
 void run_v7(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws, cudaStream_t stream) {
   const unsigned blocks = blocks_for(n, kBlock * kPerThread, ws);
-  dot_kernel7<kBlock><<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.d_partials);
+  dot_kernel7<kBlock><<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.partials());
   CUDA_CHECK_LAUNCH("dot_kernel7");
   finish(ws, blocks, d_result, stream);
 }
 
 void run_v8(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws, cudaStream_t stream) {
   const unsigned blocks = blocks_for(n, kBlock * kPerThread, ws);
-  dot_kernel8<kBlock><<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.d_partials);
+  dot_kernel8<kBlock><<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.partials());
   CUDA_CHECK_LAUNCH("dot_kernel8");
   finish(ws, blocks, d_result, stream);
 }
 
 void run_v9(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws, cudaStream_t stream) {
   const unsigned blocks = blocks_for(n, kBlock * kPerThread, ws);
-  dot_kernel9<kBlock><<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.d_partials);
+  dot_kernel9<kBlock><<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.partials());
   CUDA_CHECK_LAUNCH("dot_kernel9");
   finish(ws, blocks, d_result, stream);
 }
@@ -478,7 +544,7 @@ void run_v9(const float* d_x, const float* d_y, std::size_t n, float* d_result, 
 // finish early idles while the slowest blocks finish (version 11 uses several waves).
 void run_v10(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws, cudaStream_t stream) {
   const unsigned blocks = machine_blocks_for(n, ws);
-  dot_kernel9<kBlock><<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.d_partials);
+  dot_kernel9<kBlock><<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.partials());
   CUDA_CHECK_LAUNCH("dot_kernel9");
   finish(ws, blocks, d_result, stream);
 }
@@ -497,10 +563,43 @@ void run_v11(const float* d_x, const float* d_y, std::size_t n, float* d_result,
   const unsigned blocks =
       static_cast<unsigned>(std::min<std::size_t>(wanted, kWaves * static_cast<std::size_t>(ws.machine_grid)));
   ws.require(n, blocks);
-  dot_kernel11<kBlock><<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.d_partials, ws.d_counter, d_result);
+  dot_kernel11<kBlock><<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, ws.partials(), ws.counter(), d_result);
   CUDA_CHECK_LAUNCH("dot_kernel11");
 }
 // [v11_launch]
+
+// [atomic_launch]
+// The atomic baseline's grid: one float4 of x and of y per thread, as many blocks as that takes,
+// at most as many as the SMs hold at once (each block then loops). The memset is part of the call.
+void run_atomic(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws,
+                cudaStream_t stream) {
+  ws.require(n, 0);
+  const std::size_t wanted = std::max<std::size_t>(1, ceil_div(n, std::size_t{kBlock} * 4));
+  const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>(wanted, static_cast<std::size_t>(ws.atomic_grid)));
+  CUDA_CHECK(cudaMemsetAsync(d_result, 0, sizeof(float), stream));
+  dot_kernel_atomic<kBlock><<<blocks, kBlock, 0, stream>>>(d_x, d_y, n, d_result);
+  CUDA_CHECK_LAUNCH("dot_kernel_atomic");
+}
+// [atomic_launch]
+
+// [v12_launch]
+// Version 12's grid: one trip per thread (kBlock12 threads × kUnroll12 float4 × 4 floats = 8192
+// elements per block) while that fits on the SMs at once, so every byte of a middle-sized input
+// is in flight from the start; from 2^21 elements on, two blocks per SM (ws.grid12), each looping.
+// One block up to 8192 elements: no other block to wait for. At most ws.grid12 slots (264 on an
+// H100; never more than kBlock12, one per thread of the last block).
+void run_v12(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws, cudaStream_t stream) {
+  const std::size_t wanted = std::max<std::size_t>(1, ceil_div(n, std::size_t{kBlock12} * 4 * kUnroll12));
+  const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>(wanted, static_cast<std::size_t>(ws.grid12)));
+  ws.require(n, 0);
+  if (blocks > ws.tagged_capacity) throw course::UsageError("ch06::Workspace: too few tagged slots for version 12");
+  const unsigned tag = ws.next_tag(stream);
+  dot_kernel12<kBlock12><<<blocks, kBlock12, 0, stream>>>(d_x, d_y, n, ws.tagged(), tag, d_result);
+  CUDA_CHECK_LAUNCH("dot_kernel12");
+}
+// [v12_launch]
+
+__global__ void empty_kernel() {}
 
 }  // namespace
 
@@ -509,6 +608,7 @@ const std::vector<course::Version<Launcher>>& versions() {
   static const std::vector<course::Version<Launcher>> registry = {
       {"cublas", "cuBLAS: cublasSdot_64 (library baseline)", run_cublas},
       {"cub", "CUB: DeviceReduce::TransformReduce over x[i]*y[i] (library baseline)", run_cub},
+      {"atomic_vec4", "float4 grid-stride, shuffles, one atomicAdd per block after a memset (baseline)", run_atomic},
       {"v1_divergent", "interleaved addressing, divergent branch (tid % 2s)", run_v1},
       {"v2_bank_conflicts", "interleaved addressing, no divergence, bank conflicts", run_v2},
       {"v3_sequential", "sequential addressing: conflict-free", run_v3, true},
@@ -520,12 +620,20 @@ const std::vector<course::Version<Launcher>>& versions() {
       {"v9_float4", "16-byte loads, scalar head/tail, misaligned fallback", run_v9},
       {"v10_machine_grid", "grid = SMs x resident blocks", run_v10},
       {"v11_single_pass", "single pass: the last block adds the partials", run_v11, true},
+      {"v12_tagged_partials", "single pass, tagged partials: no counter, no fence; the last block reads them at once", run_v12},
   };
   return registry;
 }
 // [registry]
 
 bool is_library(const course::Version<Launcher>& version) { return version.name == "cublas" || version.name == "cub"; }
+
+bool is_baseline(const course::Version<Launcher>& version) { return is_library(version) || version.name == "atomic_vec4"; }
+
+void run_empty(cudaStream_t stream) {
+  empty_kernel<<<1, 1, 0, stream>>>();
+  CUDA_CHECK_LAUNCH("empty_kernel");
+}
 
 const course::Version<Launcher>& final_version() { return versions().back(); }
 
@@ -535,16 +643,6 @@ const course::Version<Launcher>& final_version() { return versions().back(); }
 
 namespace {
 
-int machine_grid_of_device(int* sm_count) {
-  int device = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(sm_count, cudaDevAttrMultiProcessorCount, device));
-  int per_sm_9 = 0, per_sm_11 = 0;
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_9, dot_kernel9<kBlock>, kBlock, 0));
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_11, dot_kernel11<kBlock>, kBlock, 0));
-  return *sm_count * std::max(1, std::min(per_sm_9, per_sm_11));
-}
-
 /// Partial sums the largest call can write: one per block of version 1 (one element per thread),
 /// or one per block of the machine-sized grid, rounded up to whole float4.
 std::size_t partials_for(std::size_t max_n, std::size_t machine_grid) {
@@ -552,43 +650,59 @@ std::size_t partials_for(std::size_t max_n, std::size_t machine_grid) {
   return ceil_div(count, 4) * 4;
 }
 
+/// Resident blocks per SM of `kernel` at `block` threads (at least 1).
+template <class Kernel>
+int per_sm(Kernel kernel, unsigned block) {
+  int blocks = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, static_cast<int>(block), 0));
+  return std::max(1, blocks);
+}
+
+constexpr std::size_t kMaxTagged = 64 * 1024;  // a bound on version 12's grid for bytes_for
+
 }  // namespace
 
 std::size_t Workspace::bytes_for(std::size_t max_n) {
   // The machine grid is at most 2048 blocks per SM on any card; a bound is enough here.
-  return partials_for(max_n, 0) * sizeof(float) + 64 * 1024 * sizeof(float) + sizeof(unsigned) +
-         cub_temp_bytes_for(max_n);
+  return partials_for(max_n, 0) * sizeof(float) + 64 * 1024 * sizeof(float) + kMaxTagged * sizeof(unsigned long long) +
+         4 * 256 + cub_temp_bytes_for(max_n);
 }
 
-Workspace::Workspace(std::size_t max_elements) : max_n(max_elements) {
-  try {
-    machine_grid = machine_grid_of_device(&sm_count);
-    partials_capacity = partials_for(max_n, static_cast<std::size_t>(machine_grid));
-    CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_partials), partials_capacity * sizeof(float)));
-    CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_counter), sizeof(unsigned)));
-    CUDA_CHECK(cudaMemset(d_counter, 0, sizeof(unsigned)));
-    cub_temp_bytes = std::max<std::size_t>(1, cub_temp_bytes_for(max_n));
-    CUDA_CHECK(cudaMalloc(&d_cub_temp, cub_temp_bytes));
-    cublas = create_cublas_handle();
-    CUDA_CHECK(cudaDeviceSynchronize());  // the counter's zero is in place before any call
-  } catch (...) {
-    release();  // a constructor that throws gets no destructor call
-    throw;
+Workspace::Workspace(course::Context& context, std::size_t max_elements) : ctx(context), max_n(max_elements) {
+  ctx.activate();
+  sm_count = ctx.facts().sm_count;
+  machine_grid = sm_count * std::min(per_sm(dot_kernel9<kBlock>, kBlock), per_sm(dot_kernel11<kBlock>, kBlock));
+  atomic_grid = sm_count * per_sm(dot_kernel_atomic<kBlock>, kBlock);
+  grid12 = std::min<int>(kBlock12, sm_count * std::min(2, per_sm(dot_kernel12<kBlock12>, kBlock12)));
+  partials_capacity = partials_for(max_n, static_cast<std::size_t>(machine_grid));
+  tagged_capacity = static_cast<std::size_t>(grid12);
+  cub_temp_bytes = std::max<std::size_t>(1, cub_temp_bytes_for(max_n));
+  // Phase one: add up the regions; phase two: the context reserves the total once.
+  course::ScratchLayout layout;
+  off_partials_ = layout.add(partials_capacity * sizeof(float));
+  off_tagged_ = layout.add(tagged_capacity * sizeof(unsigned long long));
+  off_counter_ = layout.add(sizeof(unsigned));
+  off_cub_ = layout.add(cub_temp_bytes);
+  scratch_bytes_ = layout.bytes();
+  ctx.reserve_scratch(scratch_bytes_);
+  // Version 11's counter starts at zero; version 12's slots carry tag 0, which no call uses.
+  CUDA_CHECK(cudaMemsetAsync(counter(), 0, sizeof(unsigned), ctx.stream()));
+  CUDA_CHECK(cudaMemsetAsync(tagged(), 0, tagged_capacity * sizeof(unsigned long long), ctx.stream()));
+  ctx.synchronize();  // in place before a call on any stream
+}
+
+char* Workspace::base() const { return static_cast<char*>(ctx.scratch(scratch_bytes_)); }
+float* Workspace::partials() const { return reinterpret_cast<float*>(base() + off_partials_); }
+unsigned* Workspace::counter() const { return reinterpret_cast<unsigned*>(base() + off_counter_); }
+unsigned long long* Workspace::tagged() const { return reinterpret_cast<unsigned long long*>(base() + off_tagged_); }
+void* Workspace::cub_temp() const { return base() + off_cub_; }
+
+unsigned Workspace::next_tag(cudaStream_t stream) {
+  if (++tag_ == 0xFFFFFFFFu || tag_ == 0) {
+    CUDA_CHECK(cudaMemsetAsync(tagged(), 0, tagged_capacity * sizeof(unsigned long long), stream));
+    tag_ = 1;
   }
-}
-
-Workspace::~Workspace() { release(); }
-
-void Workspace::release() noexcept {
-  // Must not throw (it runs in the destructor): failures while freeing are ignored.
-  if (cublas != nullptr) cublasDestroy(cublas);
-  if (d_cub_temp != nullptr) cudaFree(d_cub_temp);
-  if (d_counter != nullptr) cudaFree(d_counter);
-  if (d_partials != nullptr) cudaFree(d_partials);
-  cublas = nullptr;
-  d_cub_temp = nullptr;
-  d_counter = nullptr;
-  d_partials = nullptr;
+  return tag_;
 }
 
 void Workspace::require(std::size_t n, std::size_t blocks) const {
@@ -600,7 +714,9 @@ void Workspace::require(std::size_t n, std::size_t blocks) const {
 }
 
 void Workspace::poison(cudaStream_t stream) {
-  CUDA_CHECK(cudaMemsetAsync(d_partials, 0xFF, partials_capacity * sizeof(float), stream));
+  CUDA_CHECK(cudaMemsetAsync(partials(), 0xFF, partials_capacity * sizeof(float), stream));
+  // Tag 0xFFFFFFFF, which next_tag never hands out: a slot nobody wrote is never taken as written.
+  CUDA_CHECK(cudaMemsetAsync(tagged(), 0xFF, tagged_capacity * sizeof(unsigned long long), stream));
 }
 
 }  // namespace ch06

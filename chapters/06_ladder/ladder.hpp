@@ -5,57 +5,73 @@
 /// Every version computes the dot product of two float vectors that already live on the device,
 /// writes the result to one float on the device, and returns without waiting: one call is one
 /// piece of work enqueued on a stream. Everything a version needs besides its inputs (partial
-/// sums, a counter, CUB's scratch memory, the cuBLAS handle) is allocated once in a Workspace, so
-/// that a timed call never allocates.
+/// sums, a counter, CUB's scratch memory, the cuBLAS handle) comes from a course::Context through a
+/// Workspace, set up once, so that a timed call never allocates.
 
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "course/context.hpp"
 #include "course/reference.hpp"
 #include "course/registry.hpp"
 
 namespace ch06 {
 
-/// Threads per block of every course kernel (a power of two, at least 64: the last-warp code of
-/// versions 5–7 reads s_data[tid + 32]).
+/// Threads per block of the course kernels up to version 11 and of the atomic baseline (a power of
+/// two, at least 64: the last-warp code of versions 5–7 reads s_data[tid + 32]).
 constexpr unsigned kBlock = 256;
 
-/// Memory that the versions need besides their inputs, allocated once for inputs of up to `max_n`
-/// elements. One Workspace serves one stream at a time: the single-pass version keeps a counter in
-/// it that two concurrent calls would share.
+/// Everything the versions need besides their inputs, for inputs of up to `max_n` elements: the
+/// partial sums, the single pass's counter, version 12's tagged partials and CUB's scratch memory
+/// live in the Context's scratch arena (one ScratchLayout, reserved once); the cuBLAS handle and the
+/// device's facts are the Context's. One Workspace serves one stream at a time (the single-pass
+/// versions keep state in it between calls), and one Workspace per Context at a time (they would
+/// share the arena).
 struct Workspace {
-  explicit Workspace(std::size_t max_n);
-  ~Workspace();
+  Workspace(course::Context& context, std::size_t max_n);
   Workspace(const Workspace&) = delete;
   Workspace& operator=(const Workspace&) = delete;
 
-  /// Device bytes a Workspace for `max_n` elements allocates (for course::require_fits).
+  /// Device bytes a Workspace for `max_n` elements needs, at most (for course::require_fits).
   static std::size_t bytes_for(std::size_t max_n);
 
   /// Throws course::UsageError when a call with n elements and `blocks` blocks does not fit.
   void require(std::size_t n, std::size_t blocks) const;
 
-  /// Fills the partial sums with NaN, so that a version that forgets to write one cannot reuse
-  /// what an earlier version left there (tests call it before every run).
+  /// Fills the partial sums (and version 12's tagged partials) with NaN, so that a version that
+  /// forgets to write one cannot reuse what an earlier version left there (tests call it before
+  /// every run).
   void poison(cudaStream_t stream);
 
+  // The regions of the context's arena; found again on every call (the arena may have grown).
+  float* partials() const;            ///< one partial sum per block of the first pass
+  unsigned* counter() const;          ///< blocks finished (version 11); zero between calls
+  unsigned long long* tagged() const; ///< version 12: (tag << 32 | partial bits) per block
+  void* cub_temp() const;             ///< CUB's scratch memory
+
+  /// Version 12's tag for the next call: never 0 (the arena's first fill) nor 0xFFFFFFFF (the
+  /// poison). When the 32-bit tag wraps, the tagged partials are cleared first, on `stream`, so
+  /// that no partial from four billion calls ago can carry the new tag.
+  unsigned next_tag(cudaStream_t stream);
+
+  course::Context& ctx;
   std::size_t max_n = 0;
-  float* d_partials = nullptr;        ///< one partial sum per block of the first pass
-  std::size_t partials_capacity = 0;  ///< how many floats d_partials holds
-  unsigned* d_counter = nullptr;      ///< blocks finished (single pass); zero between calls
-  void* d_cub_temp = nullptr;         ///< CUB's scratch memory
+  std::size_t partials_capacity = 0;  ///< floats in partials()
+  std::size_t tagged_capacity = 0;    ///< slots in tagged(): version 12's largest grid
   std::size_t cub_temp_bytes = 0;
-  cublasHandle_t cublas = nullptr;    ///< pointer mode device: the result stays on the GPU
-  cudaStream_t cublas_stream = nullptr;
   int sm_count = 0;
-  int machine_grid = 0;  ///< SMs × resident blocks of the grid-stride kernels (occupancy API)
+  int machine_grid = 0;  ///< SMs × resident blocks of the grid-stride kernels of versions 9–11
+  int atomic_grid = 0;   ///< SMs × resident blocks of the atomic baseline
+  int grid12 = 0;        ///< SMs × resident blocks of version 12 (its largest grid)
 
  private:
-  void release() noexcept;
+  char* base() const;
+  std::size_t scratch_bytes_ = 0;
+  std::size_t off_partials_ = 0, off_counter_ = 0, off_tagged_ = 0, off_cub_ = 0;
+  unsigned tag_ = 0;
 };
 
 /// One version: d_result = Σ d_x[i]·d_y[i] for i < n, enqueued on `stream`, no host wait.
@@ -63,12 +79,20 @@ struct Workspace {
 using Launcher = void (*)(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws,
                           cudaStream_t stream);
 
-/// The chapter's versions in the order the text climbs them: the two library baselines, the
-/// seven classic steps, then what a modern GPU adds.
+/// The chapter's versions in the order the text climbs them: the baselines (cuBLAS, CUB, and the
+/// atomic kernel most engineers would write first), the seven classic steps, then what a modern
+/// GPU adds.
 const std::vector<course::Version<Launcher>>& versions();
 
-/// True for the library baselines (cuBLAS, CUB), which tables and plots mark apart.
+/// True for the library baselines (cuBLAS, CUB).
 bool is_library(const course::Version<Launcher>& version);
+
+/// True for every baseline (the libraries and atomic_vec4): tables and plots mark them apart, the
+/// driver runs them beside any --kernel, and none of them promises the same bits on every run.
+bool is_baseline(const course::Version<Launcher>& version);
+
+/// An empty kernel, <<<1, 1>>>: its time per call is the launch-latency part of the floor.
+void run_empty(cudaStream_t stream);
 
 /// The chapter's answer to "how fast can a dot product be": the last registry entry.
 const course::Version<Launcher>& final_version();
@@ -86,7 +110,5 @@ void run_cub(const float* d_x, const float* d_y, std::size_t n, float* d_result,
              cudaStream_t stream);
 /// Bytes of scratch memory CUB asks for at n elements.
 std::size_t cub_temp_bytes_for(std::size_t n);
-/// A cuBLAS handle in pointer mode device (results stay on the GPU), on the default stream.
-cublasHandle_t create_cublas_handle();
 
 }  // namespace ch06

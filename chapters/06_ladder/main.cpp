@@ -3,17 +3,21 @@
 //   06_ladder                                   the report: every version at N = 2^10, 2^12, ..., 2^28,
 //                                               the ladder table at 2^24 and 2^28, the targets
 //   06_ladder --quick                           fewer sizes (2^10 to 2^24) and 30 repetitions
-//   06_ladder --kernel v9_float4 --n 2^28       one version (cuBLAS and CUB always run beside it)
+//   06_ladder --kernel v9_float4 --n 2^28       one version (the baselines always run beside it)
 //   06_ladder --sizes 2^20,2^26                 chosen sizes
 //   06_ladder --csv results/local/06_ladder.csv also writes 06_ladder_{ladder,sweep,targets,device}.csv
+//   06_ladder --device 1                        another GPU (everything runs on its course::Context)
 //
 // Every version is validated against an fp64 reference before and after timing. Each call is timed
 // on its own with a pair of CUDA events (GPU time from the start event to the stop event: for small
-// N that is mostly launch latency, which is the point there). Inputs rotate over enough copies that
+// N that is mostly launch latency, which is the point there), the versions in turn (call r of each
+// before call r + 1 of any). Inputs rotate over enough copies that
 // each size reads at least twice the L2's capacity between two uses of the same copy, so no size is
-// served from the cache.
+// served from the cache. Beside every version, per size: the launch-latency floor, an empty
+// kernel's time per call (timed the same way) plus the bytes over the measured read roofline.
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -25,6 +29,7 @@
 #include "course/bench.hpp"
 #include "course/buffer.hpp"
 #include "course/cli.hpp"
+#include "course/context.hpp"
 #include "course/device.hpp"
 #include "course/progress.hpp"
 #include "course/random.hpp"
@@ -79,56 +84,98 @@ struct Inputs {
   }
   static std::size_t stride_for(std::size_t n) { return std::max<std::size_t>(64, (n + 63) / 64 * 64); }
 
-  Inputs(std::size_t n_, std::size_t l2_bytes, std::uint64_t seed)
+  Inputs(std::size_t n_, std::size_t l2_bytes, std::uint64_t seed, cudaStream_t stream)
       : n(n_), stride(stride_for(n_)), sets(sets_for(n_, l2_bytes)), d_x(sets * stride), d_y(sets * stride) {
-    course::fill_random_device(d_x.data(), n, seed);
-    course::fill_random_device(d_y.data(), n, seed ^ kSeedY);
+    course::fill_random_device(d_x.data(), n, seed, -1.0f, 1.0f, stream);
+    course::fill_random_device(d_y.data(), n, seed ^ kSeedY, -1.0f, 1.0f, stream);
     for (std::size_t s = 1; s < sets; ++s) {
-      CUDA_CHECK(cudaMemcpyAsync(d_x.data() + s * stride, d_x.data(), n * sizeof(float), cudaMemcpyDeviceToDevice));
-      CUDA_CHECK(cudaMemcpyAsync(d_y.data() + s * stride, d_y.data(), n * sizeof(float), cudaMemcpyDeviceToDevice));
+      CUDA_CHECK(cudaMemcpyAsync(d_x.data() + s * stride, d_x.data(), n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+      CUDA_CHECK(cudaMemcpyAsync(d_y.data() + s * stride, d_y.data(), n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
     }
     ref = ch06::streamed_reference(n, seed, seed ^ kSeedY);  // on the host, while the GPU copies
-    CUDA_CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaStreamSynchronize(stream));
   }
 };
 
 /// Runs `v` once on copy `set` with a poisoned result and checks it against the reference.
 course::Verdict validate(const Version& v, const Inputs& in, std::size_t set, course::DeviceBuffer<float>& d_result,
                          ch06::Workspace& ws) {
-  d_result.fill_bytes(0xFF);
-  v.run(in.x(set), in.y(set), in.n, d_result.data(), ws, nullptr);
-  CUDA_CHECK(cudaDeviceSynchronize());
-  return course::check_dot(d_result.download()[0], in.ref);
+  cudaStream_t stream = ws.ctx.stream();
+  d_result.fill_bytes(0xFF, stream);
+  v.run(in.x(set), in.y(set), in.n, d_result.data(), ws, stream);
+  float got = 0.0f;
+  d_result.download_async(&got, 1, stream);
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  return course::check_dot(got, in.ref);
 }
 
-course::Measurement measure(const Version& v, const Inputs& in, ch06::Workspace& ws, const course::Options& opt,
-                            int reps, std::vector<std::string>& failures) {
+/// Times every version of `vs` at one size, and an empty kernel beside them. One call at a time,
+/// each on an idle GPU, timed by its own event pair: the time per call a caller waits, launch
+/// latency included (for small n that latency is the point; see the chapter's text). Round-robin:
+/// call r of every version runs before call r + 1 of any, so a drift of the clocks or the memory
+/// system during the size falls on every version alike, the empty kernel included. Every version
+/// is validated before and after timing: a benchmark must not be able to pass by not running.
+std::vector<course::Measurement> measure_size(const std::vector<const Version*>& vs, const Inputs& in,
+                                              ch06::Workspace& ws, const course::Options& opt, int reps,
+                                              std::vector<std::string>& failures, double& empty_ms) {
+  cudaStream_t stream = ws.ctx.stream();
   course::DeviceBuffer<float> d_result(1);
-  course::Measurement m;
-  m.version = std::string(v.name);
-  m.config = "sets=" + std::to_string(in.sets);
-  m.n = in.n;
-  m.bytes = 2.0 * static_cast<double>(in.n) * sizeof(float);  // each input read once
-  m.roofline_gbps = course::measured_roofline().read_gbps;
-
-  const course::Verdict before = validate(v, in, 0, d_result, ws);
+  const std::size_t count = vs.size();  // index `count` is the empty kernel
+  std::vector<course::Verdict> before;
+  for (const Version* v : vs) before.push_back(validate(*v, in, 0, d_result, ws));
   std::size_t set = 0;
-  // One call at a time, each on an idle GPU: the time per call a caller waits, launch latency
-  // included (for small n that latency is the point; see the chapter's text).
-  const auto samples = course::time_gpu_each_ms(
-      [&] {
-        set = (set + 1) % in.sets;
-        v.run(in.x(set), in.y(set), in.n, d_result.data(), ws, nullptr);
-      },
-      opt.warmup, reps);
-  // Again after timing, on the next copy: a benchmark must not be able to pass by not running.
-  const course::Verdict after = validate(v, in, (set + 1) % in.sets, d_result, ws);
-  m.ms = course::summarize(samples);
-  m.rel_error = std::max(before.rel_error, after.rel_error);
-  m.valid = before.ok && after.ok;
-  if (!m.valid)
-    failures.push_back(m.version + " at n = " + std::to_string(in.n) + ": " + (before.ok ? after : before).message);
-  return m;
+  auto call = [&](std::size_t i) {
+    set = (set + 1) % in.sets;
+    if (i == count)
+      ch06::run_empty(stream);
+    else
+      vs[i]->run(in.x(set), in.y(set), in.n, d_result.data(), ws, stream);
+  };
+  for (int w = 0; w < opt.warmup; ++w)
+    for (std::size_t i = 0; i <= count; ++i) call(i);
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<std::vector<double>> samples(count + 1);
+  course::EventTimer timer(stream);
+  for (int r = 0; r < reps; ++r)
+    for (std::size_t i = 0; i <= count; ++i) {
+      timer.start();
+      call(i);
+      samples[i].push_back(timer.stop_ms());  // waits: the next call starts on an idle GPU
+    }
+  empty_ms = course::summarize(samples[count]).median;
+
+  std::vector<course::Measurement> out;
+  for (std::size_t i = 0; i < count; ++i) {
+    course::Measurement m;
+    m.version = std::string(vs[i]->name);
+    m.config = "sets=" + std::to_string(in.sets);
+    m.n = in.n;
+    m.bytes = 2.0 * static_cast<double>(in.n) * sizeof(float);  // each input read once
+    m.roofline_gbps = ws.ctx.roofline().read_gbps;
+    // Again after timing, on the next copy.
+    set = (set + 1) % in.sets;
+    const course::Verdict after = validate(*vs[i], in, set, d_result, ws);
+    m.ms = course::summarize(samples[i]);
+    m.rel_error = std::max(before[i].rel_error, after.rel_error);
+    m.valid = before[i].ok && after.ok;
+    if (!m.valid)
+      failures.push_back(m.version + " at n = " + std::to_string(in.n) + ": " + (before[i].ok ? after : before[i]).message);
+    out.push_back(m);
+  }
+  return out;
+}
+
+/// Calls `v` one at a time for about `ms` milliseconds of host time, so that the GPU's clocks are
+/// up before the first call of a size is timed (the GPU idled while the host made the reference).
+void settle(const Version& v, const Inputs& in, ch06::Workspace& ws, double ms) {
+  course::DeviceBuffer<float> d_result(1);
+  const auto start = std::chrono::steady_clock::now();
+  std::size_t set = 0;
+  do {
+    set = (set + 1) % in.sets;
+    v.run(in.x(set), in.y(set), in.n, d_result.data(), ws, ws.ctx.stream());
+    ws.ctx.synchronize();
+  } while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() < ms);
 }
 
 std::vector<std::size_t> parse_sizes(const std::string& text) {
@@ -156,14 +203,14 @@ struct Row {
 
 // The ladder at one size: every version's time, GB/s, % of the roofline, its speed-up over the
 // previous rung and over version 1, beside the 2007 figures.
-void add_ladder_rows(course::Table& ladder, const std::vector<Row>& rows, std::size_t n) {
+void add_ladder_rows(course::Table& ladder, const std::vector<Row>& rows, std::size_t n, double launch_floor_ms) {
   double previous_ms = kNone, v1_ms = kNone, previous_g80_ms = kNone;
   for (const auto& r : rows)
     if (r.m.n == n && r.version->name == "v1_divergent") v1_ms = r.m.ms.median;
   for (const auto& r : rows) {
     if (r.m.n != n) continue;
     const std::string name(r.version->name);
-    const bool library = ch06::is_library(*r.version);
+    const bool library = ch06::is_baseline(*r.version);
     const double ms = r.m.ms.median;
     const double rate = course::gbps(r.m.bytes, ms);
     const G80Row* g = g80_row(name);
@@ -172,7 +219,8 @@ void add_ladder_rows(course::Table& ladder, const std::vector<Row>& rows, std::s
                     number(library ? kNone : v1_ms / ms), r.m.roofline_gbps,
                     r.m.bytes / (r.m.roofline_gbps * 1e9) * 1e3, number(g ? g->ms : kNone),
                     number(g ? g->gbps : kNone), number(g ? 100.0 * g->gbps / kG80PeakGbps : kNone),
-                    number(g ? previous_g80_ms / g->ms : kNone), static_cast<long long>(r.m.valid ? 1 : 0)});
+                    number(g ? previous_g80_ms / g->ms : kNone), number(launch_floor_ms), number(ms / launch_floor_ms),
+                    static_cast<long long>(r.m.valid ? 1 : 0)});
     if (!library) previous_ms = ms;
     if (g) previous_g80_ms = g->ms;
   }
@@ -223,9 +271,12 @@ int main(int argc, char** argv) {
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());  // one CSV row per version and size
     const int reps = quick && app.cli().get_option("--reps")->count() == 0 ? 30 : opt.reps;
 
-    const auto& facts = course::device_facts();
+    // Everything that belongs to the GPU (its stream, facts, roofline, cuBLAS handle, scratch
+    // memory) lives in one Context; every launch, copy and timer below runs on its stream.
+    course::Context ctx(opt.device);
+    const course::DeviceFacts& facts = ctx.facts();
     std::printf("GPU: %s\n", course::describe_device(facts).c_str());
-    const auto& roof = course::measured_roofline();
+    const course::Roofline& roof = ctx.roofline();
     std::printf("Measured read roofline %.0f GB/s (%.0f%% of the %.0f GB/s peak)\n", roof.read_gbps,
                 100 * roof.read_gbps / facts.peak_gbps, facts.peak_gbps);
 
@@ -235,53 +286,63 @@ int main(int argc, char** argv) {
       need = std::max(need, ch06::Workspace::bytes_for(max_n) + 2 * Inputs::sets_for(n, facts.l2_bytes) *
                                                                     Inputs::stride_for(n) * sizeof(float));
     course::require_fits(need, "the inputs (rotated copies) and the workspace for n = " + course::format_size(max_n));
-    ch06::Workspace ws(max_n);
+    ch06::Workspace ws(ctx, max_n);
 
     auto selected = [&](const Version& v) {
-      return opt.kernel.empty() || v.name == opt.kernel || ch06::is_library(v);
+      return opt.kernel.empty() || v.name == opt.kernel || ch06::is_baseline(v);
     };
-    int steps = 0;
-    for (const auto& v : ch06::versions()) steps += selected(v) ? static_cast<int>(sizes.size()) : 0;
-    std::printf("Sizes %s to %s, %d timed calls per version and size, each call timed by its own event pair.\n\n",
+    std::vector<const Version*> chosen;
+    for (const auto& v : ch06::versions())
+      if (selected(v)) chosen.push_back(&v);
+    std::printf("Sizes %s to %s, %d timed calls per version and size, each call timed by its own event pair, the "
+                "versions in turn.\n\n",
                 course::format_size(sizes.front()).c_str(), course::format_size(sizes.back()).c_str(), reps);
 
     course::Table table = course::measurement_table();
     std::vector<Row> rows;
     std::vector<std::string> failures;
+    std::map<std::size_t, double> empty_ms;  // per size: an empty kernel's median time per call
     {
-      course::Progress progress(steps, "06_ladder", !opt.quiet);
+      course::Progress progress(static_cast<int>(sizes.size()), "06_ladder", !opt.quiet);
       for (std::size_t n : sizes) {
-        const Inputs in(n, facts.l2_bytes, opt.seed);
-        for (const auto& v : ch06::versions()) {
-          if (!selected(v)) continue;
-          progress.step(std::string(v.name) + " n=" + course::format_size(n));
-          rows.push_back({&v, measure(v, in, ws, opt, reps, failures)});
-          course::add_measurement(table, rows.back().m);
+        progress.step("n=" + course::format_size(n));
+        const Inputs in(n, facts.l2_bytes, opt.seed, ctx.stream());
+        settle(*chosen.front(), in, ws, 20.0);
+        const auto measured = measure_size(chosen, in, ws, opt, reps, failures, empty_ms[n]);
+        for (std::size_t i = 0; i < chosen.size(); ++i) {
+          rows.push_back({chosen[i], measured[i]});
+          course::add_measurement(table, measured[i]);
         }
       }
       progress.done();
     }
+    // The launch-latency floor at n: nothing that launches a kernel and reads 8n bytes takes less.
+    auto launch_floor_ms = [&](std::size_t n) {
+      return empty_ms.at(n) + 2.0 * static_cast<double>(n) * sizeof(float) / (roof.read_gbps * 1e9) * 1e3;
+    };
 
     // The ladder on this GPU, beside the 2007 figures.
     course::Table ladder({"version", "description", "n", "median_ms", "gbps", "pct_roofline", "x_prev", "x_v1",
-                          "roofline_gbps", "floor_ms", "g80_ms", "g80_gbps", "g80_pct_peak", "g80_x_prev", "valid"});
+                          "roofline_gbps", "floor_ms", "g80_ms", "g80_gbps", "g80_pct_peak", "g80_x_prev",
+                          "launch_floor_ms", "x_floor", "valid"});
     std::vector<std::size_t> ladder_sizes;
     for (std::size_t n : sizes)
       if (n == (std::size_t{1} << 24) || n == (std::size_t{1} << 28)) ladder_sizes.push_back(n);
     if (ladder_sizes.empty()) ladder_sizes.push_back(max_n);
-    for (std::size_t n : ladder_sizes) add_ladder_rows(ladder, rows, n);
+    for (std::size_t n : ladder_sizes) add_ladder_rows(ladder, rows, n, launch_floor_ms(n));
     for (std::size_t n : ladder_sizes) {
       std::printf("The ladder on your GPU, n = %s (%.0f MB read per call); G80 columns: 2007, 2^22 ints, %.1f GB/s peak\n",
                   course::format_size(n).c_str(), 8.0 * n / 1e6, kG80PeakGbps);
       course::Table one(ladder.columns());
       for (const auto& r : ladder.rows())
         if (std::get<long long>(r[2]) == static_cast<long long>(n)) one.add_row(r);
-      one.print(std::cout, {"version", "median_ms", "gbps", "pct_roofline", "x_prev", "x_v1", "g80_gbps",
+      one.print(std::cout, {"version", "median_ms", "gbps", "pct_roofline", "x_prev", "x_v1", "x_floor", "g80_gbps",
                             "g80_pct_peak", "g80_x_prev"});
       std::cout << "\n";
     }
 
-    // The size sweep: time per call of the final version beside the libraries, and the targets.
+    // The size sweep: time per call of the final version beside the baselines, version 11 and the
+    // launch-latency floor, and the targets.
     const Version& best = ch06::final_version();
     auto time_of = [&](std::string_view version, std::size_t n) {
       for (const auto& r : rows)
@@ -289,25 +350,33 @@ int main(int argc, char** argv) {
       return kNone;
     };
     course::Table targets({"target", "n", "value", "threshold", "met"});
-    course::Table sweep({"n", "final_ms", "cublas_ms", "cub_ms", "final_vs_cublas", "final_vs_cub", "fastest_course"});
+    course::Table sweep({"n", "final_ms", "v11_ms", "atomic_ms", "cublas_ms", "cub_ms", "empty_ms", "floor_ms",
+                         "final_vs_cublas", "final_vs_cub", "final_vs_atomic", "final_vs_floor", "v11_vs_floor",
+                         "atomic_vs_floor", "cublas_vs_floor", "cub_vs_floor", "fastest_course"});
     for (std::size_t n : sizes) {
-      const double mine = time_of(best.name, n), cublas = time_of("cublas", n), cub = time_of("cub", n);
+      const double mine = time_of(best.name, n), v11 = time_of("v11_single_pass", n), atomic = time_of("atomic_vec4", n),
+                   cublas = time_of("cublas", n), cub = time_of("cub", n), floor = launch_floor_ms(n);
       std::string fastest;
       double fastest_ms = kNone;
       for (const auto& r : rows)
-        if (r.m.n == n && !ch06::is_library(*r.version) && !(r.m.ms.median >= fastest_ms)) {
+        if (r.m.n == n && !ch06::is_baseline(*r.version) && !(r.m.ms.median >= fastest_ms)) {
           fastest_ms = r.m.ms.median;
           fastest = std::string(r.version->name);
         }
-      sweep.add_row({static_cast<long long>(n), number(mine), number(cublas), number(cub), number(mine / cublas),
-                     number(mine / cub), fastest});
+      sweep.add_row({static_cast<long long>(n), number(mine), number(v11), number(atomic), number(cublas), number(cub),
+                     empty_ms.at(n), floor, number(mine / cublas), number(mine / cub), number(mine / atomic),
+                     number(mine / floor), number(v11 / floor), number(atomic / floor), number(cublas / floor),
+                     number(cub / floor), fastest});
       if (std::isnan(mine)) continue;
       auto target = [&](const std::string& what, double value, double threshold, bool at_most) {
+        if (std::isnan(value)) return;  // a baseline that did not run (--kernel runs them all; --list does not)
         const bool met = at_most ? value <= threshold : value >= threshold;
         targets.add_row({what, static_cast<long long>(n), value, threshold, std::string(met ? "yes" : "NO")});
       };
       target("final time / cuBLAS time <= 1", mine / cublas, 1.0, true);
       target("final time / CUB time <= 1", mine / cub, 1.0, true);
+      target("final time / atomic_vec4 time <= 1", mine / atomic, 1.0, true);
+      target("final time / launch floor <= 1.15", mine / floor, 1.15, true);
       if (n <= (std::size_t{1} << 20)) target("final time / cuBLAS time <= 0.75", mine / cublas, 0.75, true);
       if (n == (std::size_t{1} << 28)) {
         for (const auto& r : rows)
@@ -317,9 +386,11 @@ int main(int argc, char** argv) {
                    r.version->name == best.name ? 97.0 : 90.0, false);
       }
     }
-    std::printf("Time per call, %s against the libraries (ratio < 1: the course kernel is faster)\n",
+    std::printf("Time per call, %s against the baselines and the launch-latency floor (an empty kernel's time per "
+                "call + bytes / read roofline); ratio < 1: the course kernel is faster\n",
                 std::string(best.name).c_str());
-    sweep.print(std::cout);
+    sweep.print(std::cout, {"n", "final_ms", "v11_ms", "atomic_ms", "cublas_ms", "cub_ms", "floor_ms", "final_vs_cublas",
+                            "final_vs_cub", "final_vs_atomic", "final_vs_floor", "fastest_course"});
     std::cout << "\nTargets (H100 goals of the chapter; informational, the exit code depends on validation only)\n";
     targets.print(std::cout);
 
@@ -328,9 +399,11 @@ int main(int argc, char** argv) {
       ladder.write_csv(course::csv_beside(opt.csv, "ladder"));
       sweep.write_csv(course::csv_beside(opt.csv, "sweep"));
       targets.write_csv(course::csv_beside(opt.csv, "targets"));
-      course::Table device({"name", "sm_count", "l2_mb", "peak_gbps", "read_gbps", "copy_gbps", "machine_grid"});
+      course::Table device({"name", "sm_count", "l2_mb", "peak_gbps", "read_gbps", "copy_gbps", "machine_grid",
+                            "atomic_grid", "grid12"});
       device.add_row({facts.name, static_cast<long long>(facts.sm_count), facts.l2_bytes / 1e6, facts.peak_gbps,
-                      roof.read_gbps, roof.copy_gbps, static_cast<long long>(ws.machine_grid)});
+                      roof.read_gbps, roof.copy_gbps, static_cast<long long>(ws.machine_grid),
+                      static_cast<long long>(ws.atomic_grid), static_cast<long long>(ws.grid12)});
       device.write_csv(course::csv_beside(opt.csv, "device"));
       std::cout << "\nCSV written to " << opt.csv << " and beside it: _ladder, _sweep, _targets, _device\n";
     }

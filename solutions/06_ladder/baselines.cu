@@ -4,6 +4,7 @@
 // device-wide reduction over the products (one kernel for small n, two otherwise). Both take the
 // same arguments as the course's launchers and leave the result on the device.
 
+#include <cublas_v2.h>
 #include <cub/device/device_reduce.cuh>
 #include <cuda/std/functional>
 #include <thrust/iterator/zip_iterator.h>
@@ -35,16 +36,19 @@ struct Product {
 void run_cublas(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws,
                 cudaStream_t stream) {
   ws.require(n, 0);
-  if (stream != ws.cublas_stream) {
-    CUBLAS_CHECK(cublasSetStream(ws.cublas, stream));
-    ws.cublas_stream = stream;
-  }
   if (n == 0) {  // the result of an empty sum is 0; do not depend on what the library does then
     CUDA_CHECK(cudaMemsetAsync(d_result, 0, sizeof(float), stream));
     return;
   }
+  // The context's handle: pointer mode device (the result stays on the GPU), bound to the
+  // context's stream. A call on another stream borrows the handle for that stream and gives it back.
+  cublasHandle_t handle = ws.ctx.cublas();
+  const bool other_stream = stream != ws.ctx.stream();
+  if (other_stream) CUBLAS_CHECK(cublasSetStream(handle, stream));
   // The _64 entry point takes 64-bit sizes: cublasSdot's `int n` stops at 2^31 − 1 elements.
-  CUBLAS_CHECK(cublasSdot_64(ws.cublas, static_cast<std::int64_t>(n), d_x, 1, d_y, 1, d_result));
+  const cublasStatus_t status = cublasSdot_64(handle, static_cast<std::int64_t>(n), d_x, 1, d_y, 1, d_result);
+  if (other_stream) CUBLAS_CHECK(cublasSetStream(handle, ws.ctx.stream()));
+  CUBLAS_CHECK(status);
 }
 // [cublas]
 
@@ -52,21 +56,12 @@ void run_cublas(const float* d_x, const float* d_y, std::size_t n, float* d_resu
 void run_cub(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws,
              cudaStream_t stream) {
   ws.require(n, 0);
-  std::size_t temp_bytes = ws.cub_temp_bytes;  // allocated once for the largest n
-  CUDA_CHECK(cub::DeviceReduce::TransformReduce(ws.d_cub_temp, temp_bytes, thrust::make_zip_iterator(d_x, d_y), d_result,
+  std::size_t temp_bytes = ws.cub_temp_bytes;  // reserved once, for the largest n
+  CUDA_CHECK(cub::DeviceReduce::TransformReduce(ws.cub_temp(), temp_bytes, thrust::make_zip_iterator(d_x, d_y), d_result,
                                            n, cuda::std::plus<>{}, Product{}, 0.0f, stream));
   CUDA_CHECK_LAUNCH("cub::DeviceReduce::TransformReduce");
 }
 // [cub]
-
-cublasHandle_t create_cublas_handle() {
-  cublasHandle_t handle = nullptr;
-  CUBLAS_CHECK(cublasCreate(&handle));
-  const cublasStatus_t status = cublasSetPointerMode(handle, CUBLAS_POINTER_MODE_DEVICE);
-  if (status != CUBLAS_STATUS_SUCCESS) cublasDestroy(handle);
-  CUBLAS_CHECK(status);
-  return handle;
-}
 
 std::size_t cub_temp_bytes_for(std::size_t n) {
   std::size_t temp_bytes = 0;
