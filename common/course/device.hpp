@@ -45,17 +45,8 @@ std::string no_gpu_message(const std::string& cuda_error);
 /// Throws NoGpuError with no_gpu_message(reason) when no CUDA device can be used.
 void require_gpu();
 
-/// Facts of the current device, queried once per process. TEMPORARY: only chapter 06 still uses it,
-/// until it moves onto course::Context; everything else uses ctx.facts().
-const DeviceFacts& device_facts();
-
 /// One line: "NVIDIA H100 80GB HBM3, sm_90, 132 SMs, 50 MiB L2, 79.2 GiB, peak 3352 GB/s".
 std::string describe_device(const DeviceFacts& facts);
-
-/// The measured roofline of the current device, measured on first use (a few hundred ms) and
-/// cached for the rest of the process. Measured on buffers several times larger than L2.
-/// TEMPORARY, like device_facts(): everything but chapter 06 uses ctx.roofline().
-const Roofline& measured_roofline();
 
 /// Free memory of the current device in bytes (cudaMemGetInfo). A course::Context makes its
 /// device current when it is made (and on activate()).

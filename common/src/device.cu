@@ -53,28 +53,12 @@ void require_gpu() {
   if (!gpu_available(&why)) throw NoGpuError(no_gpu_message(why));
 }
 
-const DeviceFacts& device_facts() {
-  static const DeviceFacts facts = [] {
-    require_gpu();
-    int device = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    return query_device_facts(device);
-  }();
-  return facts;
-}
-
 std::string describe_device(const DeviceFacts& f) {
   char buf[256];
   std::snprintf(buf, sizeof buf, "%s, sm_%d%d, %d SMs, %s L2, %s, peak %.0f GB/s", f.name.c_str(), f.cc_major,
                 f.cc_minor, f.sm_count, format_bytes(f.l2_bytes).c_str(), format_bytes(f.global_bytes).c_str(),
                 f.peak_gbps);
   return buf;
-}
-
-const Roofline& measured_roofline() {
-  static Context ctx(device_facts().id);  // TEMPORARY: removed when the chapters move onto Context
-  static const Roofline roofline = ctx.roofline();
-  return roofline;
 }
 
 std::size_t free_device_bytes() {
