@@ -24,6 +24,12 @@ target_link_options(dotcourse PRIVATE "LINKER:--exclude-libs,ALL"
                                       "LINKER:--version-script=${ch07_dir}/dotcourse.map")
 set_property(TARGET dotcourse APPEND PROPERTY LINK_DEPENDS "${ch07_dir}/dotcourse.map")
 
+# pip install chapters/07_library/python: scikit-build-core installs the library into the package.
+if(SKBUILD)
+  set_target_properties(dotcourse PROPERTIES INSTALL_RPATH "${CUDAToolkit_LIBRARY_DIR}")
+  install(TARGETS dotcourse LIBRARY DESTINATION dotcourse COMPONENT dotcourse_python)
+endif()
+
 # The driver (the C++ motivating program) and the tests call the C API too.
 target_link_libraries(07_library PRIVATE dotcourse)
 if(TARGET test_07_library)
