@@ -6,7 +6,7 @@
 //   07_library --kernel reuse           one version
 //   07_library --n 2^20 --reps 20       one size
 //   07_library --csv results/local/07_library.csv
-//       (and 07_library_phases.csv, 07_library_link.csv, 07_library_program.csv beside it)
+//       (and 07_library_phases.csv, _link.csv, _staging.csv, _program.csv beside it)
 //
 // Every version is validated against the fp64 reference before and after timing. A call's time is
 // taken on the host clock, from the call to the result in the caller's hands: that is what a
@@ -114,10 +114,11 @@ int main(int argc, char** argv) {
     course::Table phases({"version", "config", "n", "mallocs_per_call", "alloc_ms", "copy_x_ms", "copy_y_ms",
                           "kernel_ms", "copy_back_ms", "free_ms", "phases_ms", "call_ms"});
     course::Table link({"what", "n", "bytes", "median_ms", "gbps"});
+    course::Table staging({"threads", "chunk_kib", "n", "median_ms", "gbps"});
     course::Table program({"language", "variant", "n", "calls", "init_ms", "calls_ms", "deinit_ms", "per_call_ms",
                            "rel_error"});
     std::set<std::string> failed;
-    course::Progress progress(static_cast<int>(sizes.size() * (selected.size() + 2) + 2), "07_library", !opt.quiet);
+    course::Progress progress(static_cast<int>(sizes.size() * (selected.size() + 2) + 3), "07_library", !opt.quiet);
 
     auto add_row = [&](const std::string& version, const std::string& config, std::size_t n, const course::Stats& s,
                        double rel_error, bool valid) {
@@ -229,6 +230,29 @@ int main(int argc, char** argv) {
                }, 2, reps));
     }
 
+    // How many staging threads, and how large a chunk: the staged copy of one vector, swept.
+    progress.step("staging sweep");
+    for (std::size_t n : {kProgramN, largest}) {
+      std::vector<float> pageable(n, 1.0f);
+      const int reps = n >= (std::size_t{1} << 24) ? 5 : 20;
+      const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+      for (int threads : {1, 2, 4, 8, 12, 16}) {
+        if (threads > hw) continue;
+        for (std::size_t chunk : {std::size_t{1} << 15, std::size_t{1} << 17, std::size_t{1} << 19}) {
+          ch07::Stager stager(gpu, threads, chunk);
+          const auto s = course::time_cpu_ms([&] {
+            std::vector<ch07::Stager::Piece> pieces;
+            for (std::size_t i = 0; i < n; i += chunk) pieces.push_back({pageable.data() + i, engine.d_x() + i, std::min(chunk, n - i)});
+            stager.run(pieces);
+            CUDA_CHECK(cudaStreamSynchronize(gpu.stream()));
+          }, 2, reps);
+          const double med = course::summarize(s).median;
+          staging.add_row({static_cast<long long>(threads), static_cast<long long>(chunk * sizeof(float) / 1024),
+                           static_cast<long long>(n), med, course::gbps(n * sizeof(float), med)});
+        }
+      }
+    }
+
     // The motivating program through the C API, as the Go program does it: init, 100 calls, deinit.
     progress.step("motivating program");
     {
@@ -287,6 +311,8 @@ int main(int argc, char** argv) {
     phases.print(std::cout);
     std::cout << "\nThe host link:\n\n";
     link.print(std::cout);
+    std::cout << "\nThe staged copy of one vector: threads and chunk size swept:\n\n";
+    staging.print(std::cout);
     std::cout << "\nThe motivating program: init, " << kProgramCalls << " × dot on " << course::format_size(kProgramN)
               << " floats, deinit:\n\n";
     program.print(std::cout);
@@ -296,7 +322,8 @@ int main(int argc, char** argv) {
       phases.write_csv(course::csv_beside(opt.csv, "phases"));
       link.write_csv(course::csv_beside(opt.csv, "link"));
       program.write_csv(course::csv_beside(opt.csv, "program"));
-      std::cout << "\nCSV written to " << opt.csv << " and beside it _phases, _link, _program\n";
+      staging.write_csv(course::csv_beside(opt.csv, "staging"));
+      std::cout << "\nCSV written to " << opt.csv << " and beside it _phases, _link, _staging, _program\n";
     }
     if (!failed.empty()) {
       std::cerr << "07_library: " << failed.size() << " version(s) gave wrong results:";

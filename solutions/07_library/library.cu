@@ -10,7 +10,9 @@
 // dot with float4 loads (launch_dot). The C API (c_api.cpp, dotcourse.h) calls these.
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -112,9 +114,20 @@ void launch_dot(const float* d_x, const float* d_y, std::size_t n, float* d_part
 // ---- The engine: everything planned once for n_max ------------------------------------------
 
 namespace {
+// Half the cores, at most 8; DOTCOURSE_STAGE_THREADS overrides it (07_library_staging.csv says
+// what each count reaches on the reference machine).
 int default_stage_threads() {
+  if (const char* env = std::getenv("DOTCOURSE_STAGE_THREADS"); env != nullptr && std::atoi(env) > 0)
+    return std::min(std::atoi(env), 64);
   const unsigned hw = std::thread::hardware_concurrency();
   return static_cast<int>(std::clamp<unsigned>(hw == 0 ? 4 : hw / 2, 1, 8));
+}
+
+// kChunk floats per pinned chunk; DOTCOURSE_STAGE_CHUNK (floats) overrides it.
+std::size_t default_stage_chunk() {
+  if (const char* env = std::getenv("DOTCOURSE_STAGE_CHUNK"); env != nullptr && std::atoll(env) > 0)
+    return static_cast<std::size_t>(std::atoll(env));
+  return kChunk;
 }
 
 course::Context make_context(int device) {
@@ -132,7 +145,7 @@ Engine::Engine(int device, std::size_t n_max, int stage_threads)
     : gpu_(make_context(device)),
       n_max_(n_max),
       max_blocks_(dot_max_blocks(gpu_)),
-      stager_(gpu_, stage_threads > 0 ? stage_threads : default_stage_threads()) {
+      stager_(gpu_, stage_threads > 0 ? stage_threads : default_stage_threads(), default_stage_chunk()) {
   if (n_max == 0) throw course::UsageError("n_max must be at least 1");
   if (n_max > std::numeric_limits<std::size_t>::max() / 16)
     throw course::CudaError(cudaErrorMemoryAllocation, "n_max = " + std::to_string(n_max) + " floats cannot be allocated");
@@ -171,11 +184,28 @@ float* Engine::d_result() const { return region(gpu_, bytes_, off_result_); }
 
 // ---- The staged copy: pinned chunks, several host threads ------------------------------------
 
-Stager::Stager(course::Context& gpu, int threads) : gpu_(gpu), slots_(static_cast<std::size_t>(std::max(1, threads))) {
+namespace {
+// How long a thread spins before it sleeps: long enough to catch the next call of a loop of calls,
+// short enough that an idle library does not keep cores busy.
+constexpr auto kSpin = std::chrono::microseconds(200);
+
+template <class Ready>
+bool spin_until(Ready ready) {
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  do {
+    for (int i = 0; i < 64; ++i)
+      if (ready()) return true;
+  } while (std::chrono::steady_clock::now() < until);
+  return ready();
+}
+}  // namespace
+
+Stager::Stager(course::Context& gpu, int threads, std::size_t chunk)
+    : gpu_(gpu), chunk_(std::max<std::size_t>(chunk, 1024)), slots_(static_cast<std::size_t>(std::max(1, threads))) {
   gpu_.activate();
   for (Slot& s : slots_)
     for (int k = 0; k < 2; ++k) {
-      s.chunk[k] = course::PinnedBuffer<float>(kChunk);
+      s.chunk[k] = course::PinnedBuffer<float>(chunk_);
       CUDA_CHECK(cudaEventCreateWithFlags(&s.done[k], cudaEventDisableTiming));
     }
   for (int w = 1; w < threads; ++w) workers_.emplace_back([this, w] { worker_loop(w); });
@@ -217,11 +247,12 @@ void Stager::worker_loop(int w) {
   for (;;) {
     const std::vector<Piece>* job = nullptr;
     int used = 0;
+    spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
     {
       std::unique_lock<std::mutex> guard(mutex_);
-      wake_.wait(guard, [&] { return stop_ || generation_ != seen; });
+      wake_.wait(guard, [&] { return stop_ || generation_.load() != seen; });
       if (stop_) return;
-      seen = generation_;
+      seen = generation_.load();
       job = job_;
       used = job_used_;
     }
@@ -238,7 +269,7 @@ void Stager::worker_loop(int w) {
     {
       std::lock_guard<std::mutex> guard(mutex_);
       if (error && !error_) error_ = error;
-      if (--pending_ == 0) done_.notify_one();
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) done_.notify_one();
     }
   }
 }
@@ -253,9 +284,9 @@ void Stager::run(const std::vector<Piece>& pieces) {
     std::lock_guard<std::mutex> guard(mutex_);
     job_ = &pieces;
     job_used_ = used;
-    pending_ = static_cast<int>(workers_.size());
+    pending_.store(static_cast<int>(workers_.size()));
     error_ = nullptr;
-    ++generation_;
+    generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
   std::exception_ptr error;
@@ -264,8 +295,9 @@ void Stager::run(const std::vector<Piece>& pieces) {
   } catch (...) {
     error = std::current_exception();
   }
+  spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; });
   std::unique_lock<std::mutex> guard(mutex_);
-  done_.wait(guard, [&] { return pending_ == 0; });  // nobody reads the caller's arrays after this
+  done_.wait(guard, [&] { return pending_.load() == 0; });  // nobody reads the caller's arrays after this
   if (!error) error = error_;
   if (error) std::rethrow_exception(error);
 }
@@ -382,8 +414,9 @@ float dot_reuse_staged(Engine& e, const float* x, const float* y, std::size_t n,
   mark(clock, 0);
   mark(clock, 1);
   std::vector<Stager::Piece> pieces;
-  for (std::size_t i = 0; i < n; i += kChunk) pieces.push_back({x + i, e.d_x() + i, std::min(kChunk, n - i)});
-  for (std::size_t i = 0; i < n; i += kChunk) pieces.push_back({y + i, e.d_y() + i, std::min(kChunk, n - i)});
+  const std::size_t chunk = e.stager().chunk();
+  for (std::size_t i = 0; i < n; i += chunk) pieces.push_back({x + i, e.d_x() + i, std::min(chunk, n - i)});
+  for (std::size_t i = 0; i < n; i += chunk) pieces.push_back({y + i, e.d_y() + i, std::min(chunk, n - i)});
   e.stager().run(pieces);
   mark(clock, 2);  // x and y share one pipeline: the breakdown shows both as "copy x" (config says so)
   mark(clock, 3);

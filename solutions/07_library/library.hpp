@@ -9,7 +9,9 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <condition_variable>
+#include <exception>
 #include <cstddef>
 #include <functional>
 #include <mutex>
@@ -43,7 +45,8 @@ class TooLargeError : public course::UsageError {
 /// returns when all of them are enqueued (and therefore read from the caller's memory).
 class Stager {
  public:
-  Stager(course::Context& gpu, int threads);
+  /// `threads` host threads (the caller's included), each with two pinned chunks of `chunk` floats.
+  Stager(course::Context& gpu, int threads, std::size_t chunk = kChunk);
   ~Stager();
   Stager(const Stager&) = delete;
   Stager& operator=(const Stager&) = delete;
@@ -59,6 +62,8 @@ class Stager {
   /// done and every copy is enqueued; the copies may still be in flight.
   void run(const std::vector<Piece>& pieces);
   int threads() const noexcept { return static_cast<int>(slots_.size()); }
+  /// Floats per pinned chunk: the size of the pieces run() expects.
+  std::size_t chunk() const noexcept { return chunk_; }
 
  private:
   struct Slot {
@@ -70,14 +75,18 @@ class Stager {
   void worker_loop(int w);
 
   course::Context& gpu_;
+  std::size_t chunk_;
   std::vector<Slot> slots_;
   std::vector<std::thread> workers_;  // workers_[w - 1] serves slot w; the caller serves slot 0
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   const std::vector<Piece>* job_ = nullptr;
   int job_used_ = 0;
-  unsigned long long generation_ = 0;
-  int pending_ = 0;
+  // Atomics as well as the mutex: workers spin on generation_ for a moment before they sleep, and
+  // the caller on pending_, because waking a sleeping thread costs tens of microseconds, as much
+  // as copying a chunk.
+  std::atomic<unsigned long long> generation_{0};
+  std::atomic<int> pending_{0};
   bool stop_ = false;
   std::exception_ptr error_;
 };

@@ -124,6 +124,17 @@ def check_host_arrays(x, y, n_max):
     return n
 
 
+_numpy = None
+
+
+def _np():
+    global _numpy
+    if _numpy is None:
+        import numpy
+        _numpy = numpy
+    return _numpy
+
+
 class _DeviceArray:
     """A CUDA vector seen through __cuda_array_interface__ or DLPack: pointer, length, stream."""
 
@@ -251,6 +262,14 @@ class Context:
         the producer's stream)."""
         handle = self._live()
         result = ctypes.c_float()
+        np = _np()
+        if isinstance(x, np.ndarray) and isinstance(y, np.ndarray):  # the common case first, cheaply
+            n = check_host_arrays(x, y, self.n_max)
+            status = self._lib.dotcourse_dot(handle, x.__array_interface__["data"][0],
+                                             y.__array_interface__["data"][0], n, ctypes.byref(result))
+            if status != OK:
+                _check(self._lib, status)
+            return float(result.value)
         dx, dy = _device_view("x", x), _device_view("y", y)
         if dx is not None or dy is not None:
             try:
@@ -268,8 +287,5 @@ class Context:
                     if d is not None and d.release is not None:
                         d.release()
             return float(result.value)
-        n = check_host_arrays(x, y, self.n_max)
-        status = self._lib.dotcourse_dot(handle, x.ctypes.data if n else None, y.ctypes.data if n else None, n,
-                                         ctypes.byref(result))
-        _check(self._lib, status)
-        return float(result.value)
+        check_host_arrays(x, y, self.n_max)  # neither is a NumPy or a CUDA array: it raises TypeError
+        raise TypeError("x and y must be NumPy arrays or CUDA arrays")
