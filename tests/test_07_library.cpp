@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <sstream>
@@ -59,8 +60,11 @@ std::string hint(const Version& v, const course::Verdict& verdict) {
 // The sizes: the awkward ones, and around the staging chunk and the C API's switch to staging.
 std::vector<std::size_t> sizes_for(std::uint64_t seed) {
   auto sizes = course::test::awkward_sizes(ch07::kBlock, seed);
-  sizes.insert(sizes.end(), {3, 5, ch07::kChunk - 1, ch07::kChunk + 1, 2 * ch07::kChunk + 7, ch07::kStageMin - 1,
-                             ch07::kStageMin, ch07::kStageMin + 1});
+  sizes.insert(sizes.end(), {3, 5, ch07::kSmallPiece - 1, ch07::kSmallPiece + 1, 2 * ch07::kSmallPiece + 7,
+                             ch07::kStageMin - 1, ch07::kStageMin, ch07::kStageMin + 1});
+  // Whole chunks from kLargePieces on (not under compute-sanitizer: COURSE_TEST_SMALL=1).
+  const char* small = std::getenv("COURSE_TEST_SMALL");
+  if (small == nullptr || std::string(small) == "0") sizes.insert(sizes.end(), {ch07::kLargePieces + ch07::kChunk + 1});
   return sizes;
 }
 

@@ -18,6 +18,10 @@
 #include <limits>
 #include <string>
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 #include "course/check.hpp"
 #include "library.hpp"
 
@@ -120,8 +124,15 @@ namespace {
 int default_stage_threads() {
   if (const char* env = std::getenv("DOTCOURSE_STAGE_THREADS"); env != nullptr && std::atoi(env) > 0)
     return std::min(std::atoi(env), 64);
-  const unsigned hw = std::thread::hardware_concurrency();
-  return static_cast<int>(std::clamp<unsigned>(hw == 0 ? 4 : hw / 2, 1, 8));
+  unsigned cpus = std::thread::hardware_concurrency();
+#if defined(__linux__)
+  // New threads inherit the creating thread's CPU mask: where a framework has pinned the caller to
+  // a few cores (OpenMP runtimes do), more threads than cores would only take turns.
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (sched_getaffinity(0, sizeof mask, &mask) == 0) cpus = std::min<unsigned>(cpus == 0 ? 1024 : cpus, CPU_COUNT(&mask));
+#endif
+  return static_cast<int>(std::clamp<unsigned>(cpus == 0 ? 4 : cpus / 2, 1, 8));
 }
 
 // kChunk floats per pinned chunk; DOTCOURSE_STAGE_CHUNK (floats) overrides it.
@@ -383,7 +394,7 @@ float dot_reuse_staged(Engine& e, const float* x, const float* y, std::size_t n,
   mark(clock, 0);
   mark(clock, 1);
   std::vector<Stager::Piece> pieces;
-  const std::size_t chunk = e.stager().chunk();
+  const std::size_t chunk = n >= kLargePieces ? e.stager().chunk() : std::min(e.stager().chunk(), kSmallPiece);
   for (std::size_t i = 0; i < n; i += chunk) pieces.push_back({x + i, e.d_x() + i, std::min(chunk, n - i)});
   for (std::size_t i = 0; i < n; i += chunk) pieces.push_back({y + i, e.d_y() + i, std::min(chunk, n - i)});
   e.stager().run(pieces);

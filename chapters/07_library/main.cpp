@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
     std::printf("GPU: %s\n", course::describe_device(gpu.facts()).c_str());
     const double roofline = gpu.roofline().read_gbps;
     std::printf("Measured read roofline %.0f GB/s; %d staging threads of %zu KiB chunks\n\n", roofline,
-                engine.stager().threads(), ch07::kChunk * sizeof(float) / 1024);
+                engine.stager().threads(), engine.stager().chunk() * sizeof(float) / 1024);
 
     course::Table table = course::measurement_table();
     course::Table phases({"version", "config", "n", "mallocs_per_call", "alloc_ms", "copy_x_ms", "copy_y_ms",
@@ -223,8 +223,9 @@ int main(int argc, char** argv) {
       add_link("host_memcpy_1_thread", course::time_cpu_ms([&] { std::memcpy(other.data(), pageable.data(), bytes); }, 2, reps));
       add_link("h2d_staged", course::time_cpu_ms([&] {
                  std::vector<ch07::Stager::Piece> pieces;
-                 for (std::size_t i = 0; i < n; i += ch07::kChunk)
-                   pieces.push_back({pageable.data() + i, engine.d_x() + i, std::min(ch07::kChunk, n - i)});
+                 const std::size_t piece = n >= ch07::kLargePieces ? engine.stager().chunk() : ch07::kSmallPiece;
+                 for (std::size_t i = 0; i < n; i += piece)
+                   pieces.push_back({pageable.data() + i, engine.d_x() + i, std::min(piece, n - i)});
                  engine.stager().run(pieces);
                  CUDA_CHECK(cudaStreamSynchronize(st));
                }, 2, reps));

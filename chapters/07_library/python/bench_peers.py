@@ -11,6 +11,7 @@ line saying so.
 """
 import argparse
 import csv
+import os
 import pathlib
 import statistics
 import sys
@@ -39,22 +40,29 @@ def main():
     p.add_argument("--sizes", default="10,20,26", help="powers of two, comma-separated (default 10,20,26)")
     p.add_argument("--reps", type=int, default=50, help="timed calls per peer and size (fewer at 2^24 and up)")
     p.add_argument("--device", type=int, default=0)
+    p.add_argument("--peers", default="numpy,dotcourse,cupy,torch", help="which peers to time (comma-separated)")
     args = p.parse_args()
     sizes = [1 << int(s) for s in args.sizes.split(",")]
     args.out.mkdir(parents=True, exist_ok=True)
+    peers_wanted = set(args.peers.split(","))
+    print(f"bench_peers: {len(os.sched_getaffinity(0))} CPUs in this thread's affinity mask before CuPy/PyTorch")
+    program(args)  # first, before CuPy or PyTorch (and their thread pools) are loaded
 
-    try:
-        import cupy as cp
-    except Exception as e:  # noqa: BLE001
-        cp = None
-        print(f"bench_peers: no CuPy ({e}); its rows are left out")
-    try:
-        import torch
-        if not torch.cuda.is_available():
-            raise RuntimeError("torch.cuda.is_available() is False")
-    except Exception as e:  # noqa: BLE001
-        torch = None
-        print(f"bench_peers: no PyTorch with CUDA ({e}); its rows are left out")
+    cp = torch = None
+    if "cupy" in peers_wanted:
+        try:
+            import cupy as cp
+        except Exception as e:  # noqa: BLE001
+            print(f"bench_peers: no CuPy ({e}); its rows are left out")
+    if "torch" in peers_wanted:
+        try:
+            import torch
+            if not torch.cuda.is_available():
+                raise RuntimeError("torch.cuda.is_available() is False")
+        except Exception as e:  # noqa: BLE001
+            torch = None
+            print(f"bench_peers: no PyTorch with CUDA ({e}); its rows are left out")
+    print(f"bench_peers: {len(os.sched_getaffinity(0))} CPUs in this thread's affinity mask after the imports")
 
     rows = []
     ctx = dotcourse.Context(max(sizes), device=args.device)
@@ -67,18 +75,21 @@ def main():
         reps = args.reps if n < (1 << 24) else max(5, args.reps // 5)
         peers = [("numpy", "host", lambda: float(np.dot(x, y))),
                  ("dotcourse", "host", lambda: ctx.dot(x, y))]
+        peers = [p for p in peers if p[0] in peers_wanted]
         if cp is not None:
             dx, dy = cp.asarray(x), cp.asarray(y)
             peers += [("cupy", "host", lambda: float(cp.dot(cp.asarray(x), cp.asarray(y)))),
-                      ("cupy", "device", lambda: float(cp.dot(dx, dy))),
-                      ("dotcourse", "device_cupy", lambda: ctx.dot(dx, dy))]
+                      ("cupy", "device", lambda: float(cp.dot(dx, dy)))]
+            if "dotcourse" in peers_wanted:
+                peers.append(("dotcourse", "device_cupy", lambda: ctx.dot(dx, dy)))
         if torch is not None:
             tx, ty = torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda()
             px, py = torch.from_numpy(x).pin_memory(), torch.from_numpy(y).pin_memory()
             peers += [("torch", "host", lambda: torch.dot(torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda()).item()),
                       ("torch", "pinned", lambda: torch.dot(px.cuda(non_blocking=True), py.cuda(non_blocking=True)).item()),
-                      ("torch", "device", lambda: torch.dot(tx, ty).item()),
-                      ("dotcourse", "device_torch", lambda: ctx.dot(tx, ty))]
+                      ("torch", "device", lambda: torch.dot(tx, ty).item())]
+            if "dotcourse" in peers_wanted:
+                peers.append(("dotcourse", "device_torch", lambda: ctx.dot(tx, ty)))
         for name, where, fn in peers:
             got = fn()
             samples = timed(fn, reps)
@@ -93,7 +104,10 @@ def main():
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
         w.writeheader()
         w.writerows(rows)
+    print(f"bench_peers: wrote {args.out / '07_library_peers.csv'} and {args.out / '07_library_program_python.csv'}")
 
+
+def program(args):
     # The motivating program, from Python: init, 100 calls on 2^20, deinit; and NumPy beside it.
     n, calls = 1 << 20, 100
     rng = np.random.default_rng(7)
@@ -121,7 +135,7 @@ def main():
         w = csv.writer(f)
         w.writerow(["language", "variant", "n", "calls", "init_ms", "calls_ms", "deinit_ms", "per_call_ms", "rel_error"])
         w.writerows(prog)
-    print(f"bench_peers: wrote {args.out / '07_library_peers.csv'} and {args.out / '07_library_program_python.csv'}")
+    print(f"bench_peers: the program from Python: {prog[0][7]:.4f} ms per call (NumPy {prog[1][7]:.4f})")
 
 
 if __name__ == "__main__":
