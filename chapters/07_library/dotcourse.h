@@ -31,7 +31,7 @@
 extern "C" {
 #endif
 
-/* [status] */
+// [status]
 /** What every function returns. */
 typedef enum dotcourse_status {
   DOTCOURSE_OK = 0,
@@ -43,7 +43,7 @@ typedef enum dotcourse_status {
   DOTCOURSE_ERROR_CUDA = 6,             /**< any other CUDA error; see dotcourse_last_error() */
   DOTCOURSE_ERROR_INTERNAL = 7          /**< a bug in the library; please report it */
 } dotcourse_status;
-/* [status] */
+// [status]
 
 /** Opaque: everything one GPU needs for dot products up to n_max elements. */
 typedef struct dotcourse_context dotcourse_context;
