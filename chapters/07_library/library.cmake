@@ -47,7 +47,7 @@ if(COURSE_BUILD_TESTS)
 
   find_program(COURSE_GO go)
   if(COURSE_GO)
-    add_test(NAME ch07.go COMMAND bash "${ch07_dir}/go/run_go_test.sh" "$<TARGET_FILE_DIR:dotcourse>" "${ch07_tree}")
+    add_test(NAME ch07.go COMMAND bash "${ch07_dir}/go/run_go_test.sh" "$<TARGET_FILE_DIR:dotcourse>")
     set_tests_properties(ch07.go PROPERTIES LABELS ch07 SKIP_REGULAR_EXPRESSION "COURSE-NO-GPU" TIMEOUT 1200)
   else()
     message(STATUS "dotcourse: no Go toolchain (go): the Go tests of chapter 07 are not registered "

@@ -201,7 +201,7 @@ int main(int argc, char** argv) {
 
     // The host link: what a copy from pageable and from pinned memory reaches, and a CPU memcpy.
     progress.step("host link");
-    for (std::size_t n : {kProgramN, largest}) {
+    for (std::size_t n : std::set<std::size_t>{kProgramN, largest}) {
       const std::size_t bytes = n * sizeof(float);
       std::vector<float> pageable(n, 1.0f), other(n, 0.0f);
       course::PinnedBuffer<float> pinned(n);
@@ -233,7 +233,7 @@ int main(int argc, char** argv) {
 
     // How many staging threads, and how large a chunk: the staged copy of one vector, swept.
     progress.step("staging sweep");
-    for (std::size_t n : {kProgramN, largest}) {
+    for (std::size_t n : std::set<std::size_t>{kProgramN, largest}) {
       std::vector<float> pageable(n, 1.0f);
       const int reps = n >= (std::size_t{1} << 24) ? 5 : 20;
       const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
