@@ -12,3 +12,5 @@ cmake --preset solutions >/dev/null
 cmake --build --preset solutions -j "$jobs"
 # Serially: GPU tests share one card, and some allocate gigabytes.
 ctest --preset solutions "$@"
+# (ctest includes chapter 07's pytest suite, ch07.python, and `go test`, ch07.go, where Go is
+# installed; without Go, configure says so and the Go test is not registered.)

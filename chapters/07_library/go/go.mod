@@ -1,0 +1,3 @@
+module dotcourse.example/ch07
+
+go 1.19

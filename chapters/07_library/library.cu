@@ -1,0 +1,453 @@
+// Generated from solutions/07_library/library.cu by tools/make_exercises.py. Fill the TODO(student) holes.
+// Chapter 07 — memory reuse, and the course's dot as a library.
+//
+// Versions of the host-array dot (ch07::versions(); one with `07_library --kernel NAME`):
+//   alloc_per_call  cudaMalloc, copy x, copy y, kernel, copy back, cudaFree on every call    07_library --kernel alloc_per_call
+//   reuse           device buffers planned once for n_max and kept; pageable copies          07_library --kernel reuse
+//                   (exercise 1: the engine's set-up; exercise 2: the reused dot; exercise 3: n > n_max)
+//   reuse_staged    also keeps pinned staging chunks; host threads copy the input into them   07_library --kernel reuse_staged
+//                   while the previous chunk is on its way to the GPU
+// The device part of every version is the course's final kernel idea: a deterministic two-pass
+// dot with float4 loads (launch_dot). The C API (c_api.cpp, dotcourse.h) calls these.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
+#include "course/check.hpp"
+#include "library.hpp"
+
+namespace ch07 {
+namespace {
+
+constexpr int kWarp = 32;
+constexpr unsigned kFullMask = 0xffffffffu;
+
+// [block_sum]
+// The block's sum in a fixed order: shuffles within each warp, the warps' sums through shared
+// memory, shuffles again in warp 0. The same inputs give the same bits on every run.
+__device__ float block_sum(float v) {
+  __shared__ float s_warp[kBlock / kWarp];
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_down_sync(kFullMask, v, offset);
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  if (lane == 0) s_warp[warp] = v;
+  __syncthreads();
+  v = threadIdx.x < kBlock / kWarp ? s_warp[threadIdx.x] : 0.0f;
+  if (warp == 0)
+    for (int offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_down_sync(kFullMask, v, offset);
+  return v;
+}
+// [block_sum]
+
+// [dot_kernels]
+// Pass 1: a grid-stride loop of 16-byte loads (when both arrays are 16-byte aligned), the scalar
+// tail by the first threads, one partial per block. No atomics: the grid depends only on n and
+// the device, so the order of every addition is fixed.
+template <bool Vec4>
+__global__ void __launch_bounds__(kBlock) dot_partials(const float* __restrict__ x, const float* __restrict__ y,
+                                                       std::size_t n, float* __restrict__ partials) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  const std::size_t tid = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  float sum = 0.0f;
+  std::size_t done = 0;
+  if (Vec4) {
+    const std::size_t n4 = n / 4;
+    const float4* x4 = reinterpret_cast<const float4*>(x);
+    const float4* y4 = reinterpret_cast<const float4*>(y);
+    for (std::size_t i = tid; i < n4; i += stride) {
+      const float4 a = x4[i], b = y4[i];
+      sum += a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+    }
+    done = n4 * 4;
+  }
+  for (std::size_t i = done + tid; i < n; i += stride) sum += x[i] * y[i];
+  sum = block_sum(sum);
+  if (threadIdx.x == 0) partials[blockIdx.x] = sum;
+}
+
+// Pass 2: one block adds the partials in a fixed order and writes the result.
+__global__ void __launch_bounds__(kBlock) dot_finish(const float* __restrict__ partials, int count,
+                                                     float* __restrict__ result) {
+  float sum = 0.0f;
+  for (int i = threadIdx.x; i < count; i += blockDim.x) sum += partials[i];
+  sum = block_sum(sum);
+  if (threadIdx.x == 0) *result = sum;
+}
+// [dot_kernels]
+
+bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
+
+}  // namespace
+
+int dot_max_blocks(course::Context& gpu) {
+  // The block size is fixed (kBlock); as many blocks as the SMs hold at once, at most 1024 so the
+  // second pass is short.
+  int per_sm = 0;
+  gpu.activate();
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dot_partials<true>, kBlock, 0));
+  return std::clamp(per_sm * gpu.facts().sm_count, 1, 1024);
+}
+
+// [launch_dot]
+void launch_dot(const float* d_x, const float* d_y, std::size_t n, float* d_partials, int max_blocks,
+                float* d_result, cudaStream_t stream) {
+  if (n == 0) {
+    CUDA_CHECK(cudaMemsetAsync(d_result, 0, sizeof(float), stream));
+    return;
+  }
+  const bool vec4 = aligned16(d_x) && aligned16(d_y);
+  const std::size_t items = vec4 ? std::max<std::size_t>(n / 4, 1) : n;
+  const int grid = static_cast<int>(std::min<std::size_t>(max_blocks, (items + kBlock - 1) / kBlock));
+  if (vec4)
+    dot_partials<true><<<grid, kBlock, 0, stream>>>(d_x, d_y, n, d_partials);
+  else
+    dot_partials<false><<<grid, kBlock, 0, stream>>>(d_x, d_y, n, d_partials);
+  CUDA_CHECK_LAUNCH("dot_partials");
+  dot_finish<<<1, kBlock, 0, stream>>>(d_partials, grid, d_result);
+  CUDA_CHECK_LAUNCH("dot_finish");
+}
+// [launch_dot]
+
+// ---- The engine: everything planned once for n_max ------------------------------------------
+
+namespace {
+// Half the cores, at most 8; DOTCOURSE_STAGE_THREADS overrides it (07_library_staging.csv says
+// what each count reaches on the reference machine).
+int default_stage_threads() {
+  if (const char* env = std::getenv("DOTCOURSE_STAGE_THREADS"); env != nullptr && std::atoi(env) > 0)
+    return std::min(std::atoi(env), 64);
+  unsigned cpus = std::thread::hardware_concurrency();
+#if defined(__linux__)
+  // New threads inherit the creating thread's CPU mask: where a framework has pinned the caller to
+  // a few cores (OpenMP runtimes do), more threads than cores would only take turns.
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (sched_getaffinity(0, sizeof mask, &mask) == 0) cpus = std::min<unsigned>(cpus == 0 ? 1024 : cpus, CPU_COUNT(&mask));
+#endif
+  return static_cast<int>(std::clamp<unsigned>(cpus == 0 ? 4 : cpus / 2, 1, 8));
+}
+
+// kChunk floats per pinned chunk; DOTCOURSE_STAGE_CHUNK (floats) overrides it.
+std::size_t default_stage_chunk() {
+  if (const char* env = std::getenv("DOTCOURSE_STAGE_CHUNK"); env != nullptr && std::atoll(env) > 0)
+    return static_cast<std::size_t>(std::atoll(env));
+  return kChunk;
+}
+
+course::Context make_context(int device) {
+  const int count = course::device_count();
+  if (count == 0) course::require_gpu();  // throws NoGpuError with the reason
+  if (device < 0 || device >= count)
+    throw course::NoGpuError("device " + std::to_string(device) + " does not exist: this machine has " +
+                             std::to_string(count) + " CUDA device" + (count == 1 ? "" : "s"));
+  return course::Context(device);
+}
+}  // namespace
+
+// [engine]
+Engine::Engine(int device, std::size_t n_max, int stage_threads)
+    : gpu_(make_context(device)),
+      n_max_(n_max),
+      max_blocks_(dot_max_blocks(gpu_)),
+      stager_(gpu_, stage_threads > 0 ? stage_threads : default_stage_threads(), default_stage_chunk()) {
+  if (n_max == 0) throw course::UsageError("n_max must be at least 1");
+  if (n_max > std::numeric_limits<std::size_t>::max() / 16)
+    throw course::CudaError(cudaErrorMemoryAllocation, "n_max = " + std::to_string(n_max) + " floats cannot be allocated");
+  // TODO(student): plan the device memory once for n_max: a course::ScratchLayout with regions for
+  // x and y (n_max floats each), the partials (max_blocks_ floats) and the result (1 float); keep the
+  // offsets in off_x_, off_y_, off_partials_, off_result_ and the total in bytes_; reserve it on gpu_;
+  // allocate the pinned result h_result_ (one float).
+}
+// [engine]
+
+namespace {
+float* region(const course::Context& gpu, std::size_t bytes, std::size_t offset) {
+  if (bytes == 0)
+    throw course::UsageError("the engine has no device memory: the set-up in Engine::Engine (exercise 1) "
+                             "has not planned and reserved it");
+  return reinterpret_cast<float*>(static_cast<char*>(gpu.scratch(bytes)) + offset);
+}
+}  // namespace
+
+float* Engine::d_x() const { return region(gpu_, bytes_, off_x_); }
+float* Engine::d_y() const { return region(gpu_, bytes_, off_y_); }
+float* Engine::d_partials() const { return region(gpu_, bytes_, off_partials_); }
+float* Engine::d_result() const { return region(gpu_, bytes_, off_result_); }
+
+// ---- The staged copy: pinned chunks, several host threads ------------------------------------
+
+namespace {
+// How long a thread spins before it sleeps: long enough to catch the next call of a loop of calls,
+// short enough that an idle library does not keep cores busy.
+constexpr auto kSpin = std::chrono::microseconds(200);
+
+template <class Ready>
+bool spin_until(Ready ready) {
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  do {
+    for (int i = 0; i < 64; ++i)
+      if (ready()) return true;
+  } while (std::chrono::steady_clock::now() < until);
+  return ready();
+}
+}  // namespace
+
+Stager::Stager(course::Context& gpu, int threads, std::size_t chunk)
+    : gpu_(gpu), chunk_(std::max<std::size_t>(chunk, 1024)), slots_(static_cast<std::size_t>(std::max(1, threads))) {
+  gpu_.activate();
+  for (Slot& s : slots_)
+    for (int k = 0; k < 2; ++k) {
+      s.chunk[k] = course::PinnedBuffer<float>(chunk_);
+      CUDA_CHECK(cudaEventCreateWithFlags(&s.done[k], cudaEventDisableTiming));
+    }
+  for (int w = 1; w < threads; ++w) workers_.emplace_back([this, w] { worker_loop(w); });
+}
+
+Stager::~Stager() {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (auto& t : workers_) t.join();
+  for (Slot& s : slots_)
+    for (cudaEvent_t e : s.done)
+      if (e != nullptr) cudaEventDestroy(e);
+}
+
+// [stager_work]
+// Worker w takes pieces w, w + used, w + 2·used, ...: it waits until the copy that last used its
+// chunk has left it (an event), copies the pageable piece into the pinned chunk on the CPU, and
+// enqueues the DMA from the chunk. While that DMA runs it already fills its other chunk.
+void Stager::work(int w, const std::vector<Piece>& pieces, int used) {
+  Slot& s = slots_[static_cast<std::size_t>(w)];
+  for (std::size_t i = static_cast<std::size_t>(w); i < pieces.size(); i += static_cast<std::size_t>(used)) {
+    const Piece& p = pieces[i];
+    const int k = s.next;
+    s.next ^= 1;
+    CUDA_CHECK(cudaEventSynchronize(s.done[k]));
+    std::memcpy(s.chunk[k].data(), p.src, p.count * sizeof(float));
+    CUDA_CHECK(cudaMemcpyAsync(p.dst, s.chunk[k].data(), p.count * sizeof(float), cudaMemcpyHostToDevice, gpu_.stream()));
+    CUDA_CHECK(cudaEventRecord(s.done[k], gpu_.stream()));
+  }
+}
+// [stager_work]
+
+void Stager::worker_loop(int w) {
+  unsigned long long seen = 0;
+  bool activated = false;
+  for (;;) {
+    const std::vector<Piece>* job = nullptr;
+    int used = 0;
+    spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
+    {
+      std::unique_lock<std::mutex> guard(mutex_);
+      wake_.wait(guard, [&] { return stop_ || generation_.load() != seen; });
+      if (stop_) return;
+      seen = generation_.load();
+      job = job_;
+      used = job_used_;
+    }
+    std::exception_ptr error;
+    if (w < used) {
+      try {
+        if (!activated) gpu_.activate();  // the current device is per host thread
+        activated = true;
+        work(w, *job, used);
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      if (error && !error_) error_ = error;
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) done_.notify_one();
+    }
+  }
+}
+
+void Stager::run(const std::vector<Piece>& pieces) {
+  const int used = static_cast<int>(std::min<std::size_t>(slots_.size(), pieces.size()));
+  if (used <= 1) {
+    work(0, pieces, 1);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    job_ = &pieces;
+    job_used_ = used;
+    pending_.store(static_cast<int>(workers_.size()));
+    error_ = nullptr;
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  wake_.notify_all();
+  std::exception_ptr error;
+  try {
+    work(0, pieces, used);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; });
+  std::unique_lock<std::mutex> guard(mutex_);
+  done_.wait(guard, [&] { return pending_.load() == 0; });  // nobody reads the caller's arrays after this
+  if (!error) error = error_;
+  if (error) std::rethrow_exception(error);
+}
+
+// ---- Phase events ------------------------------------------------------------------------------
+
+PhaseEvents::PhaseEvents(cudaStream_t stream) : stream_(stream) {
+  for (auto& e : events_) CUDA_CHECK(cudaEventCreate(&e));
+}
+PhaseEvents::~PhaseEvents() {
+  for (auto& e : events_)
+    if (e != nullptr) cudaEventDestroy(e);
+}
+void PhaseEvents::mark(int boundary) { CUDA_CHECK(cudaEventRecord(events_[boundary], stream_)); }
+std::vector<double> PhaseEvents::phase_ms() {
+  CUDA_CHECK(cudaEventSynchronize(events_[kPhases]));
+  std::vector<double> ms;
+  for (int k = 0; k < kPhases; ++k) {
+    float t = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&t, events_[k], events_[k + 1]));
+    ms.push_back(t);
+  }
+  return ms;
+}
+
+// ---- The versions ------------------------------------------------------------------------------
+
+namespace {
+
+// [alloc_per_call]
+// The first program: every call allocates, copies, computes, copies back and frees. Three
+// cudaMalloc and three cudaFree per call, and cudaFree waits for the whole device.
+float dot_alloc_per_call(Engine& e, const float* x, const float* y, std::size_t n, PhaseEvents* clock) {
+  if (n == 0) return 0.0f;
+  course::Context& gpu = e.gpu();
+  cudaStream_t stream = gpu.stream();
+  const std::size_t bytes = n * sizeof(float);
+  float *d_x = nullptr, *d_y = nullptr, *d_scratch = nullptr;
+  mark(clock, 0);
+  CUDA_CHECK(cudaMalloc(&d_x, bytes));
+  CUDA_CHECK(cudaMalloc(&d_y, bytes));
+  CUDA_CHECK(cudaMalloc(&d_scratch, (static_cast<std::size_t>(e.max_blocks()) + 1) * sizeof(float)));
+  mark(clock, 1);
+  CUDA_CHECK(cudaMemcpyAsync(d_x, x, bytes, cudaMemcpyHostToDevice, stream));
+  mark(clock, 2);
+  CUDA_CHECK(cudaMemcpyAsync(d_y, y, bytes, cudaMemcpyHostToDevice, stream));
+  mark(clock, 3);
+  launch_dot(d_x, d_y, n, d_scratch + 1, e.max_blocks(), d_scratch, stream);
+  mark(clock, 4);
+  CUDA_CHECK(cudaMemcpyAsync(e.h_result(), d_scratch, sizeof(float), cudaMemcpyDeviceToHost, stream));
+  mark(clock, 5);
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  CUDA_CHECK(cudaFree(d_x));
+  CUDA_CHECK(cudaFree(d_y));
+  CUDA_CHECK(cudaFree(d_scratch));
+  mark(clock, 6);
+  return *e.h_result();
+}
+// [alloc_per_call]
+
+// [reuse]
+// What changed: the device memory was planned and allocated once, in the engine; a call only
+// copies, computes and copies back. Still slow: the copies come from pageable memory, which the
+// driver first copies into a pinned buffer of its own, one piece at a time, on one CPU thread.
+float dot_reuse(Engine& e, const float* x, const float* y, std::size_t n, PhaseEvents* clock) {
+  // TODO(student): exercise 3. What must this function do when n > e.n_max()? (The tests say.)
+  if (n == 0) return 0.0f;
+  course::Context& gpu = e.gpu();
+  cudaStream_t stream = gpu.stream();
+  mark(clock, 0);
+  mark(clock, 1);  // nothing to allocate
+  // TODO(student): exercise 2. Copy x and y into the engine's buffers (e.d_x(), e.d_y()) on the
+  // stream, launch_dot into e.d_result() with e.d_partials(), copy the result back into e.h_result(),
+  // wait for the stream, return it. Mark the phase boundaries 2..6 with mark(clock, k) as you go.
+  (void)x;
+  (void)y;
+  (void)stream;
+  return std::numeric_limits<float>::quiet_NaN();
+}
+// [reuse]
+
+// [reuse_staged]
+// What changed: the engine also keeps pinned chunks, and several host threads copy the pageable
+// input into them, each enqueuing its chunk's DMA while it fills the next. The CPU copy and the
+// PCIe transfer overlap, and several cores share the CPU copy. Chapters 08–09 say why pinned
+// memory moves faster, and overlap the kernel too.
+float dot_reuse_staged(Engine& e, const float* x, const float* y, std::size_t n, PhaseEvents* clock) {
+  if (n > e.n_max())
+    throw TooLargeError("n = " + std::to_string(n) + " is larger than this context's n_max = " +
+                        std::to_string(e.n_max()) + ": create the context with a larger n_max");
+  if (n == 0) return 0.0f;
+  course::Context& gpu = e.gpu();
+  cudaStream_t stream = gpu.stream();
+  mark(clock, 0);
+  mark(clock, 1);
+  std::vector<Stager::Piece> pieces;
+  const std::size_t chunk = n >= kLargePieces ? e.stager().chunk() : std::min(e.stager().chunk(), kSmallPiece);
+  for (std::size_t i = 0; i < n; i += chunk) pieces.push_back({x + i, e.d_x() + i, std::min(chunk, n - i)});
+  for (std::size_t i = 0; i < n; i += chunk) pieces.push_back({y + i, e.d_y() + i, std::min(chunk, n - i)});
+  e.stager().run(pieces);
+  mark(clock, 2);  // x and y share one pipeline: the breakdown shows both as "copy x" (config says so)
+  mark(clock, 3);
+  launch_dot(e.d_x(), e.d_y(), n, e.d_partials(), e.max_blocks(), e.d_result(), stream);
+  mark(clock, 4);
+  CUDA_CHECK(cudaMemcpyAsync(e.h_result(), e.d_result(), sizeof(float), cudaMemcpyDeviceToHost, stream));
+  mark(clock, 5);
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  mark(clock, 6);
+  return *e.h_result();
+}
+// [reuse_staged]
+
+}  // namespace
+
+// [registry]
+const std::vector<course::Version<HostDot>>& versions() {
+  static const std::vector<course::Version<HostDot>> registry = {
+      {"alloc_per_call", "allocate, copy, compute, copy back and free on every call (the first program)",
+       dot_alloc_per_call, false},
+      {"reuse", "device memory planned once for n_max and kept; pageable copies", dot_reuse, true},
+      {"reuse_staged", "also pinned staging chunks filled by several host threads while the previous chunk copies",
+       dot_reuse_staged, false},
+  };
+  return registry;
+}
+// [registry]
+
+HostDot fastest(std::size_t n) { return n < kStageMin ? dot_reuse : dot_reuse_staged; }
+
+// [dot_device]
+float dot_device(Engine& e, const float* d_x, const float* d_y, std::size_t n, cudaStream_t stream) {
+  if (n == 0) return 0.0f;
+  course::Context& gpu = e.gpu();
+  gpu.activate();
+  for (const float* p : {d_x, d_y}) {
+    cudaPointerAttributes attr{};
+    CUDA_CHECK(cudaPointerGetAttributes(&attr, p));
+    if (attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged)
+      throw course::UsageError("dot_device: an argument is not device memory (use dotcourse_dot for host arrays)");
+    if (attr.device != gpu.device())
+      throw course::UsageError("dot_device: an array lives on device " + std::to_string(attr.device) +
+                               ", the context on device " + std::to_string(gpu.device()));
+  }
+  // The kernels go on the caller's stream, after whatever produced x and y there. The engine's
+  // scratch is free: every call on this engine waits for its work before it returns.
+  launch_dot(d_x, d_y, n, e.d_partials(), e.max_blocks(), e.d_result(), stream);
+  CUDA_CHECK(cudaMemcpyAsync(e.h_result(), e.d_result(), sizeof(float), cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  return *e.h_result();
+}
+// [dot_device]
+
+}  // namespace ch07

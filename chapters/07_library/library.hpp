@@ -1,0 +1,175 @@
+#pragma once
+/// \file
+/// \brief Chapter 07: the course's dot product as a library: the engine behind dotcourse.h.
+///
+/// An Engine is what a dotcourse_context holds: one course::Context (device, stream, scratch
+/// arena) with the device buffers for n_max elements, a pinned result, and the pinned staging
+/// buffers and host threads of the staged copy. Every version of the host-array dot takes an
+/// Engine; the registry, versions(), is the only list of them (CLI, tests, benchmark, text).
+
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "course/buffer.hpp"
+#include "course/check.hpp"
+#include "course/context.hpp"
+#include "course/registry.hpp"
+
+namespace ch07 {
+
+/// Threads per block of the dot kernels.
+constexpr int kBlock = 256;
+/// Floats per pinned staging chunk of reuse_staged (2 MiB). Calls with n >= kLargePieces use
+/// whole chunks; smaller calls use pieces of kSmallPiece floats (512 KiB), so that the pipeline
+/// fills quickly. (Measured on the H100 machine: 07_library_staging.csv.)
+constexpr std::size_t kChunk = std::size_t{1} << 19;
+constexpr std::size_t kSmallPiece = std::size_t{1} << 17;
+constexpr std::size_t kLargePieces = std::size_t{1} << 22;
+/// Below this many elements the host-array dot of the C API uses `reuse`: waking the staging
+/// threads costs more than the copy they would speed up.
+constexpr std::size_t kStageMin = std::size_t{1} << 16;
+
+/// n larger than the engine's n_max: a usage error the C API reports as DOTCOURSE_ERROR_TOO_LARGE.
+class TooLargeError : public course::UsageError {
+ public:
+  using course::UsageError::UsageError;
+};
+
+/// The pinned staging buffers and the host threads of reuse_staged. Worker w owns two pinned
+/// chunks and an event per chunk; run() hands every worker its share of a list of chunks and
+/// returns when all of them are enqueued (and therefore read from the caller's memory).
+class Stager {
+ public:
+  /// `threads` host threads (the caller's included), each with two pinned chunks of `chunk` floats.
+  Stager(course::Context& gpu, int threads, std::size_t chunk = kChunk);
+  ~Stager();
+  Stager(const Stager&) = delete;
+  Stager& operator=(const Stager&) = delete;
+
+  /// One chunk: `count` floats from host `src` to device `dst`.
+  struct Piece {
+    const float* src;
+    float* dst;
+    std::size_t count;
+  };
+  /// Copies every piece to the device through the pinned chunks, on the context's stream, with up
+  /// to threads() threads (the caller's thread is one of them). Returns once every host read is
+  /// done and every copy is enqueued; the copies may still be in flight.
+  void run(const std::vector<Piece>& pieces);
+  int threads() const noexcept { return static_cast<int>(slots_.size()); }
+  /// Floats per pinned chunk: the size of the pieces run() expects.
+  std::size_t chunk() const noexcept { return chunk_; }
+
+ private:
+  struct Slot {
+    course::PinnedBuffer<float> chunk[2];
+    cudaEvent_t done[2] = {nullptr, nullptr};
+    int next = 0;
+  };
+  void work(int w, const std::vector<Piece>& pieces, int used);
+  void worker_loop(int w);
+
+  course::Context& gpu_;
+  std::size_t chunk_;
+  std::vector<Slot> slots_;
+  std::vector<std::thread> workers_;  // workers_[w - 1] serves slot w; the caller serves slot 0
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  const std::vector<Piece>* job_ = nullptr;
+  int job_used_ = 0;
+  // Atomics as well as the mutex: workers spin on generation_ for a moment before they sleep, and
+  // the caller on pending_, because waking a sleeping thread costs tens of microseconds, as much
+  // as copying a chunk.
+  std::atomic<unsigned long long> generation_{0};
+  std::atomic<int> pending_{0};
+  bool stop_ = false;
+  std::exception_ptr error_;
+};
+
+/// Events recorded on a stream at the boundaries of a call's phases, for the phase breakdown.
+/// Phases: allocate, copy x, copy y, kernel, copy back, free (mark(0) before the first, mark(k)
+/// after phase k).
+class PhaseEvents {
+ public:
+  static constexpr int kPhases = 6;
+  explicit PhaseEvents(cudaStream_t stream);
+  ~PhaseEvents();
+  PhaseEvents(const PhaseEvents&) = delete;
+  PhaseEvents& operator=(const PhaseEvents&) = delete;
+  void mark(int boundary);
+  /// Waits, then the milliseconds of each phase.
+  std::vector<double> phase_ms();
+
+ private:
+  cudaStream_t stream_;
+  cudaEvent_t events_[kPhases + 1] = {};
+};
+
+/// Records a phase boundary when timing is on (the versions call it; it costs nothing otherwise).
+inline void mark(PhaseEvents* clock, int boundary) {
+  if (clock != nullptr) clock->mark(boundary);
+}
+
+/// Everything one dotcourse_context owns. Not copyable, not thread-safe by itself: the C API
+/// serializes calls with `lock`.
+class Engine {
+ public:
+  /// Creates the context on `device` and allocates everything a dot of up to n_max elements
+  /// needs, once. Throws NoGpuError (no GPU, no such device), UsageError (n_max = 0),
+  /// CudaError (out of memory, ...).
+  Engine(int device, std::size_t n_max, int stage_threads = 0);
+
+  std::size_t n_max() const noexcept { return n_max_; }
+  course::Context& gpu() noexcept { return gpu_; }
+  float* d_x() const;
+  float* d_y() const;
+  /// One partial sum per block of the first pass, and the result after the second.
+  float* d_partials() const;
+  float* d_result() const;
+  float* h_result() noexcept { return h_result_.data(); }
+  int max_blocks() const noexcept { return max_blocks_; }
+  Stager& stager() noexcept { return stager_; }
+
+  std::mutex lock;  ///< held by every C API call on this engine
+
+ private:
+  course::Context gpu_;
+  std::size_t n_max_ = 0;
+  int max_blocks_ = 0;
+  std::size_t off_x_ = 0, off_y_ = 0, off_partials_ = 0, off_result_ = 0, bytes_ = 0;
+  course::PinnedBuffer<float> h_result_;
+  Stager stager_;
+};
+
+/// The deterministic two-pass dot of device arrays: x·y into *d_result (device memory),
+/// asynchronously on `stream`; d_partials holds at least max_blocks floats. n = 0 writes 0.
+void launch_dot(const float* d_x, const float* d_y, std::size_t n, float* d_partials, int max_blocks,
+                float* d_result, cudaStream_t stream);
+
+/// The largest grid launch_dot uses on this engine's device (partials to reserve).
+int dot_max_blocks(course::Context& gpu);
+
+/// A host-array dot: x and y in host memory, the result returned on the host. `clock` is null
+/// except when the driver measures the phases.
+using HostDot = float (*)(Engine& e, const float* x, const float* y, std::size_t n, PhaseEvents* clock);
+
+/// The chapter's registry, in the order of the story: alloc_per_call, reuse, reuse_staged.
+const std::vector<course::Version<HostDot>>& versions();
+
+/// The version the C API's dotcourse_dot uses for n elements: the fastest, reuse_staged, except
+/// for small n where waking threads costs more than it saves (reuse).
+HostDot fastest(std::size_t n);
+
+/// x·y of two arrays in device memory, on the caller's `stream`; returns when the result is on
+/// the host. Checks that x and y are device memory of this engine's device.
+float dot_device(Engine& e, const float* d_x, const float* d_y, std::size_t n, cudaStream_t stream);
+
+}  // namespace ch07

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Chapter 07's Python measurements, in one run: what a Python user would pick for a dot of two
+NumPy float32 vectors, the result on the host after every call; and the motivating program
+(init, 100 × dot on 2^20, deinit) from Python.
+
+    python3 chapters/07_library/python/bench_peers.py --out results/local
+writes results/local/07_library_peers.csv (peer, input, n, reps, median_ms, mean_ms, min_ms,
+gbps, rel_error) and results/local/07_library_program_python.csv (the columns of the C++
+driver's 07_library_program.csv). Peers missing here (CuPy, PyTorch, a GPU) are left out, with a
+line saying so.
+"""
+import argparse
+import csv
+import os
+import pathlib
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import dotcourse  # noqa: E402
+
+
+def timed(fn, reps, warmup=3):
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - t0) * 1e3)
+    return samples
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", type=pathlib.Path, default=pathlib.Path("results/local"), help="folder for the CSVs")
+    p.add_argument("--sizes", default="10,20,26", help="powers of two, comma-separated (default 10,20,26)")
+    p.add_argument("--reps", type=int, default=50, help="timed calls per peer and size (fewer at 2^24 and up)")
+    p.add_argument("--device", type=int, default=0)
+    p.add_argument("--peers", default="numpy,dotcourse,cupy,torch", help="which peers to time (comma-separated)")
+    args = p.parse_args()
+    sizes = [1 << int(s) for s in args.sizes.split(",")]
+    args.out.mkdir(parents=True, exist_ok=True)
+    peers_wanted = set(args.peers.split(","))
+    print(f"bench_peers: {len(os.sched_getaffinity(0))} CPUs in this thread's affinity mask before CuPy/PyTorch")
+    program(args)  # first, before CuPy or PyTorch (and their thread pools) are loaded
+
+    cp = torch = None
+    if "cupy" in peers_wanted:
+        try:
+            import cupy as cp
+        except Exception as e:  # noqa: BLE001
+            print(f"bench_peers: no CuPy ({e}); its rows are left out")
+    if "torch" in peers_wanted:
+        try:
+            import torch
+            if not torch.cuda.is_available():
+                raise RuntimeError("torch.cuda.is_available() is False")
+        except Exception as e:  # noqa: BLE001
+            torch = None
+            print(f"bench_peers: no PyTorch with CUDA ({e}); its rows are left out")
+    print(f"bench_peers: {len(os.sched_getaffinity(0))} CPUs in this thread's affinity mask after the imports")
+
+    rows = []
+    ctx = dotcourse.Context(max(sizes), device=args.device)
+    for n in sizes:
+        rng = np.random.default_rng(n)
+        x = rng.uniform(-1, 1, n).astype(np.float32)
+        y = rng.uniform(-1, 1, n).astype(np.float32)
+        ref = float(np.dot(x.astype(np.float64), y.astype(np.float64)))
+        scale = float(np.abs(x.astype(np.float64) * y).sum())
+        reps = args.reps if n < (1 << 24) else max(5, args.reps // 5)
+        peers = [("numpy", "host", lambda: float(np.dot(x, y))),
+                 ("dotcourse", "host", lambda: ctx.dot(x, y))]
+        peers = [p for p in peers if p[0] in peers_wanted]
+        if cp is not None:
+            dx, dy = cp.asarray(x), cp.asarray(y)
+            peers += [("cupy", "host", lambda: float(cp.dot(cp.asarray(x), cp.asarray(y)))),
+                      ("cupy", "device", lambda: float(cp.dot(dx, dy)))]
+            if "dotcourse" in peers_wanted:
+                peers.append(("dotcourse", "device_cupy", lambda: ctx.dot(dx, dy)))
+        if torch is not None:
+            tx, ty = torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda()
+            px, py = torch.from_numpy(x).pin_memory(), torch.from_numpy(y).pin_memory()
+            peers += [("torch", "host", lambda: torch.dot(torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda()).item()),
+                      ("torch", "pinned", lambda: torch.dot(px.cuda(non_blocking=True), py.cuda(non_blocking=True)).item()),
+                      ("torch", "device", lambda: torch.dot(tx, ty).item())]
+            if "dotcourse" in peers_wanted:
+                peers.append(("dotcourse", "device_torch", lambda: ctx.dot(tx, ty)))
+        for name, where, fn in peers:
+            got = fn()
+            samples = timed(fn, reps)
+            med = statistics.median(samples)
+            rows.append({"peer": name, "input": where, "n": n, "reps": reps, "median_ms": med,
+                         "mean_ms": statistics.fmean(samples), "min_ms": min(samples),
+                         "gbps": 2 * n * 4 / (med * 1e-3) / 1e9,
+                         "rel_error": abs(got - ref) / max(abs(ref), 1e-30), "scale": scale})
+            print(f"{name:10s} {where:13s} n=2^{n.bit_length() - 1:<2d} {med:9.4f} ms")
+    ctx.close()
+    with open(args.out / "07_library_peers.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+    print(f"bench_peers: wrote {args.out / '07_library_peers.csv'} and {args.out / '07_library_program_python.csv'}")
+
+
+def program(args):
+    # The motivating program, from Python: init, 100 calls on 2^20, deinit; and NumPy beside it.
+    n, calls = 1 << 20, 100
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-1, 1, n).astype(np.float32)
+    y = rng.uniform(-1, 1, n).astype(np.float32)
+    ref = float(np.dot(x.astype(np.float64), y.astype(np.float64)))
+    prog = []
+    t0 = time.perf_counter()
+    c = dotcourse.Context(n, device=args.device)
+    init_ms = (time.perf_counter() - t0) * 1e3
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        got = c.dot(x, y)
+    calls_ms = (time.perf_counter() - t0) * 1e3
+    t0 = time.perf_counter()
+    c.close()
+    deinit_ms = (time.perf_counter() - t0) * 1e3
+    prog.append(["Python", "c_api", n, calls, init_ms, calls_ms, deinit_ms, calls_ms / calls, abs(got - ref) / abs(ref)])
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        got = float(np.dot(x, y))
+    calls_ms = (time.perf_counter() - t0) * 1e3
+    prog.append(["Python", "numpy", n, calls, 0.0, calls_ms, 0.0, calls_ms / calls, abs(got - ref) / abs(ref)])
+    with open(args.out / "07_library_program_python.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["language", "variant", "n", "calls", "init_ms", "calls_ms", "deinit_ms", "per_call_ms", "rel_error"])
+        w.writerows(prog)
+    print(f"bench_peers: the program from Python: {prog[0][7]:.4f} ms per call (NumPy {prog[1][7]:.4f})")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

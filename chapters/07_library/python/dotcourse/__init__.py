@@ -1,0 +1,291 @@
+"""dotcourse: the course's GPU dot product from Python (ctypes over libdotcourse.so).
+
+    import numpy as np, dotcourse
+    with dotcourse.Context(n_max=1 << 20) as ctx:
+        r = ctx.dot(x, y)          # NumPy float32 1-D arrays: copied to the GPU, result a float
+        r = ctx.dot(dx, dy)        # CuPy / PyTorch CUDA arrays: no copy, on the producer's stream
+
+The library is found, in this order: the file named by the environment variable DOTCOURSE_LIB;
+libdotcourse.so beside this file (an installed wheel); the newest build/*/lib/libdotcourse.so of
+the course repository this package sits in (use it from the build tree without installing).
+
+A Context may be shared by threads (the library locks it; ctypes releases the GIL during a call);
+threads that should run at the same time use one Context each.
+"""
+import ctypes
+import os
+import pathlib
+import threading
+
+__all__ = ["Context", "DotcourseError", "library_path", "version", "check_host_arrays"]
+
+# dotcourse_status (dotcourse.h)
+OK, INVALID_ARGUMENT, TOO_LARGE, INVALID_HANDLE, NO_GPU, OUT_OF_MEMORY, CUDA, INTERNAL = range(8)
+STATUS_NAMES = {OK: "OK", INVALID_ARGUMENT: "INVALID_ARGUMENT", TOO_LARGE: "TOO_LARGE",
+                INVALID_HANDLE: "INVALID_HANDLE", NO_GPU: "NO_GPU", OUT_OF_MEMORY: "OUT_OF_MEMORY",
+                CUDA: "CUDA", INTERNAL: "INTERNAL"}
+
+
+class DotcourseError(RuntimeError):
+    """A status other than DOTCOURSE_OK; `status` is the code, the text is the library's message."""
+
+    def __init__(self, status, message):
+        super().__init__(f"dotcourse {STATUS_NAMES.get(status, status)}: {message}")
+        self.status = status
+
+
+_lib = None
+_lib_lock = threading.Lock()
+
+
+def library_path():
+    """Where libdotcourse.so is taken from (see the module's docstring), or None."""
+    env = os.environ.get("DOTCOURSE_LIB")
+    if env:
+        return pathlib.Path(env)
+    here = pathlib.Path(__file__).resolve().parent
+    beside = here / "libdotcourse.so"
+    if beside.is_file():
+        return beside
+    root = here.parents[3]  # chapters/07_library/python/dotcourse -> the repository
+    found = sorted(root.glob("build/*/lib/libdotcourse.so"), key=lambda p: p.stat().st_mtime, reverse=True)
+    return found[0] if found else None
+
+
+def _load():
+    global _lib
+    with _lib_lock:
+        if _lib is not None:
+            return _lib
+        path = library_path()
+        if path is None or not path.is_file():
+            raise OSError("libdotcourse.so not found: build it (cmake --build --preset solutions --target dotcourse), "
+                          "install the package (pip install chapters/07_library/python), or set DOTCOURSE_LIB "
+                          f"to its path (looked at {path})")
+        lib = ctypes.CDLL(str(path))
+        c_status = ctypes.c_int
+        ctx_p = ctypes.c_void_p
+        fp = ctypes.POINTER(ctypes.c_float)
+        lib.dotcourse_version.restype = ctypes.c_char_p
+        lib.dotcourse_version.argtypes = []
+        lib.dotcourse_status_string.restype = ctypes.c_char_p
+        lib.dotcourse_status_string.argtypes = [c_status]
+        lib.dotcourse_last_error.restype = ctypes.c_char_p
+        lib.dotcourse_last_error.argtypes = []
+        lib.dotcourse_create.restype = c_status
+        lib.dotcourse_create.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.POINTER(ctx_p)]
+        lib.dotcourse_destroy.restype = c_status
+        lib.dotcourse_destroy.argtypes = [ctx_p]
+        lib.dotcourse_n_max.restype = c_status
+        lib.dotcourse_n_max.argtypes = [ctx_p, ctypes.POINTER(ctypes.c_size_t)]
+        lib.dotcourse_dot.restype = c_status
+        lib.dotcourse_dot.argtypes = [ctx_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, fp]
+        lib.dotcourse_dot_device.restype = c_status
+        lib.dotcourse_dot_device.argtypes = [ctx_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
+                                             ctypes.c_void_p, fp]
+        _lib = lib
+        return lib
+
+
+def _check(lib, status):
+    if status != OK:
+        raise DotcourseError(status, lib.dotcourse_last_error().decode(errors="replace")
+                             or lib.dotcourse_status_string(status).decode())
+
+
+def version():
+    """The library's version string."""
+    return _load().dotcourse_version().decode()
+
+
+# ---- what the C side cannot see: dtype, shape, contiguity, lengths --------------------------------
+
+def check_host_arrays(x, y, n_max):
+    """Checks two NumPy arrays for Context.dot; returns n. TypeError for a wrong type or dtype,
+    ValueError for a wrong shape, layout or length. Needs no GPU and no library."""
+    import numpy as np
+    for name, a in (("x", x), ("y", y)):
+        if not isinstance(a, np.ndarray):
+            raise TypeError(f"{name} is a {type(a).__name__}, not a NumPy array or a CUDA array "
+                            f"(use np.asarray({name}, dtype=np.float32))")
+        if a.dtype != np.float32:
+            raise TypeError(f"{name} has dtype {a.dtype}; dotcourse computes in float32: pass "
+                            f"{name}.astype(np.float32) (a copy you make knowingly)")
+        if a.ndim != 1:
+            raise ValueError(f"{name} has {a.ndim} dimensions {a.shape}; dotcourse takes 1-D vectors "
+                             f"({name}.ravel() if you mean all elements)")
+        if not a.flags.c_contiguous:
+            raise ValueError(f"{name} is not contiguous (strides {a.strides}): pass np.ascontiguousarray({name})")
+    if x.shape[0] != y.shape[0]:
+        raise ValueError(f"x has {x.shape[0]} elements and y has {y.shape[0]}: a dot product needs equal lengths")
+    n = int(x.shape[0])
+    if n > n_max:
+        raise ValueError(f"n = {n} is larger than this context's n_max = {n_max}: create the Context with a larger n_max")
+    return n
+
+
+_numpy = None
+
+
+def _np():
+    global _numpy
+    if _numpy is None:
+        import numpy
+        _numpy = numpy
+    return _numpy
+
+
+class _DeviceArray:
+    """A CUDA vector seen through __cuda_array_interface__ or DLPack: pointer, length, stream."""
+
+    def __init__(self, ptr, n, stream, keep=None, release=None):
+        self.ptr, self.n, self.stream, self.keep, self.release = ptr, n, stream, keep, release
+
+
+def _from_cai(name, a):
+    cai = a.__cuda_array_interface__
+    shape = tuple(cai["shape"])
+    if cai["typestr"] not in ("<f4", "=f4", "|f4"):
+        raise TypeError(f"{name} has typestr {cai['typestr']!r}; dotcourse computes in float32 (<f4): "
+                        f"convert it with .astype(float32) on the device")
+    if len(shape) != 1:
+        raise ValueError(f"{name} has shape {shape}; dotcourse takes 1-D vectors")
+    strides = cai.get("strides")
+    if strides is not None and shape[0] > 1 and tuple(strides) != (4,):
+        raise ValueError(f"{name} is not contiguous (strides {tuple(strides)} bytes): make a contiguous copy first")
+    # The producer's stream (CAI v3): 1 is the legacy default stream, 2 per-thread default, else a
+    # cudaStream_t; the values 1 and 2 are CUDA's own cudaStreamLegacy and cudaStreamPerThread.
+    stream = cai.get("stream")
+    return _DeviceArray(cai["data"][0], shape[0], stream or 0, keep=a)
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32),
+                ("ndim", ctypes.c_int32), ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                ("lanes", ctypes.c_uint16), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    pass
+
+
+_DLManagedTensor._fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p),
+                             ("deleter", ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedTensor)))]
+_KDL_CUDA, _KDL_FLOAT = 2, 2
+
+
+def _from_dlpack(name, a):
+    # We compute on the legacy default stream (1 in DLPack's convention): the producer makes its
+    # work ordered before that stream, as the protocol asks of it.
+    capsule = a.__dlpack__(stream=1)
+    api = ctypes.pythonapi
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    api.PyCapsule_SetName.restype = ctypes.c_int
+    api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    managed = ctypes.cast(api.PyCapsule_GetPointer(capsule, b"dltensor"), ctypes.POINTER(_DLManagedTensor))
+    api.PyCapsule_SetName(capsule, b"used_dltensor")  # we own it now and must call its deleter
+
+    def release():
+        if managed.contents.deleter:
+            managed.contents.deleter(managed)
+
+    t = managed.contents.dl_tensor
+    try:
+        if t.device_type != _KDL_CUDA:
+            raise TypeError(f"{name} is a DLPack tensor on device type {t.device_type}, not CUDA memory")
+        if (t.code, t.bits, t.lanes) != (_KDL_FLOAT, 32, 1):
+            raise TypeError(f"{name} is a DLPack tensor of (code {t.code}, {t.bits} bits); dotcourse takes float32")
+        if t.ndim != 1:
+            raise ValueError(f"{name} has {t.ndim} dimensions; dotcourse takes 1-D vectors")
+        n = t.shape[0]
+        if t.strides and n > 1 and t.strides[0] != 1:
+            raise ValueError(f"{name} has stride {t.strides[0]} elements: make a contiguous copy first")
+    except Exception:
+        release()
+        raise
+    return _DeviceArray((t.data or 0) + t.byte_offset, n, 0, keep=(a, capsule), release=release)
+
+
+def _device_view(name, a):
+    if hasattr(a, "__cuda_array_interface__"):
+        try:
+            return _from_cai(name, a)
+        except AttributeError:
+            pass  # e.g. a tensor that refuses CAI; DLPack may still work
+    if hasattr(a, "__dlpack__") and hasattr(a, "__dlpack_device__") and a.__dlpack_device__()[0] == _KDL_CUDA:
+        return _from_dlpack(name, a)
+    return None
+
+
+class Context:
+    """One GPU context of the library: device memory for up to n_max elements, made once.
+    Use it as a context manager, or call close()."""
+
+    def __init__(self, n_max, device=0):
+        if not isinstance(n_max, int) or isinstance(n_max, bool) or n_max < 1:
+            raise ValueError(f"n_max must be a whole number >= 1 (got {n_max!r})")
+        self._lib = _load()
+        handle = ctypes.c_void_p()
+        _check(self._lib, self._lib.dotcourse_create(int(device), n_max, ctypes.byref(handle)))
+        self._handle = handle
+        self.n_max = n_max
+        self.device = device
+
+    def close(self):
+        """Destroys the context (idempotent)."""
+        if getattr(self, "_handle", None) is not None:
+            handle, self._handle = self._handle, None
+            _check(self._lib, self._lib.dotcourse_destroy(handle))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _live(self):
+        if self._handle is None:
+            raise ValueError("this dotcourse.Context is closed")
+        return self._handle
+
+    def dot(self, x, y):
+        """x·y as a Python float. NumPy float32 1-D arrays (copied to the GPU), or CuPy/PyTorch
+        (any __cuda_array_interface__ or DLPack) float32 1-D CUDA arrays (not copied; computed on
+        the producer's stream)."""
+        handle = self._live()
+        result = ctypes.c_float()
+        np = _np()
+        if isinstance(x, np.ndarray) and isinstance(y, np.ndarray):  # the common case first, cheaply
+            n = check_host_arrays(x, y, self.n_max)
+            status = self._lib.dotcourse_dot(handle, x.__array_interface__["data"][0],
+                                             y.__array_interface__["data"][0], n, ctypes.byref(result))
+            if status != OK:
+                _check(self._lib, status)
+            return float(result.value)
+        dx, dy = _device_view("x", x), _device_view("y", y)
+        if dx is not None or dy is not None:
+            try:
+                if dx is None or dy is None:
+                    raise TypeError("one of x and y is a CUDA array and the other is not: move both to the same place")
+                if dx.n != dy.n:
+                    raise ValueError(f"x has {dx.n} elements and y has {dy.n}: a dot product needs equal lengths")
+                if dx.stream != dy.stream and dx.stream and dy.stream:
+                    raise ValueError("x and y come from different streams: synchronize one of them first")
+                status = self._lib.dotcourse_dot_device(handle, dx.ptr, dy.ptr, dx.n, dx.stream or dy.stream or None,
+                                                        ctypes.byref(result))
+                _check(self._lib, status)
+            finally:
+                for d in (dx, dy):
+                    if d is not None and d.release is not None:
+                        d.release()
+            return float(result.value)
+        check_host_arrays(x, y, self.n_max)  # neither is a NumPy or a CUDA array: it raises TypeError
+        raise TypeError("x and y must be NumPy arrays or CUDA arrays")

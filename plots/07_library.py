@@ -1,0 +1,106 @@
+"""Chapter 07 plots: time per call against n for every version of the host-array dot (and the
+device-array dot and the CPU loop beside them); where the time goes, phase by phase, as stacked
+bars; the motivating program in C++, Python and Go; and the Python peers."""
+import matplotlib.pyplot as plt
+
+import course_style as cs
+
+STEM = "07_library"
+PHASES = [("alloc_ms", "allocate", "#8c564b"), ("copy_x_ms", "copy x", "#ff7f0e"), ("copy_y_ms", "copy y", "#ffbb78"),
+          ("kernel_ms", "kernel", "#1f77b4"), ("copy_back_ms", "copy back", "#9467bd"), ("free_ms", "free", "#7f7f7f")]
+
+
+def per_call(rows):
+    fig, ax = plt.subplots()
+    names = list(dict.fromkeys(r["version"] for r in rows))
+    for k, name in enumerate(names):
+        pts = sorted((r["n"], r["median_ms"]) for r in rows if r["version"] == name)
+        style = dict(marker="o", color=cs.PALETTE[k % len(cs.PALETTE)], label=name)
+        if name == "cpu_loop":
+            style.update(color=cs.COLORS["cpu"], ls="--")
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], **style)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("n (floats per vector)")
+    ax.set_ylabel("ms per call, result on the host")
+    ax.set_title("Host arrays in: time per call")
+    ax.legend()
+    return fig
+
+
+def phases(rows):
+    versions = list(dict.fromkeys(r["version"] for r in rows))
+    fig, axes = plt.subplots(1, len(versions), figsize=(5 * len(versions), 4.5), squeeze=False)
+    for ax, version in zip(axes[0], versions):
+        sel = sorted((r for r in rows if r["version"] == version), key=lambda r: r["n"])
+        labels = [cs.size_label(r["n"]) for r in sel]
+        # Shares of each call, so that every n is readable; the total is written above the bar.
+        bottom = [0.0] * len(sel)
+        for col, label, color in PHASES:
+            share = [100 * r[col] / r["phases_ms"] if r["phases_ms"] else 0 for r in sel]
+            ax.bar(range(len(sel)), share, bottom=bottom, color=color, label=label)
+            bottom = [b + s for b, s in zip(bottom, share)]
+        for i, r in enumerate(sel):
+            ax.text(i, 101, f"{r['phases_ms']:.3g}", ha="center", va="bottom", fontsize=7)
+        ax.set_xticks(range(len(sel)), labels, rotation=45)
+        ax.set_ylim(0, 112)
+        ax.set_title(version)
+        ax.set_xlabel("n")
+    axes[0][0].set_ylabel("% of the call (total ms above each bar)")
+    axes[0][-1].legend(fontsize=7, loc="lower right")
+    fig.suptitle("Where the time goes: allocate, copy x, copy y, kernel, copy back, free")
+    return fig
+
+
+def program(rows):
+    fig, ax = plt.subplots()
+    labels = [f"{r['language']} {r['variant']}" for r in rows]
+    colors = [cs.COLORS["cpu"] if r["variant"] in ("cpu_loop", "numpy") else cs.COLORS["gpu"] for r in rows]
+    bars = ax.barh(range(len(rows)), [r["per_call_ms"] for r in rows], color=colors)
+    ax.bar_label(bars, fmt="%.3g", fontsize=8, padding=2)
+    ax.set_yticks(range(len(rows)), labels)
+    ax.invert_yaxis()
+    ax.set_xlabel("ms per call (100 calls on 2^20 floats)")
+    ax.set_title("The motivating program: GPU (blue) against the CPU loop (grey)")
+    return fig
+
+
+def peers(rows):
+    fig, ax = plt.subplots()
+    keys = list(dict.fromkeys((r["peer"], r["input"]) for r in rows))
+    sizes = sorted({r["n"] for r in rows})
+    width = 0.8 / len(sizes)
+    for j, n in enumerate(sizes):
+        vals = []
+        for peer, where in keys:
+            m = [r["median_ms"] for r in rows if r["peer"] == peer and r["input"] == where and r["n"] == n]
+            vals.append(m[0] if m else float("nan"))
+        ax.bar([i + j * width for i in range(len(keys))], vals, width, label=f"n = {cs.size_label(n)}",
+               color=cs.PALETTE[j % len(cs.PALETTE)])
+    ax.set_yscale("log")
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(keys))], [f"{p}\n{w}" for p, w in keys], fontsize=7)
+    ax.set_ylabel("ms per call, result on the host")
+    ax.set_title("From Python: the peers, timed in the same run")
+    ax.legend()
+    return fig
+
+
+def main():
+    args = cs.parse_args(__doc__)
+    rows = cs.load_csv(args.results / f"{STEM}.csv")
+    cs.apply()
+    cs.save(per_call(rows), args.out, STEM)
+    if (args.results / f"{STEM}_phases.csv").is_file():
+        cs.save(phases(cs.load_csv(args.results / f"{STEM}_phases.csv")), args.out, f"{STEM}_phases")
+    prog = []
+    for what in ("program", "program_python", "program_go"):
+        if (args.results / f"{STEM}_{what}.csv").is_file():
+            prog += cs.load_csv(args.results / f"{STEM}_{what}.csv")
+    if prog:
+        cs.save(program(prog), args.out, f"{STEM}_program")
+    if (args.results / f"{STEM}_peers.csv").is_file():
+        cs.save(peers(cs.load_csv(args.results / f"{STEM}_peers.csv")), args.out, f"{STEM}_peers")
+
+
+if __name__ == "__main__":
+    main()

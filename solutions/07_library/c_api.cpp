@@ -1,0 +1,200 @@
+// Chapter 07 — the C ABI of libdotcourse.so (dotcourse.h).
+//
+// A boundary: every function catches every exception and turns it into a status code and a
+// message (no C++ exception may unwind through a C, Python or Go caller), checks what C can
+// check (null pointers, sizes, live handles), and locks the context around its work.
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <mutex>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <unordered_set>
+#include <utility>
+
+#include "course/check.hpp"
+#include "dotcourse.h"
+#include "library.hpp"
+
+struct dotcourse_context {
+  ch07::Engine engine;
+  dotcourse_context(int device, std::size_t n_max) : engine(device, n_max) {}
+};
+
+namespace {
+
+thread_local std::string t_last_error;
+
+// [live_handles]
+// Every live handle, so that a destroyed (or never created) one is refused instead of used. A
+// process-wide set is right here: handles are process-wide, not per device.
+std::mutex& live_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::unordered_set<const dotcourse_context*>& live() {
+  static std::unordered_set<const dotcourse_context*> set;
+  return set;
+}
+bool is_live(const dotcourse_context* ctx) {
+  std::lock_guard<std::mutex> guard(live_mutex());
+  return ctx != nullptr && live().count(ctx) == 1;
+}
+// [live_handles]
+
+dotcourse_status fail(dotcourse_status status, const std::string& message) {
+  t_last_error = message;
+  return status;
+}
+
+// [guarded]
+// Runs `body`; maps every exception to a status and keeps its message for dotcourse_last_error.
+template <class Body>
+dotcourse_status guarded(const char* function, Body&& body) noexcept {
+  try {
+    t_last_error.clear();
+    body();
+    return DOTCOURSE_OK;
+  } catch (const ch07::TooLargeError& e) {
+    return fail(DOTCOURSE_ERROR_TOO_LARGE, std::string(function) + ": " + e.what());
+  } catch (const course::UsageError& e) {
+    return fail(DOTCOURSE_ERROR_INVALID_ARGUMENT, std::string(function) + ": " + e.what());
+  } catch (const course::NoGpuError& e) {
+    return fail(DOTCOURSE_ERROR_NO_GPU, std::string(function) + ": " + e.what());
+  } catch (const course::DoesNotFitError& e) {
+    return fail(DOTCOURSE_ERROR_OUT_OF_MEMORY, std::string(function) + ": " + e.what());
+  } catch (const course::CudaError& e) {
+    cudaGetLastError();  // a failed allocation is not sticky: do not let it fail the next launch check
+    const cudaError_t code = e.code();
+    if (code == cudaErrorMemoryAllocation)
+      return fail(DOTCOURSE_ERROR_OUT_OF_MEMORY, std::string(function) + ": out of memory: " + e.what());
+    if (code == cudaErrorNoDevice || code == cudaErrorInsufficientDriver)
+      return fail(DOTCOURSE_ERROR_NO_GPU, std::string(function) + ": " + e.what());
+    return fail(DOTCOURSE_ERROR_CUDA, std::string(function) + ": " + e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(DOTCOURSE_ERROR_OUT_OF_MEMORY, std::string(function) + ": host memory exhausted");
+  } catch (const std::exception& e) {
+    return fail(DOTCOURSE_ERROR_INTERNAL, std::string(function) + ": " + e.what());
+  } catch (...) {
+    return fail(DOTCOURSE_ERROR_INTERNAL, std::string(function) + ": unknown exception");
+  }
+}
+// [guarded]
+
+void need(const void* p, const char* function, const char* what) {
+  if (p == nullptr) throw course::UsageError(std::string(what) + " is NULL");
+  (void)function;
+}
+
+void need_live(const dotcourse_context* ctx) {
+  if (ctx == nullptr) throw std::invalid_argument("context is NULL");
+  if (!is_live(ctx)) throw std::invalid_argument("not a live context (destroyed, or never created)");
+}
+
+// need_live throws std::invalid_argument; this maps it to INVALID_HANDLE before guarded sees it.
+template <class Body>
+dotcourse_status with_context(const char* function, const dotcourse_context* ctx, Body&& body) noexcept {
+  try {
+    need_live(ctx);
+  } catch (const std::invalid_argument& e) {
+    return fail(DOTCOURSE_ERROR_INVALID_HANDLE, std::string(function) + ": " + e.what());
+  }
+  return guarded(function, std::forward<Body>(body));
+}
+
+}  // namespace
+
+extern "C" {
+
+DOTCOURSE_API const char* dotcourse_version(void) { return "0.7.0"; }
+
+DOTCOURSE_API const char* dotcourse_status_string(dotcourse_status status) {
+  switch (status) {
+    case DOTCOURSE_OK: return "success";
+    case DOTCOURSE_ERROR_INVALID_ARGUMENT: return "invalid argument (a NULL pointer or a value out of range)";
+    case DOTCOURSE_ERROR_TOO_LARGE: return "n is larger than the context's n_max";
+    case DOTCOURSE_ERROR_INVALID_HANDLE: return "invalid context handle (NULL, never created, or destroyed)";
+    case DOTCOURSE_ERROR_NO_GPU: return "no usable CUDA GPU";
+    case DOTCOURSE_ERROR_OUT_OF_MEMORY: return "out of memory";
+    case DOTCOURSE_ERROR_CUDA: return "CUDA error";
+    case DOTCOURSE_ERROR_INTERNAL: return "internal error in dotcourse (please report it)";
+  }
+  return "unknown status code";
+}
+
+DOTCOURSE_API const char* dotcourse_last_error(void) { return t_last_error.c_str(); }
+
+DOTCOURSE_API dotcourse_status dotcourse_create(int device, size_t n_max, dotcourse_context** out) {
+  if (out == nullptr) return fail(DOTCOURSE_ERROR_INVALID_ARGUMENT, "dotcourse_create: out is NULL");
+  *out = nullptr;
+  return guarded("dotcourse_create", [&] {
+    auto* ctx = new dotcourse_context(device, n_max);
+    std::lock_guard<std::mutex> guard(live_mutex());
+    live().insert(ctx);
+    *out = ctx;
+  });
+}
+
+// [destroy]
+DOTCOURSE_API dotcourse_status dotcourse_destroy(dotcourse_context* ctx) {
+  if (ctx == nullptr) {
+    t_last_error.clear();
+    return DOTCOURSE_OK;
+  }
+  // BEGIN SOLUTION
+  {
+    std::lock_guard<std::mutex> guard(live_mutex());
+    if (live().erase(ctx) == 0)
+      return fail(DOTCOURSE_ERROR_INVALID_HANDLE, "dotcourse_destroy: not a live context (destroyed twice?)");
+  }
+  return guarded("dotcourse_destroy", [&] {
+    { std::lock_guard<std::mutex> wait_for_calls(ctx->engine.lock); }  // a call in flight finishes first
+    delete ctx;  // the engine's destructors free the arena, the pinned memory, the threads, the stream
+  });
+  // STUB
+  //> // TODO(student): exercise 1b. Remove ctx from live() (under live_mutex(); a handle that is not
+  //> // there is DOTCOURSE_ERROR_INVALID_HANDLE), then delete it inside guarded(...).
+  //> return DOTCOURSE_OK;
+  // END SOLUTION
+}
+// [destroy]
+
+DOTCOURSE_API dotcourse_status dotcourse_n_max(const dotcourse_context* ctx, size_t* n_max) {
+  return with_context("dotcourse_n_max", ctx, [&] {
+    need(n_max, "dotcourse_n_max", "n_max");
+    *n_max = ctx->engine.n_max();
+  });
+}
+
+// [c_dot]
+DOTCOURSE_API dotcourse_status dotcourse_dot(dotcourse_context* ctx, const float* x, const float* y, size_t n,
+                                             float* result) {
+  return with_context("dotcourse_dot", ctx, [&] {
+    need(result, "dotcourse_dot", "result");
+    if (n > 0) {
+      need(x, "dotcourse_dot", "x");
+      need(y, "dotcourse_dot", "y");
+    }
+    std::lock_guard<std::mutex> guard(ctx->engine.lock);  // one call at a time on this context
+    ctx->engine.gpu().activate();                         // this thread may have used another device
+    *result = ch07::fastest(n)(ctx->engine, x, y, n, nullptr);
+  });
+}
+// [c_dot]
+
+DOTCOURSE_API dotcourse_status dotcourse_dot_device(dotcourse_context* ctx, const float* d_x, const float* d_y,
+                                                    size_t n, void* stream, float* result) {
+  return with_context("dotcourse_dot_device", ctx, [&] {
+    need(result, "dotcourse_dot_device", "result");
+    if (n > 0) {
+      need(d_x, "dotcourse_dot_device", "d_x");
+      need(d_y, "dotcourse_dot_device", "d_y");
+    }
+    std::lock_guard<std::mutex> guard(ctx->engine.lock);
+    *result = ch07::dot_device(ctx->engine, d_x, d_y, n, static_cast<cudaStream_t>(stream));
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,358 @@
+// Chapter 07 grading tests: every version of the host-array dot at awkward sizes (and around the
+// staging chunk), on random signed data with spikes, against the fp64 reference within the error
+// bound; the same bits on every call; the C API's boundary (bad input gets a status and a message,
+// never a crash or a wrong result); a destroyed handle; n > n_max; several threads at once; and
+// the device-array dot on a caller's stream.
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <sstream>
+#include <string>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "course/buffer.hpp"
+#include "course/check.hpp"
+#include "course/device.hpp"
+#include "dotcourse.h"
+#include "library.hpp"
+#include "support/course_test.hpp"
+
+namespace {
+
+using Version = course::Version<ch07::HostDot>;
+
+std::uint32_t bits(float f) {
+  std::uint32_t u = 0;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+std::string status_text(dotcourse_status s) {
+  return std::string(dotcourse_status_string(s)) + " — " + dotcourse_last_error();
+}
+
+std::string hint(const Version& v, const course::Verdict& verdict) {
+  std::ostringstream h;
+  if (std::isnan(verdict.got))
+    h << "NaN: the result was never computed. Is a TODO still empty? ";
+  else if (verdict.got == 0.0 && verdict.expected != 0.0)
+    h << "0: no product reached the result. ";
+  if (v.name == "reuse")
+    h << "reuse (exercise 2): copy x and y into e.d_x() and e.d_y() with cudaMemcpyAsync on the context's "
+         "stream, launch_dot(e.d_x(), e.d_y(), n, e.d_partials(), e.max_blocks(), e.d_result(), stream), copy "
+         "e.d_result() back into e.h_result(), cudaStreamSynchronize, return *e.h_result(). Every version needs "
+         "the engine's set-up (exercise 1) too.";
+  else
+    h << "this version is not an exercise, but it uses the engine's set-up (exercise 1: Engine::Engine). If "
+         "that is filled and this still fails, please report it.";
+  return h.str();
+}
+
+// The sizes: the awkward ones, and around the staging chunk and the C API's switch to staging.
+std::vector<std::size_t> sizes_for(std::uint64_t seed) {
+  auto sizes = course::test::awkward_sizes(ch07::kBlock, seed);
+  sizes.insert(sizes.end(), {3, 5, ch07::kSmallPiece - 1, ch07::kSmallPiece + 1, 2 * ch07::kSmallPiece + 7,
+                             ch07::kStageMin - 1, ch07::kStageMin, ch07::kStageMin + 1});
+  // Whole chunks from kLargePieces on (not under compute-sanitizer: COURSE_TEST_SMALL=1).
+  const char* small = std::getenv("COURSE_TEST_SMALL");
+  if (small == nullptr || std::string(small) == "0") sizes.insert(sizes.end(), {ch07::kLargePieces + ch07::kChunk + 1});
+  return sizes;
+}
+
+struct Ctx {  // a C API context, destroyed at the end of the scope
+  explicit Ctx(std::size_t n_max) { status = dotcourse_create(0, n_max, &ctx); }
+  ~Ctx() { dotcourse_destroy(ctx); }
+  dotcourse_context* ctx = nullptr;
+  dotcourse_status status;
+};
+
+const bool registered = [] {
+  for (const auto& v : ch07::versions()) {
+    const std::string name(v.name);
+    const std::string tags = std::string("[ch07][gpu]") + (v.exercise ? "[exercise]" : "");
+    course::test::add_case("ch07 " + name + ": matches the fp64 reference at awkward sizes", tags, [&v] {
+      COURSE_REQUIRE_GPU();
+      const auto sizes = sizes_for(7);
+      ch07::Engine engine(0, *std::max_element(sizes.begin(), sizes.end()));
+      for (std::size_t n : sizes) {
+        const auto in = course::test::make_dot_inputs(n, 700 + n);
+        const float got = v.run(engine, in.x.data(), in.y.data(), n, nullptr);
+        const course::Verdict verdict = course::check_dot(got, in.ref);
+        INFO(course::test::explain(verdict, n, std::string(v.name), hint(v, verdict)));
+        CHECK(verdict.ok);
+      }
+    });
+    course::test::add_case("ch07 " + name + ": the same bits on every call", tags + "[determinism]", [&v] {
+      COURSE_REQUIRE_GPU();
+      const auto awkward = course::test::awkward_sizes(1024, 77);
+      const std::size_t n = *std::max_element(awkward.begin(), awkward.end());
+      const auto in = course::test::make_dot_inputs(n, 77);
+      ch07::Engine engine(0, n);
+      std::set<std::uint32_t> distinct;
+      for (int r = 0; r < 10; ++r) {
+        const float got = v.run(engine, in.x.data(), in.y.data(), n, nullptr);
+        const course::Verdict verdict = course::check_dot(got, in.ref);
+        INFO("call " << r << ": " << course::test::explain(verdict, n, std::string(v.name), hint(v, verdict)));
+        CHECK(verdict.ok);
+        distinct.insert(bits(got));
+      }
+      INFO("10 calls on the same input gave " << distinct.size() << " different results: the kernel must add in a "
+                                                                      "fixed order (no atomics, the same grid)");
+      CHECK(distinct.size() == 1);
+    });
+  }
+  return true;
+}();
+
+}  // namespace
+
+// ---- exercise 3: n > n_max ---------------------------------------------------------------------
+
+TEST_CASE("ch07 n_max: reuse refuses n > n_max and the context still works afterwards", "[ch07][gpu][exercise]") {
+  COURSE_REQUIRE_GPU();
+  const std::size_t n_max = 1000;
+  const auto* reuse = course::find_version(ch07::versions(), "reuse");
+  REQUIRE(reuse != nullptr);
+  ch07::Engine engine(0, n_max);
+  const auto big = course::test::make_dot_inputs(n_max + 1, 31);
+  const auto ok = course::test::make_dot_inputs(n_max, 32);
+  INFO("Hint (exercise 3): a call with more elements than the engine was planned for must not write past its "
+       "buffers, and must not quietly compute something else. Throw ch07::TooLargeError (the C API turns it "
+       "into DOTCOURSE_ERROR_TOO_LARGE) naming n and n_max, before touching the GPU.");
+  bool threw = false;
+  std::string what;
+  try {
+    (void)reuse->run(engine, big.x.data(), big.y.data(), n_max + 1, nullptr);
+  } catch (const ch07::TooLargeError& e) {
+    threw = true;
+    what = e.what();
+  } catch (const std::exception& e) {
+    what = std::string("a different exception: ") + e.what();
+  }
+  INFO("what was thrown: " << (what.empty() ? "nothing" : what));
+  CHECK(threw);
+  CHECK_THAT(what, course::test::contains(std::to_string(n_max)));
+  // And afterwards the engine still computes right answers at n_max.
+  const course::Verdict verdict = course::check_dot(reuse->run(engine, ok.x.data(), ok.y.data(), n_max, nullptr), ok.ref);
+  INFO(course::test::explain(verdict, n_max, "reuse after a refused call", "the refused call must leave the engine as it was"));
+  CHECK(verdict.ok);
+}
+
+TEST_CASE("ch07 n_max: the C API says DOTCOURSE_ERROR_TOO_LARGE with a message", "[ch07][gpu][exercise]") {
+  COURSE_REQUIRE_GPU();
+  Ctx c(100);
+  REQUIRE(c.status == DOTCOURSE_OK);
+  std::vector<float> x(101, 1.0f), y(101, 1.0f);
+  float result = -1.0f;
+  const dotcourse_status s = dotcourse_dot(c.ctx, x.data(), y.data(), 101, &result);
+  INFO("status: " << status_text(s) << "\nHint (exercise 3): see the test 'ch07 n_max: reuse refuses n > n_max'.");
+  CHECK(s == DOTCOURSE_ERROR_TOO_LARGE);
+  CHECK_THAT(std::string(dotcourse_last_error()), course::test::contains("n_max"));
+  CHECK(dotcourse_dot(c.ctx, x.data(), y.data(), 100, &result) == DOTCOURSE_OK);
+  CHECK(result == 100.0f);
+}
+
+// ---- exercise 1: the context's life ------------------------------------------------------------
+
+TEST_CASE("ch07 context: create dot destroy and a destroyed handle is refused", "[ch07][gpu][exercise]") {
+  COURSE_REQUIRE_GPU();
+  dotcourse_context* ctx = nullptr;
+  dotcourse_status s = dotcourse_create(0, 1 << 20, &ctx);
+  INFO("dotcourse_create: " << status_text(s));
+  REQUIRE(s == DOTCOURSE_OK);
+  REQUIRE(ctx != nullptr);
+  size_t n_max = 0;
+  CHECK(dotcourse_n_max(ctx, &n_max) == DOTCOURSE_OK);
+  CHECK(n_max == (1u << 20));
+  for (std::size_t n : {std::size_t{1000}, std::size_t{1} << 20}) {
+    const auto in = course::test::make_dot_inputs(n, 11 + n);
+    float result = std::nanf("");
+    s = dotcourse_dot(ctx, in.x.data(), in.y.data(), n, &result);
+    INFO("dotcourse_dot at n = " << n << ": " << status_text(s)
+                                 << "\nHint (exercise 1): Engine::Engine must plan and reserve the device memory.");
+    CHECK(s == DOTCOURSE_OK);
+    const course::Verdict verdict = course::check_dot(result, in.ref);
+    INFO(course::test::explain(verdict, n, "dotcourse_dot", "exercise 1 (the engine's set-up) and 2 (reuse)"));
+    CHECK(verdict.ok);
+  }
+  s = dotcourse_destroy(ctx);
+  CHECK(s == DOTCOURSE_OK);
+  INFO("Hint (exercise 1b): dotcourse_destroy must remove the handle from live() and delete the context; a "
+       "destroyed handle then reads as DOTCOURSE_ERROR_INVALID_HANDLE.");
+  float result = 0;
+  std::vector<float> x(10, 1.0f);
+  CHECK(dotcourse_dot(ctx, x.data(), x.data(), 10, &result) == DOTCOURSE_ERROR_INVALID_HANDLE);
+  CHECK(dotcourse_destroy(ctx) == DOTCOURSE_ERROR_INVALID_HANDLE);  // destroyed twice
+}
+
+TEST_CASE("ch07 context: two hundred create and destroy cycles leak nothing", "[ch07][gpu][exercise][slow]") {
+  COURSE_REQUIRE_GPU();
+  const std::size_t before = course::free_device_bytes();
+  for (int i = 0; i < 200; ++i) {
+    Ctx c(std::size_t{1} << 22);  // 32 MiB of device memory each
+    REQUIRE(c.status == DOTCOURSE_OK);
+  }
+  const std::size_t after = course::free_device_bytes();
+  INFO("free device memory before " << before << " bytes, after 200 contexts of 2^22 " << after
+                                    << "\nHint (exercise 1b): dotcourse_destroy must delete the context.");
+  CHECK(after + (std::size_t{64} << 20) >= before);
+}
+
+// ---- the boundary: bad input, everywhere -------------------------------------------------------
+
+TEST_CASE("ch07 c_api: status strings and the version need no GPU", "[ch07]") {
+  CHECK(std::string(dotcourse_version()) == "0.7.0");
+  for (int s = 0; s <= 7; ++s) CHECK(std::string(dotcourse_status_string(static_cast<dotcourse_status>(s))).size() > 3);
+  CHECK_THAT(std::string(dotcourse_status_string(static_cast<dotcourse_status>(99))), course::test::contains("unknown"));
+  CHECK(dotcourse_destroy(nullptr) == DOTCOURSE_OK);
+  float r = 0;
+  CHECK(dotcourse_dot(nullptr, &r, &r, 1, &r) == DOTCOURSE_ERROR_INVALID_HANDLE);
+  CHECK_THAT(std::string(dotcourse_last_error()), course::test::contains("NULL"));
+  // A pointer that was never a context.
+  int not_a_context = 0;
+  CHECK(dotcourse_dot(reinterpret_cast<dotcourse_context*>(&not_a_context), &r, &r, 1, &r) ==
+        DOTCOURSE_ERROR_INVALID_HANDLE);
+  CHECK(dotcourse_create(0, 10, nullptr) == DOTCOURSE_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_CASE("ch07 c_api: no GPU or no such device gives DOTCOURSE_ERROR_NO_GPU", "[ch07]") {
+  dotcourse_context* ctx = reinterpret_cast<dotcourse_context*>(&ctx);  // must be reset to NULL
+  if (!course::gpu_available()) {
+    CHECK(dotcourse_create(0, 10, &ctx) == DOTCOURSE_ERROR_NO_GPU);
+  } else {
+    CHECK(dotcourse_create(4096, 10, &ctx) == DOTCOURSE_ERROR_NO_GPU);
+    CHECK_THAT(std::string(dotcourse_last_error()), course::test::contains("4096"));
+    CHECK(dotcourse_create(-1, 10, &ctx) == DOTCOURSE_ERROR_NO_GPU);
+  }
+  CHECK(ctx == nullptr);
+  CHECK(std::string(dotcourse_last_error()).size() > 10);
+}
+
+TEST_CASE("ch07 c_api: bad input gets a status and a message", "[ch07][gpu][api_error]") {
+  COURSE_REQUIRE_GPU();
+  dotcourse_context* ctx = nullptr;
+  CHECK(dotcourse_create(0, 0, &ctx) == DOTCOURSE_ERROR_INVALID_ARGUMENT);
+  CHECK(ctx == nullptr);
+  // More than any device holds: out of memory, and the next create still works.
+  CHECK(dotcourse_create(0, std::size_t{1} << 40, &ctx) == DOTCOURSE_ERROR_OUT_OF_MEMORY);
+  CHECK_THAT(std::string(dotcourse_last_error()), course::test::contains("memory"));
+  CHECK(ctx == nullptr);
+  Ctx c(1000);
+  REQUIRE(c.status == DOTCOURSE_OK);
+  std::vector<float> x(1000, 0.5f);
+  float r = -1.0f;
+  CHECK(dotcourse_dot(c.ctx, nullptr, x.data(), 10, &r) == DOTCOURSE_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(std::string(dotcourse_last_error()), course::test::contains("x is NULL"));
+  CHECK(dotcourse_dot(c.ctx, x.data(), nullptr, 10, &r) == DOTCOURSE_ERROR_INVALID_ARGUMENT);
+  CHECK(dotcourse_dot(c.ctx, x.data(), x.data(), 10, nullptr) == DOTCOURSE_ERROR_INVALID_ARGUMENT);
+  CHECK(dotcourse_n_max(c.ctx, nullptr) == DOTCOURSE_ERROR_INVALID_ARGUMENT);
+  // n = 0 is a dot of nothing: 0, and NULL arrays are fine.
+  CHECK(dotcourse_dot(c.ctx, nullptr, nullptr, 0, &r) == DOTCOURSE_OK);
+  CHECK(r == 0.0f);
+  CHECK(std::string(dotcourse_last_error()).empty());
+  CHECK(dotcourse_dot_device(c.ctx, nullptr, nullptr, 0, nullptr, &r) == DOTCOURSE_OK);
+  CHECK(r == 0.0f);
+  // Host arrays passed to the device-array dot are refused, not read.
+  CHECK(dotcourse_dot_device(c.ctx, x.data(), x.data(), 10, nullptr, &r) == DOTCOURSE_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(std::string(dotcourse_last_error()), course::test::contains("not device memory"));
+  // And the context still works.
+  CHECK(dotcourse_dot(c.ctx, x.data(), x.data(), 1000, &r) == DOTCOURSE_OK);
+  CHECK(r == 250.0f);
+}
+
+// ---- threads -----------------------------------------------------------------------------------
+
+TEST_CASE("ch07 threads: eight threads on one context and one context per thread", "[ch07][gpu]") {
+  COURSE_REQUIRE_GPU();
+  constexpr int kThreads = 8;
+  // The largest awkward size: 2^20 + 3 or more, less under compute-sanitizer (COURSE_TEST_SMALL=1).
+  const auto awkward = course::test::awkward_sizes(1024, 9);
+  const std::vector<std::size_t> sizes = {1000, ch07::kStageMin + 3, *std::max_element(awkward.begin(), awkward.end())};
+  std::vector<course::test::DotInputs> inputs;
+  for (std::size_t i = 0; i < sizes.size(); ++i) inputs.push_back(course::test::make_dot_inputs(sizes[i], 90 + i));
+  auto hammer = [&](auto context_of) {
+    std::atomic<int> wrong{0}, errors{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, t] {
+        dotcourse_context* ctx = context_of(t);
+        for (int call = 0; call < 12; ++call) {
+          const auto& in = inputs[static_cast<std::size_t>(t + call) % inputs.size()];
+          float r = std::nanf("");
+          if (dotcourse_dot(ctx, in.x.data(), in.y.data(), in.x.size(), &r) != DOTCOURSE_OK)
+            ++errors;
+          else if (!course::check_dot(r, in.ref).ok)
+            ++wrong;
+        }
+      });
+    for (auto& th : threads) th.join();
+    INFO(kThreads << " threads × 12 calls: " << errors.load() << " errors, " << wrong.load() << " wrong results");
+    CHECK(errors.load() == 0);
+    CHECK(wrong.load() == 0);
+  };
+  {
+    Ctx shared(std::size_t{1} << 21);
+    REQUIRE(shared.status == DOTCOURSE_OK);
+    hammer([&](int) { return shared.ctx; });  // the context's lock serializes them
+  }
+  {
+    std::vector<std::unique_ptr<Ctx>> own;
+    for (int t = 0; t < kThreads; ++t) {
+      own.push_back(std::make_unique<Ctx>(std::size_t{1} << 21));
+      REQUIRE(own.back()->status == DOTCOURSE_OK);
+    }
+    hammer([&](int t) { return own[static_cast<std::size_t>(t)]->ctx; });  // no sharing at all
+  }
+}
+
+// ---- the device-array dot ----------------------------------------------------------------------
+
+TEST_CASE("ch07 device arrays: on the caller's stream at awkward sizes and misaligned", "[ch07][gpu]") {
+  COURSE_REQUIRE_GPU();
+  Ctx c(16);  // n_max does not limit the device-array dot: nothing is copied
+  REQUIRE(c.status == DOTCOURSE_OK);
+  cudaStream_t stream = nullptr;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  for (std::size_t n : course::test::awkward_sizes(ch07::kBlock, 21)) {
+    for (std::size_t shift : {std::size_t{0}, std::size_t{1}, std::size_t{3}}) {
+      const auto in = course::test::make_dot_inputs(n, 210 + n);
+      course::DeviceBuffer<float> d_x(n + 4), d_y(n + 4);
+      // The producer writes x and y on the caller's stream; the dot must run after it there.
+      if (n > 0) {
+        CUDA_CHECK(cudaMemcpyAsync(d_x.data() + shift, in.x.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
+        CUDA_CHECK(cudaMemcpyAsync(d_y.data() + (shift == 1 ? 2 : shift), in.y.data(), n * sizeof(float),
+                                   cudaMemcpyHostToDevice, stream));
+      }
+      float r = std::nanf("");
+      const dotcourse_status s =
+          dotcourse_dot_device(c.ctx, d_x.data() + shift, d_y.data() + (shift == 1 ? 2 : shift), n, stream, &r);
+      INFO("n = " << n << ", x shifted by " << shift << " floats: " << status_text(s));
+      REQUIRE(s == DOTCOURSE_OK);
+      const course::Verdict verdict = course::check_dot(r, in.ref);
+      INFO(course::test::explain(verdict, n, "dotcourse_dot_device", "not an exercise: please report it"));
+      CHECK(verdict.ok);
+    }
+  }
+  CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+TEST_CASE("ch07 registry: the story's three versions in order and one exercise", "[ch07]") {
+  const auto names = course::version_names(ch07::versions());
+  CHECK(names == std::vector<std::string>{"alloc_per_call", "reuse", "reuse_staged"});
+  int exercises = 0;
+  for (const auto& v : ch07::versions()) {
+    CHECK(!v.description.empty());
+    CHECK(v.run != nullptr);
+    exercises += v.exercise ? 1 : 0;
+  }
+  CHECK(exercises == 1);
+}
