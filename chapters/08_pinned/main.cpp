@@ -247,6 +247,7 @@ int main(int argc, char** argv) {
     course::Table table = course::measurement_table();
     course::Table pinning({"op", "bytes", "median_ms", "gbps"});
     course::Table targets({"target", "value_gbps", "ceiling_gbps", "ratio", "goal", "met"});
+    course::Table staging({"chunk_bytes", "threads", "bytes", "median_ms", "gbps", "pct_ceiling"});
     std::set<std::string> failed;
 
     for (const Version* v : selected) {
@@ -349,6 +350,22 @@ int main(int argc, char** argv) {
         const double ceiling = std::min(pinned_h2d_gbps, host_copy_gbps);
         targets.add_row({std::string("staged h2d 2 x 256 MiB pageable vs min(pinned H2D, host memcpy)"), g, ceiling, g / ceiling,
                          0.90, static_cast<long long>(g >= 0.90 * ceiling)});
+        // The staging knobs: chunk size and threads (4 pinned buffers each).
+        for (std::size_t chunk : {2 * MiB, 8 * MiB, 32 * MiB})
+          for (unsigned threads : {4u, 8u, cores}) {
+            if (threads > cores) continue;
+            ch08::Stager stager(ctx, threads, chunk, 4);
+            std::vector<double> t;
+            for (int r = 0; r < 5; ++r) {
+              const auto t0 = std::chrono::steady_clock::now();
+              stager.h2d(path->device(), path->src(), bytes, ctx.stream());
+              ctx.synchronize();
+              if (r > 0) t.push_back(ms_since(t0));
+            }
+            const double ms = course::summarize(t).median;
+            staging.add_row({static_cast<long long>(chunk), static_cast<long long>(threads), static_cast<long long>(bytes), ms,
+                             course::gbps(static_cast<double>(bytes), ms), 100 * course::gbps(static_cast<double>(bytes), ms) / ceiling});
+          }
       }
     }
     progress.step("pinning costs");
@@ -363,6 +380,10 @@ int main(int argc, char** argv) {
     table.print(std::cout, course::measurement_screen_columns());
     std::cout << "\nWhat pinning costs:\n\n";
     pinning.print(std::cout);
+    if (!staging.rows().empty()) {
+      std::cout << "\nStaging knobs (pageable -> device, 512 MiB; pct_ceiling: % of min(pinned H2D, host memcpy)):\n\n";
+      staging.print(std::cout);
+    }
     std::cout << "\nTargets:\n\n";
     targets.print(std::cout);
 
@@ -372,7 +393,8 @@ int main(int argc, char** argv) {
       fits.write_csv(course::csv_beside(opt.csv, "fit"));
       pinning.write_csv(course::csv_beside(opt.csv, "pinning"));
       targets.write_csv(course::csv_beside(opt.csv, "targets"));
-      std::cout << "\nCSV written to " << opt.csv << " (and _sweep, _fit, _pinning, _targets beside it)\n";
+      if (!staging.rows().empty()) staging.write_csv(course::csv_beside(opt.csv, "staging"));
+      std::cout << "\nCSV written to " << opt.csv << " (and _sweep, _fit, _pinning, _targets, _staging beside it)\n";
     }
     if (!failed.empty()) {
       std::cerr << "08_pinned: " << failed.size() << " path(s) gave wrong results:";

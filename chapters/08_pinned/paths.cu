@@ -18,6 +18,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -380,8 +381,13 @@ class Registered : public DeviceSide {
     reg_src_.release();  // the sweep's registration; from here on, per call
     if (n == 0) return dot_from_device(0);
     const std::size_t bytes = n * sizeof(float);
-    Registration rx(src_.data(), bytes);
-    Registration ry(src_.data() + max_bytes_ / 2, bytes);
+    // x and y, each registered where it lies; one registration for both when they share a page
+    // (a page is locked once: a second registration of it fails).
+    unsigned char* y = src_.data() + max_bytes_ / 2;
+    const bool share_page = (reinterpret_cast<std::uintptr_t>(src_.data() + bytes - 1) >> 12) >=
+                            (reinterpret_cast<std::uintptr_t>(y) >> 12);
+    Registration rx(src_.data(), share_page ? max_bytes_ / 2 + bytes : bytes);
+    Registration ry = share_page ? Registration() : Registration(y, bytes);
     CUDA_CHECK(cudaMemcpyAsync(d_buf_.data(), src_.data(), bytes, cudaMemcpyHostToDevice, ctx_.stream()));
     CUDA_CHECK(cudaMemcpyAsync(d_buf_.data() + max_bytes_ / 2, src_.data() + max_bytes_ / 2, bytes,
                                cudaMemcpyHostToDevice, ctx_.stream()));
