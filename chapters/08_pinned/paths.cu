@@ -393,12 +393,12 @@ class Registered : public DeviceSide {
                                cudaMemcpyHostToDevice, ctx_.stream()));
     return dot_from_device(n);  // waits for the stream before rx and ry unregister
   }
-  // [registered_path]
 
  private:
   std::vector<unsigned char> src_, dst_;
   Registration reg_src_, reg_dst_;
 };
+// [registered_path]
 
 // [mapped_path]
 // Zero-copy: the kernel's loads go over the link to pinned host memory; no copy, no device
@@ -435,7 +435,6 @@ class Mapped : public DeviceSide {
     return device_dot(ctx_, reinterpret_cast<const float*>(d_src_), reinterpret_cast<const float*>(d_src_ + max_bytes_ / 2),
                       n, h_result_.data());
   }
-  // [mapped_path]
 
  private:
   unsigned char* src_ = nullptr;
@@ -443,6 +442,7 @@ class Mapped : public DeviceSide {
   unsigned char* d_src_ = nullptr;
   unsigned char* d_dst_ = nullptr;
 };
+// [mapped_path]
 
 // Staged: pageable data, a Stager with one thread per core, 8 MiB chunks, 4 pinned buffers.
 class Staged : public Pageable {
