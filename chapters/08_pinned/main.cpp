@@ -228,7 +228,7 @@ int main(int argc, char** argv) {
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     {
       const std::size_t bytes = 256 * MiB;
-      auto pinned = ch08::paths()[1].run(ctx);
+      auto pinned = course::find_version(ch08::paths(), "pinned")->run(ctx);
       pinned->prepare(bytes);
       int reps = 0;
       pinned_h2d_gbps = course::gbps(static_cast<double>(bytes), time_transfer(*pinned, "h2d", bytes, ctx, second.s, flag.data(), reps));
