@@ -226,15 +226,14 @@ void Stager::parallel_copy(void* dst, const void* src, std::size_t bytes) { para
 
 // [staged_h2d]
 void Stager::h2d(void* d_dst, const void* h_src, std::size_t bytes, cudaStream_t stream) {
-  auto* dst = static_cast<unsigned char*>(d_dst);
-  const auto* src = static_cast<const unsigned char*>(h_src);
-  // TODO(student): for each chunk of chunk_bytes_ (the last one shorter), take slot
+  // TODO(student): with dst and src the two pointers as unsigned char (bytes), for each chunk
+  //   k of chunk_bytes_ at offset k * chunk_bytes_ (the last one shorter): take slot
   //   slots_[k % slots_.size()]; wait for its event (cudaEventSynchronize(slot.done)) so no copy
   //   still reads it; parallel_copy the chunk from src + offset into slot.host.data(); enqueue
   //   cudaMemcpyAsync(dst + offset, slot.host.data(), len, cudaMemcpyHostToDevice, stream);
   //   and record slot.done on the stream.
-  (void)dst;
-  (void)src;
+  (void)d_dst;
+  (void)h_src;
   (void)bytes;
   (void)stream;
 }

@@ -225,9 +225,9 @@ void Stager::parallel_copy(void* dst, const void* src, std::size_t bytes) { para
 
 // [staged_h2d]
 void Stager::h2d(void* d_dst, const void* h_src, std::size_t bytes, cudaStream_t stream) {
+  // BEGIN SOLUTION
   auto* dst = static_cast<unsigned char*>(d_dst);
   const auto* src = static_cast<const unsigned char*>(h_src);
-  // BEGIN SOLUTION
   std::size_t k = 0;
   for (std::size_t offset = 0; offset < bytes; offset += chunk_bytes_, ++k) {
     const std::size_t len = std::min(chunk_bytes_, bytes - offset);
@@ -241,13 +241,14 @@ void Stager::h2d(void* d_dst, const void* h_src, std::size_t bytes, cudaStream_t
     CUDA_CHECK(cudaEventRecord(slot.done, stream));
   }
   // STUB
-  //> // TODO(student): for each chunk of chunk_bytes_ (the last one shorter), take slot
+  //> // TODO(student): with dst and src the two pointers as unsigned char (bytes), for each chunk
+  //> //   k of chunk_bytes_ at offset k * chunk_bytes_ (the last one shorter): take slot
   //> //   slots_[k % slots_.size()]; wait for its event (cudaEventSynchronize(slot.done)) so no copy
   //> //   still reads it; parallel_copy the chunk from src + offset into slot.host.data(); enqueue
   //> //   cudaMemcpyAsync(dst + offset, slot.host.data(), len, cudaMemcpyHostToDevice, stream);
   //> //   and record slot.done on the stream.
-  //> (void)dst;
-  //> (void)src;
+  //> (void)d_dst;
+  //> (void)h_src;
   //> (void)bytes;
   //> (void)stream;
   // END SOLUTION
