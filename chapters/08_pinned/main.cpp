@@ -1,0 +1,415 @@
+// Chapter 08 driver — pinned memory: every path from host memory to the GPU, measured.
+//
+//   08_pinned                          the transfer sweep (4 KiB – 256 MiB, h2d, d2h, both) with an
+//                                      α + S/β fit per path, the cost of pinning, and the dot of host
+//                                      data end to end at 2^20 and 2^26 on every path (about a minute)
+//   08_pinned --full                   the sweep up to 1 GiB, pinning costs up to 1 GiB
+//   08_pinned --kernel staged          one path
+//   08_pinned --n 2^24                 the end-to-end dot at one size
+//   08_pinned --csv results/local/08_pinned.csv
+//       (the end-to-end table; _sweep, _fit, _pinning and _targets beside it)
+//
+// Copies on asynchronous paths are timed as nvbandwidth does: a spin kernel holds the stream
+// while the host queues a batch of copies, then lets go, so the events time the copies and not
+// their enqueueing. Pageable, staged and managed paths block the host, so they are timed one
+// copy at a time between events.
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "course/bench.hpp"
+#include "course/buffer.hpp"
+#include "course/check.hpp"
+#include "course/cli.hpp"
+#include "course/context.hpp"
+#include "course/progress.hpp"
+#include "course/random.hpp"
+#include "course/reference.hpp"
+#include "course/stats.hpp"
+#include "course/table.hpp"
+#include "course/thread_pool.hpp"
+#include "course/timer.hpp"
+#include "paths.hpp"
+
+namespace {
+
+using Version = course::Version<ch08::PathFactory>;
+constexpr std::size_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
+constexpr long long kHoldTimeoutNs = 2'000'000'000;  // a hold never outlives 2 s, whatever happens
+
+// A stream of our own for the second direction of "both" (the context's stream takes the first).
+struct Stream {
+  Stream() { CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
+  ~Stream() { cudaStreamDestroy(s); }
+  cudaStream_t s = nullptr;
+};
+
+struct Event {
+  Event() { CUDA_CHECK(cudaEventCreate(&e)); }
+  ~Event() { cudaEventDestroy(e); }
+  cudaEvent_t e = nullptr;
+};
+
+float elapsed(const Event& a, const Event& b) {
+  float ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, a.e, b.e));
+  return ms;
+}
+
+// One copy size: milliseconds per copy (median of batches).
+double time_transfer(ch08::Path& path, const std::string& dir, std::size_t bytes, course::Context& ctx,
+                     cudaStream_t second, int* flag, int& reps_out) {
+  cudaStream_t s = ctx.stream();
+  const int reps = static_cast<int>(std::clamp<std::size_t>(64 * MiB / std::max<std::size_t>(bytes, 1), 3, 100));
+  const int batches = 5;
+  reps_out = reps * batches;
+  std::vector<double> samples;
+  Event start, stop, stop2, forked;
+  auto issue = [&](bool h2d_dir, cudaStream_t st) { h2d_dir ? path.h2d(bytes, st) : path.d2h(bytes, st); };
+  if (path.asynchronous()) {
+    // [held_timing]
+    for (int b = 0; b < batches + 1; ++b) {  // batch 0 warms up
+      *flag = 0;
+      ch08::hold_stream(flag, kHoldTimeoutNs, s);  // the stream waits here until the host lets go
+      CUDA_CHECK(cudaEventRecord(start.e, s));
+      if (dir == "both") {
+        CUDA_CHECK(cudaEventRecord(forked.e, s));
+        CUDA_CHECK(cudaStreamWaitEvent(second, forked.e, 0));
+      }
+      for (int r = 0; r < reps; ++r) {
+        if (dir == "both") {
+          issue(true, s);
+          issue(false, second);
+        } else {
+          issue(dir == "h2d", s);
+        }
+      }
+      CUDA_CHECK(cudaEventRecord(stop.e, s));
+      if (dir == "both") CUDA_CHECK(cudaEventRecord(stop2.e, second));
+      *flag = 1;  // every copy is queued: let the stream go
+      CUDA_CHECK(cudaStreamSynchronize(s));
+      CUDA_CHECK(cudaStreamSynchronize(second));
+      double ms = elapsed(start, stop);
+      if (dir == "both") ms = std::max<double>(ms, elapsed(start, stop2));
+      if (b > 0) samples.push_back(ms / reps);
+    }
+    // [held_timing]
+  } else {
+    const int n = std::min(reps, 20);
+    for (int r = 0; r < n + 1; ++r) {
+      path.reset(dir == "h2d", s);
+      CUDA_CHECK(cudaEventRecord(start.e, s));
+      issue(dir == "h2d", s);
+      CUDA_CHECK(cudaEventRecord(stop.e, s));
+      CUDA_CHECK(cudaStreamSynchronize(s));
+      if (r > 0) samples.push_back(elapsed(start, stop));
+    }
+    reps_out = n;
+  }
+  return course::summarize(samples).median;
+}
+
+// Weighted least squares of t = α + S/β, each point weighted by 1/t² (relative errors), so the
+// small sizes set α and the large ones β.
+void fit(const std::vector<double>& bytes, const std::vector<double>& ms, double& alpha_us, double& beta_gbps) {
+  double a11 = 0, a12 = 0, a22 = 0, b1 = 0, b2 = 0;
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    const double t = ms[i] * 1e-3, S = bytes[i], w = 1.0 / (t * t);
+    a11 += w;
+    a12 += w * S;
+    a22 += w * S * S;
+    b1 += w * t;
+    b2 += w * S * t;
+  }
+  const double det = a11 * a22 - a12 * a12;
+  const double alpha = (b1 * a22 - b2 * a12) / det;
+  const double inv_beta = (a11 * b2 - a12 * b1) / det;
+  alpha_us = alpha * 1e6;
+  beta_gbps = inv_beta > 0 ? 1.0 / inv_beta / 1e9 : 0.0;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The cost of pinning, against size: allocate, register, free.
+void pinning_costs(const std::vector<std::size_t>& sizes, course::Table& table) {
+  for (std::size_t bytes : sizes) {
+    std::vector<double> t_malloc, t_host_alloc, t_host_free, t_register, t_unregister, t_free;
+    for (int r = 0; r < 3; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      void* p = std::malloc(bytes);
+      if (p == nullptr) throw course::DoesNotFitError("malloc of " + course::format_bytes(bytes) + " failed");
+      std::memset(p, 1, bytes);  // the OS maps pages on first touch: part of what pageable memory costs
+      t_malloc.push_back(ms_since(t0));
+      t0 = std::chrono::steady_clock::now();
+      { ch08::Registration reg(p, bytes);
+        t_register.push_back(ms_since(t0));
+        t0 = std::chrono::steady_clock::now();
+        reg.release();
+        t_unregister.push_back(ms_since(t0)); }
+      t0 = std::chrono::steady_clock::now();
+      std::free(p);
+      t_free.push_back(ms_since(t0));
+      t0 = std::chrono::steady_clock::now();
+      void* q = nullptr;
+      CUDA_CHECK(cudaMallocHost(&q, bytes));
+      t_host_alloc.push_back(ms_since(t0));
+      std::memset(q, 1, bytes);
+      t0 = std::chrono::steady_clock::now();
+      CUDA_CHECK(cudaFreeHost(q));
+      t_host_free.push_back(ms_since(t0));
+    }
+    auto row = [&](const char* op, const std::vector<double>& t) {
+      const double ms = course::summarize(t).median;
+      table.add_row({std::string(op), static_cast<long long>(bytes), ms, course::gbps(static_cast<double>(bytes), ms)});
+    };
+    row("malloc_and_touch", t_malloc);
+    row("cudaHostRegister", t_register);
+    row("cudaHostUnregister", t_unregister);
+    row("free", t_free);
+    row("cudaMallocHost", t_host_alloc);
+    row("cudaFreeHost", t_host_free);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  course::App app("08_pinned",
+                  "Chapter 08: pinned memory. Every path from host memory to the GPU (pageable, pinned, "
+                  "registered, mapped zero-copy, staged through reused pinned buffers by host threads, managed "
+                  "with and without prefetch): a transfer sweep with a latency/bandwidth fit, the cost of "
+                  "pinning, and the dot of host data end to end.",
+                  std::size_t{1} << 20, 20, 3);
+  bool full = false;
+  app.cli().add_flag("--full", full, "The complete sweep: transfers and pinning costs up to 1 GiB (default 256 MiB)");
+  std::vector<std::pair<std::string, std::string>> names;
+  for (const auto& v : ch08::paths()) names.emplace_back(v.name, v.description);
+  app.set_versions(names);
+
+  return app.run(argc, argv, [&](const course::Options& opt) {
+    course::Context ctx(opt.device);
+    const auto& facts = ctx.facts();
+    std::printf("GPU: %s\n", course::describe_device(facts).c_str());
+    const ch08::LinkInfo link = ch08::link_info(ctx.device());
+    std::printf("Host link: %s\n", link.text.c_str());
+
+    std::vector<const Version*> selected;
+    for (const auto& v : ch08::paths())
+      if (opt.kernel.empty() || v.name == opt.kernel) selected.push_back(&v);
+    std::vector<std::size_t> dot_sizes = {opt.n};
+    if (!opt.n_given) dot_sizes = {std::size_t{1} << 20, std::size_t{1} << 26};
+    const std::size_t n_max = *std::max_element(dot_sizes.begin(), dot_sizes.end());
+    const std::size_t sweep_max = full ? GiB : 256 * MiB;
+    std::vector<std::size_t> sweep_sizes;
+    for (std::size_t b = 4 * KiB; b <= sweep_max; b *= 4) sweep_sizes.push_back(b);
+    std::vector<std::size_t> pin_sizes;
+    for (std::size_t b = MiB; b <= sweep_max; b *= 4) pin_sizes.push_back(b);
+    const std::size_t path_bytes = std::max(sweep_max, 2 * n_max * sizeof(float));
+
+    const int steps = 2 + static_cast<int>(selected.size() * 2) + 1;
+    course::Progress progress(steps, "08_pinned", !opt.quiet);
+    course::PinnedBuffer<int> flag(1);
+    Stream second;
+
+    // The two ceilings of this run: pinned H2D at 256 MiB, and the host's own pageable → pinned
+    // memcpy with every core.
+    progress.step("ceilings");
+    double pinned_h2d_gbps = 0, host_copy_gbps = 0;
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    {
+      const std::size_t bytes = 256 * MiB;
+      auto pinned = course::find_version(ch08::paths(), "pinned")->run(ctx);
+      pinned->prepare(bytes);
+      int reps = 0;
+      pinned_h2d_gbps = course::gbps(static_cast<double>(bytes), time_transfer(*pinned, "h2d", bytes, ctx, second.s, flag.data(), reps));
+      std::vector<unsigned char> pageable(bytes, 1);
+      course::PinnedBuffer<unsigned char> staging(bytes);
+      course::ThreadPool pool(cores);
+      ch08::parallel_memcpy(pool, staging.data(), pageable.data(), bytes);  // warm-up: touches every page
+      const auto samples = course::time_cpu_ms([&] { ch08::parallel_memcpy(pool, staging.data(), pageable.data(), bytes); }, 1, 10);
+      host_copy_gbps = course::gbps(static_cast<double>(bytes), course::summarize(samples).median);
+    }
+    std::printf("This run's ceilings: pinned H2D %.1f GB/s (256 MiB); host memcpy pageable -> pinned with %u threads %.1f GB/s\n\n",
+                pinned_h2d_gbps, cores, host_copy_gbps);
+
+    course::Table sweep({"path", "direction", "bytes", "reps", "median_ms", "gbps", "held"});
+    course::Table fits({"path", "direction", "alpha_us", "beta_gbps", "link_gbps", "pct_link", "points"});
+    course::Table table = course::measurement_table();
+    course::Table pinning({"op", "bytes", "median_ms", "gbps"});
+    course::Table targets({"target", "value_gbps", "ceiling_gbps", "ratio", "goal", "met"});
+    course::Table staging({"chunk_bytes", "threads", "bytes", "median_ms", "gbps", "pct_ceiling"});
+    std::set<std::string> failed;
+
+    for (const Version* v : selected) {
+      auto path = v->run(ctx);
+      path->prepare(path_bytes);
+      // The transfer sweep.
+      progress.step(std::string(v->name) + " sweep");
+      std::vector<std::string> dirs = {"h2d"};
+      if (path->has_d2h()) dirs.push_back("d2h");
+      if (path->has_d2h() && path->asynchronous()) dirs.push_back("both");
+      // Validate first: a pattern round trip through the device buffer.
+      {
+        const std::size_t bytes = sweep_sizes.back() + 13;
+        for (std::size_t i = 0; i < bytes; ++i) path->src()[i] = static_cast<unsigned char>(i * 7 + 3);
+        path->reset(true, ctx.stream());
+        path->h2d(bytes, ctx.stream());
+        ctx.synchronize();
+        bool ok = true;
+        if (std::string(v->name) != "managed_prefetch") {
+          std::vector<unsigned char> back(bytes);
+          CUDA_CHECK(cudaMemcpy(back.data(), path->device(), bytes, cudaMemcpyDeviceToHost));
+          ok = std::memcmp(back.data(), path->src(), bytes) == 0;
+        }
+        if (!ok) {
+          std::fprintf(stderr, "08_pinned: %s h2d of %zu bytes delivered wrong bytes\n", std::string(v->name).c_str(), bytes);
+          failed.insert(std::string(v->name));
+        }
+      }
+      for (const std::string& dir : dirs) {
+        std::vector<double> xs, ts;
+        for (std::size_t bytes : sweep_sizes) {
+          int reps = 0;
+          const double ms = time_transfer(*path, dir, bytes, ctx, second.s, flag.data(), reps);
+          const double counted = dir == "both" ? 2.0 * bytes : static_cast<double>(bytes);
+          sweep.add_row({std::string(v->name), dir, static_cast<long long>(bytes), static_cast<long long>(reps), ms,
+                         course::gbps(counted, ms), static_cast<long long>(path->asynchronous() ? 1 : 0)});
+          xs.push_back(counted);
+          ts.push_back(ms);
+        }
+        double alpha_us = 0, beta = 0;
+        fit(xs, ts, alpha_us, beta);
+        const double link_rate = link.gbps * (dir == "both" ? 2 : 1);
+        fits.add_row({std::string(v->name), dir, alpha_us, beta, link_rate, link_rate > 0 ? 100 * beta / link_rate : 0.0,
+                      static_cast<long long>(xs.size())});
+      }
+
+      // The dot of host data, end to end.
+      progress.step(std::string(v->name) + " end to end");
+      for (std::size_t n : dot_sizes) {
+        auto x = course::random_vector(n, opt.seed);
+        auto y = course::random_vector(n, opt.seed + 1);
+        course::plant_spikes(x, y);
+        const course::Reference ref = course::reference_dot(x.data(), y.data(), n);
+        path->reset(true, ctx.stream());
+        std::memcpy(path->src(), x.data(), n * sizeof(float));
+        std::memcpy(path->src() + path_bytes / 2, y.data(), n * sizeof(float));
+        const course::Verdict before = course::check_dot(path->dot(n), ref);
+        const int reps = n >= (std::size_t{1} << 24) ? std::min(opt.reps, 10) : opt.reps;
+        std::vector<double> samples;
+        float last = 0;
+        for (int r = 0; r < reps + opt.warmup; ++r) {
+          path->reset(true, ctx.stream());  // managed data starts on the host every call
+          const auto t0 = std::chrono::steady_clock::now();
+          last = path->dot(n);
+          if (r >= opt.warmup) samples.push_back(ms_since(t0));
+        }
+        const course::Verdict after = course::check_dot(last, ref);
+        course::Measurement m;
+        m.version = std::string(v->name);
+        m.config = "host data, result on the host";
+        m.n = n;
+        m.bytes = 2.0 * n * sizeof(float);
+        m.ms = course::summarize(samples);
+        m.roofline_gbps = pinned_h2d_gbps;  // % of this run's pinned H2D bandwidth, not of device memory
+        m.rel_error = after.rel_error;
+        m.valid = before.ok && after.ok;
+        if (!m.valid) {
+          std::fprintf(stderr, "08_pinned: %s dot at n = %zu FAILED: %s\n", m.version.c_str(), n,
+                       (before.ok ? after : before).message.c_str());
+          failed.insert(m.version);
+        }
+        course::add_measurement(table, m);
+        if (v->name == "pinned" && n == (std::size_t{1} << 26)) {
+          const double g = course::gbps(m.bytes, m.ms.median);
+          targets.add_row({std::string("pinned dot 2^26 end to end vs pinned H2D"), g, pinned_h2d_gbps, g / pinned_h2d_gbps, 0.90,
+                           static_cast<long long>(g >= 0.90 * pinned_h2d_gbps)});
+        }
+      }
+      if (v->name == "staged") {
+        // The staged target: 2 × 256 MiB of pageable input, against the lesser ceiling. The host's
+        // memory bandwidth drifts from run to run (other tenants, clocks), so the host memcpy
+        // ceiling is measured again here, interleaved with the staged copies, both medians of 10.
+        const std::size_t bytes = std::min<std::size_t>(512 * MiB, path_bytes);
+        course::PinnedBuffer<unsigned char> pinned_dst(bytes);
+        course::ThreadPool pool(cores);
+        std::vector<double> staged_ms, memcpy_ms;
+        for (int r = 0; r < 11; ++r) {
+          auto t0 = std::chrono::steady_clock::now();
+          path->h2d(bytes, ctx.stream());
+          ctx.synchronize();
+          if (r > 0) staged_ms.push_back(ms_since(t0));
+          t0 = std::chrono::steady_clock::now();
+          ch08::parallel_memcpy(pool, pinned_dst.data(), path->src(), bytes);
+          if (r > 0) memcpy_ms.push_back(ms_since(t0));
+        }
+        const double g = course::gbps(static_cast<double>(bytes), course::summarize(staged_ms).median);
+        host_copy_gbps = std::max(host_copy_gbps, course::gbps(static_cast<double>(bytes), course::summarize(memcpy_ms).median));
+        const double ceiling = std::min(pinned_h2d_gbps, host_copy_gbps);
+        targets.add_row({std::string("staged h2d 2 x 256 MiB pageable vs min(pinned H2D, host memcpy)"), g, ceiling, g / ceiling,
+                         0.90, static_cast<long long>(g >= 0.90 * ceiling)});
+        // The staging knobs: chunk size and threads (4 pinned buffers each).
+        for (std::size_t chunk : {2 * MiB, 8 * MiB, 32 * MiB})
+          for (unsigned threads : {4u, 8u, cores}) {
+            if (threads > cores) continue;
+            ch08::Stager stager(ctx, threads, chunk, 4);
+            std::vector<double> t;
+            for (int r = 0; r < 5; ++r) {
+              const auto t0 = std::chrono::steady_clock::now();
+              stager.h2d(path->device(), path->src(), bytes, ctx.stream());
+              ctx.synchronize();
+              if (r > 0) t.push_back(ms_since(t0));
+            }
+            const double ms = course::summarize(t).median;
+            staging.add_row({static_cast<long long>(chunk), static_cast<long long>(threads), static_cast<long long>(bytes), ms,
+                             course::gbps(static_cast<double>(bytes), ms), 100 * course::gbps(static_cast<double>(bytes), ms) / ceiling});
+          }
+      }
+    }
+    progress.step("pinning costs");
+    pinning_costs(pin_sizes, pinning);
+    progress.done();
+
+    std::cout << "\nTransfer fit t = alpha + S/beta per path and direction (bytes counted: payload, both directions "
+                 "summed for 'both'; link rate after line coding):\n\n";
+    fits.print(std::cout);
+    std::cout << "\nThe dot of host data end to end (result on the host, every cost counted); pct_roofline = % of "
+                 "this run's pinned H2D bandwidth:\n\n";
+    table.print(std::cout, course::measurement_screen_columns());
+    std::cout << "\nWhat pinning costs:\n\n";
+    pinning.print(std::cout);
+    if (!staging.rows().empty()) {
+      std::cout << "\nStaging knobs (pageable -> device, 512 MiB; pct_ceiling: % of min(pinned H2D, host memcpy)):\n\n";
+      staging.print(std::cout);
+    }
+    std::cout << "\nTargets:\n\n";
+    targets.print(std::cout);
+
+    if (!opt.csv.empty()) {
+      table.write_csv(opt.csv);
+      sweep.write_csv(course::csv_beside(opt.csv, "sweep"));
+      fits.write_csv(course::csv_beside(opt.csv, "fit"));
+      pinning.write_csv(course::csv_beside(opt.csv, "pinning"));
+      targets.write_csv(course::csv_beside(opt.csv, "targets"));
+      if (!staging.rows().empty()) staging.write_csv(course::csv_beside(opt.csv, "staging"));
+      std::cout << "\nCSV written to " << opt.csv << " (and _sweep, _fit, _pinning, _targets, _staging beside it)\n";
+    }
+    if (!failed.empty()) {
+      std::cerr << "08_pinned: " << failed.size() << " path(s) gave wrong results:";
+      for (const auto& f : failed) std::cerr << " " << f;
+      std::cerr << "\n";
+      return course::kExitFailure;
+    }
+    return course::kExitOk;
+  });
+}

@@ -1,0 +1,348 @@
+// Generated from solutions/09_streams/pipeline.cu by tools/make_exercises.py. Fill the TODO(student) holes.
+// Chapter 09 — streams and overlap: host data in chunks, the copy of one chunk under the kernel
+// of another.
+//
+// Issue orders (ch09::versions(); one with `09_streams --kernel NAME`, all with `09_streams`):
+//   serial         everything in, one kernel, everything out: no chunks, no overlap  09_streams --kernel serial
+//   one_stream     chunks, all on one stream: still no overlap (a stream is a queue) 09_streams --kernel one_stream
+//   depth_first    chunk k on stream k % S, its copy in, kernel and copy out          09_streams --kernel depth_first
+//   breadth_first  S chunks at a time: all copies in, then all kernels, then all      09_streams --kernel breadth_first
+//                  copies out, across the streams (exercise 1)
+//   graph          depth_first captured once as a CUDA graph, then replayed          09_streams --kernel graph
+//
+// The dot's chunks leave one partial per block; the host adds them in a fixed order
+// (combine_partials, exercise 2), so the result is the same bits whatever the schedule.
+
+#include <algorithm>
+#include <string>
+
+#include "course/check.hpp"
+#include "course/pinned.hpp"
+#include "pipeline.hpp"
+
+namespace ch09 {
+namespace {
+
+constexpr int kBlock = 256;
+
+__device__ float block_sum(float v) {
+  __shared__ float s_warp[kBlock / 32];
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) s_warp[warp] = v;
+  __syncthreads();
+  v = threadIdx.x < kBlock / 32 ? s_warp[threadIdx.x] : 0.0f;
+  if (warp == 0)
+    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+// One chunk of the dot: a grid-stride loop and a block reduction; one partial per block, no
+// atomics (chapter 05's two-level reduction).
+__global__ void dot_chunk(const float* __restrict__ x, const float* __restrict__ y, std::size_t n,
+                          float* __restrict__ partials) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  float sum = 0.0f;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    sum += x[i] * y[i];
+  sum = block_sum(sum);
+  if (threadIdx.x == 0) partials[blockIdx.x] = sum;
+}
+
+// [book_kernel]
+// The kernel of "CUDA by Example" (Sanders & Kandrot, 2010), chapter 10, as the original computes
+// it: the average of three neighbours of a and of b, averaged. Its neighbours wrap within the first
+// 256 elements of the chunk (the book's `% 256`); kept, so the results compare with the book's.
+__global__ void book_chunk(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
+                           std::size_t n) {
+  const std::size_t idx = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx < n) {
+    const std::size_t wrap = n < 256 ? n : 256;
+    const std::size_t idx1 = (idx + 1) % wrap;
+    const std::size_t idx2 = (idx + 2) % wrap;
+    const float as = (a[idx] + a[idx1] + a[idx2]) / 3.0f;
+    const float bs = (b[idx] + b[idx1] + b[idx2]) / 3.0f;
+    c[idx] = (as + bs) / 2;
+  }
+}
+// [book_kernel]
+
+}  // namespace
+
+std::size_t chunk_count(const Job& job) { return job.chunk == 0 ? 0 : (job.n + job.chunk - 1) / job.chunk; }
+
+Pipeline::Pipeline(course::Context& ctx, std::size_t n_max, std::size_t max_chunks)
+    : ctx_(ctx), n_max_(n_max), max_chunks_(max_chunks),
+      partial_stride_(static_cast<std::size_t>(ctx.facts().sm_count) * 8) {
+  ctx_.activate();
+  course::require_fits(3 * n_max * sizeof(float) + max_chunks * partial_stride_ * sizeof(float),
+                       "the pipeline's device buffers for n = " + std::to_string(n_max));
+  d_x_ = course::DeviceBuffer<float>(n_max);
+  d_y_ = course::DeviceBuffer<float>(n_max);
+  d_out_ = course::DeviceBuffer<float>(n_max);
+  d_partials_ = course::DeviceBuffer<float>(max_chunks * partial_stride_);
+  h_partials_ = course::PinnedBuffer<float>(max_chunks * partial_stride_);
+  streams_[0] = ctx_.stream();
+  for (int s = 1; s < kMaxStreams; ++s) CUDA_CHECK(cudaStreamCreateWithFlags(&streams_[s], cudaStreamNonBlocking));
+  CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
+  for (auto& e : joins_) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+}
+
+Pipeline::~Pipeline() {
+  cudaSetDevice(ctx_.device());
+  for (int s = 0; s < kMaxStreams; ++s)
+    if (streams_[s] != nullptr) cudaStreamSynchronize(streams_[s]);
+  for (auto& g : graphs_) cudaGraphExecDestroy(g.exec);
+  for (int s = 1; s < kMaxStreams; ++s)
+    if (streams_[s] != nullptr) cudaStreamDestroy(streams_[s]);
+  if (fork_ != nullptr) cudaEventDestroy(fork_);
+  for (auto& e : joins_)
+    if (e != nullptr) cudaEventDestroy(e);
+}
+
+int Pipeline::dot_grid(std::size_t len) const {
+  return static_cast<int>(std::max<std::size_t>(1, std::min(partial_stride_, (len + kBlock - 1) / kBlock)));
+}
+
+void Pipeline::validate(const Job& job) const {
+  if (job.n > n_max_)
+    throw course::UsageError("pipeline: n = " + std::to_string(job.n) + " exceeds the n_max of " + std::to_string(n_max_) +
+                             " it was made for");
+  if (job.chunk == 0) throw course::UsageError("pipeline: chunk must be at least 1 element");
+  if (job.streams < 1 || job.streams > kMaxStreams)
+    throw course::UsageError("pipeline: streams must be 1.." + std::to_string(kMaxStreams) + ", not " +
+                             std::to_string(job.streams));
+  if (chunk_count(job) > max_chunks_)
+    throw course::UsageError("pipeline: " + std::to_string(chunk_count(job)) + " chunks, more than the " +
+                             std::to_string(max_chunks_) + " it was made for (use larger chunks)");
+  if (job.n == 0) return;
+  course::require_pinned(job.h_x, "pipeline input x");
+  course::require_pinned(job.h_y, "pipeline input y");
+  if (job.problem == Problem::book) course::require_pinned(job.h_out, "pipeline output");
+}
+
+// [chunk_ops]
+void Pipeline::copy_in(const Job& job, std::size_t k, int s) {
+  const std::size_t at = k * job.chunk, len = std::min(job.chunk, job.n - at);
+  const int op = timeline ? timeline->begin(Engine::h2d, s, static_cast<int>(k), stream(s)) : -1;
+  CUDA_CHECK(cudaMemcpyAsync(d_x_.data() + at, job.h_x + at, len * sizeof(float), cudaMemcpyHostToDevice, stream(s)));
+  CUDA_CHECK(cudaMemcpyAsync(d_y_.data() + at, job.h_y + at, len * sizeof(float), cudaMemcpyHostToDevice, stream(s)));
+  if (timeline) timeline->end(op, stream(s));
+}
+
+void Pipeline::compute(const Job& job, std::size_t k, int s) {
+  const std::size_t at = k * job.chunk, len = std::min(job.chunk, job.n - at);
+  const int op = timeline ? timeline->begin(Engine::kernel, s, static_cast<int>(k), stream(s)) : -1;
+  if (job.problem == Problem::dot) {
+    dot_chunk<<<dot_grid(len), kBlock, 0, stream(s)>>>(d_x_.data() + at, d_y_.data() + at, len,
+                                                      d_partials_.data() + k * partial_stride_);
+    CUDA_CHECK_LAUNCH("dot_chunk");
+  } else {
+    const unsigned grid = static_cast<unsigned>((len + kBlock - 1) / kBlock);
+    book_chunk<<<grid, kBlock, 0, stream(s)>>>(d_x_.data() + at, d_y_.data() + at, d_out_.data() + at, len);
+    CUDA_CHECK_LAUNCH("book_chunk");
+  }
+  if (timeline) timeline->end(op, stream(s));
+}
+
+void Pipeline::copy_out(const Job& job, std::size_t k, int s) {
+  const std::size_t at = k * job.chunk, len = std::min(job.chunk, job.n - at);
+  const int op = timeline ? timeline->begin(Engine::d2h, s, static_cast<int>(k), stream(s)) : -1;
+  if (job.problem == Problem::dot)
+    CUDA_CHECK(cudaMemcpyAsync(h_partials_.data() + k * partial_stride_, d_partials_.data() + k * partial_stride_,
+                               static_cast<std::size_t>(dot_grid(len)) * sizeof(float), cudaMemcpyDeviceToHost, stream(s)));
+  else
+    CUDA_CHECK(cudaMemcpyAsync(job.h_out + at, d_out_.data() + at, len * sizeof(float), cudaMemcpyDeviceToHost, stream(s)));
+  if (timeline) timeline->end(op, stream(s));
+}
+// [chunk_ops]
+
+void Pipeline::fork(int streams) {
+  CUDA_CHECK(cudaEventRecord(fork_, stream(0)));
+  for (int s = 1; s < streams; ++s) CUDA_CHECK(cudaStreamWaitEvent(stream(s), fork_, 0));
+}
+
+void Pipeline::join(int streams) {
+  for (int s = 1; s < streams; ++s) {
+    CUDA_CHECK(cudaEventRecord(joins_[s], stream(s)));
+    CUDA_CHECK(cudaStreamWaitEvent(stream(0), joins_[s], 0));
+  }
+}
+
+cudaGraphExec_t Pipeline::graph_for(const Job& job, Issue issue) {
+  for (const auto& g : graphs_)
+    if (g.problem == job.problem && g.h_x == job.h_x && g.h_y == job.h_y && g.h_out == job.h_out && g.n == job.n &&
+        g.chunk == job.chunk && g.streams == job.streams)
+      return g.exec;
+  // Capture what `issue` would enqueue, from stream 0: the fork pulls the other streams into the
+  // capture and the join brings them back. Nothing runs while capturing.
+  Timeline* saved = std::exchange(timeline, nullptr);  // events in a graph would need their own nodes
+  cudaGraph_t graph = nullptr;
+  CUDA_CHECK(cudaStreamBeginCapture(stream(0), cudaStreamCaptureModeThreadLocal));
+  try {
+    issue(*this, job);
+  } catch (...) {
+    cudaStreamEndCapture(stream(0), &graph);
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    timeline = saved;
+    throw;
+  }
+  timeline = saved;
+  CUDA_CHECK(cudaStreamEndCapture(stream(0), &graph));
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t code = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  CUDA_CHECK(code);
+  graphs_.push_back({job.problem, job.h_x, job.h_y, job.h_out, job.n, job.chunk, job.streams, exec});
+  return exec;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The issue orders.
+
+namespace {
+
+// [serial]
+// No chunks: the whole input in, one kernel, the result out. Nothing can overlap: each step needs
+// all of the one before.
+void issue_serial(Pipeline& p, const Job& job) {
+  Job whole = job;
+  whole.chunk = std::max<std::size_t>(job.n, 1);
+  if (job.n == 0) return;
+  p.copy_in(whole, 0, 0);
+  p.compute(whole, 0, 0);
+  p.copy_out(whole, 0, 0);
+}
+// [serial]
+
+// [one_stream]
+// Chunks, but all on one stream: a stream runs its work in order, so chunk 1's copy still waits
+// for chunk 0's kernel. Chunking alone overlaps nothing.
+void issue_one_stream(Pipeline& p, const Job& job) {
+  for (std::size_t k = 0; k < chunk_count(job); ++k) {
+    p.copy_in(job, k, 0);
+    p.compute(job, k, 0);
+    p.copy_out(job, k, 0);
+  }
+}
+// [one_stream]
+
+// [depth_first]
+// Chunk k on stream k % S, all three of its operations in a row. Different streams' work may run
+// at once: chunk 1's copy goes on the copy engine while chunk 0's kernel runs. On Fermi (2010) one
+// hardware queue served every stream, and this order blocked itself; today each stream has a
+// queue of its own (Hyper-Q, since Kepler), and the order of issue hardly matters.
+void issue_depth_first(Pipeline& p, const Job& job) {
+  p.fork(job.streams);
+  for (std::size_t k = 0; k < chunk_count(job); ++k) {
+    const int s = static_cast<int>(k % static_cast<std::size_t>(job.streams));
+    p.copy_in(job, k, s);
+    p.compute(job, k, s);
+    p.copy_out(job, k, s);
+  }
+  p.join(job.streams);
+}
+// [depth_first]
+
+// [breadth_first]
+// S chunks at a time, one per stream, stage by stage: every stream's copy in, then every kernel,
+// then every copy out. The order the book recommended for a card with one hardware queue.
+void issue_breadth_first(Pipeline& p, const Job& job) {
+  p.fork(job.streams);
+  const std::size_t chunks = chunk_count(job), S = static_cast<std::size_t>(job.streams);
+  // TODO(student): for each group of S chunks (first = 0, S, 2S, ...; the last group may be
+  //   shorter), chunk k of the group goes to stream k - first: first p.copy_in for every chunk
+  //   of the group, then p.compute for each, then p.copy_out for each.
+  (void)chunks;
+  (void)S;
+  p.join(job.streams);
+}
+// [breadth_first]
+
+// [graph]
+// The depth-first pipeline captured once as a graph, then replayed with one launch: the CPU's
+// cost of enqueueing 3 × chunks operations (a few microseconds each) is paid once, at capture.
+void issue_graph(Pipeline& p, const Job& job) {
+  if (chunk_count(job) == 0) return;
+  CUDA_CHECK(cudaGraphLaunch(p.graph_for(job, issue_depth_first), p.stream(0)));
+}
+// [graph]
+
+}  // namespace
+
+const std::vector<course::Version<Issue>>& versions() {
+  static const std::vector<course::Version<Issue>> registry = {
+      {"serial", "no chunks: all in, one kernel, all out (nothing overlaps)", issue_serial},
+      {"one_stream", "chunks on one stream: still nothing overlaps", issue_one_stream},
+      {"depth_first", "chunk k on stream k % S: copy in, kernel, copy out", issue_depth_first},
+      {"breadth_first", "S chunks at a time: all copies in, all kernels, all copies out", issue_breadth_first, true},
+      {"graph", "depth_first captured once as a CUDA graph, replayed", issue_graph},
+  };
+  return registry;
+}
+
+// [combine_partials]
+float combine_partials(const Pipeline& p, const Job& job) {
+  double sum = 0.0;
+  // TODO(student): add the partials in a fixed order: for each chunk k (of chunk_count(job)),
+  //   whose length is len = min(job.chunk, job.n - k * job.chunk), its p.dot_grid(len) partials
+  //   start at p.host_partials() + k * p.partial_stride(). Add them into `sum`, in order.
+  (void)p;
+  (void)job;
+  return static_cast<float>(sum);
+}
+// [combine_partials]
+
+float run(Pipeline& p, Issue issue, const Job& job) {
+  p.validate(job);
+  if (issue == issue_serial) {
+    // serial runs the whole input as one chunk: its partials are chunk 0's.
+    Job whole = job;
+    whole.chunk = std::max<std::size_t>(job.n, 1);
+    if (p.timeline) p.timeline->start(p.stream(0));
+    issue(p, job);
+    p.context().synchronize();
+    return job.problem == Problem::dot ? combine_partials(p, whole) : 0.0f;
+  }
+  if (p.timeline) p.timeline->start(p.stream(0));
+  issue(p, job);
+  p.context().synchronize();  // stream 0 joined every other stream: all done
+  return job.problem == Problem::dot ? combine_partials(p, job) : 0.0f;
+}
+
+void book_reference(const float* a, const float* b, float* c, std::size_t n, std::size_t chunk) {
+  for (std::size_t at = 0; at < n; at += chunk) {
+    const std::size_t len = std::min(chunk, n - at), wrap = len < 256 ? len : 256;
+    const float* ca = a + at;
+    const float* cb = b + at;
+    for (std::size_t idx = 0; idx < len; ++idx) {
+      const std::size_t idx1 = (idx + 1) % wrap, idx2 = (idx + 2) % wrap;
+      const float as = (ca[idx] + ca[idx1] + ca[idx2]) / 3.0f;
+      const float bs = (cb[idx] + cb[idx1] + cb[idx2]) / 3.0f;
+      c[at + idx] = (as + bs) / 2;
+    }
+  }
+}
+
+float cpu_dot(course::ThreadPool& pool, const float* x, const float* y, std::size_t n) {
+  std::vector<double> part(pool.size(), 0.0);
+  const std::size_t parts = pool.size();
+  pool.run([&](unsigned t) {
+    const std::size_t begin = n * t / parts, end = n * (t + 1) / parts;
+    float acc[8] = {};
+    std::size_t i = begin;
+    for (; i + 8 <= end; i += 8)
+      for (int j = 0; j < 8; ++j) acc[j] += x[i + j] * y[i + j];  // eight independent sums: vectorized
+    float tail = 0.0f;
+    for (; i < end; ++i) tail += x[i] * y[i];
+    double s = tail;
+    for (float a : acc) s += a;
+    part[t] = s;
+  });
+  double sum = 0.0;
+  for (double s : part) sum += s;
+  return static_cast<float>(sum);
+}
+
+}  // namespace ch09

@@ -1,0 +1,123 @@
+#pragma once
+/// \file
+/// \brief Chapter 09: streams and overlap. Host data in chunks: the copy of one chunk overlaps the
+/// kernel of another.
+///
+/// A Job is host data (pinned) cut into chunks; a Pipeline is the per-device state that runs it
+/// (the context's stream and up to kMaxStreams more, device buffers for n_max, per-chunk partial
+/// sums, the captured graph). An issue order (a registry entry) decides in which order and on
+/// which streams each chunk's three operations are enqueued: copy in, compute, copy out.
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "course/buffer.hpp"
+#include "course/context.hpp"
+#include "course/registry.hpp"
+#include "course/thread_pool.hpp"
+#include "timeline.hpp"
+
+namespace ch09 {
+
+/// Streams a pipeline may use (the sweep goes from 1 to 16).
+constexpr int kMaxStreams = 16;
+
+/// What each chunk computes.
+enum class Problem {
+  dot,   ///< partial sums of x·y per chunk, combined on the host in a fixed order
+  book,  ///< "CUDA by Example" ch. 10: c[i] = (avg of a[i], a[i+1], a[i+2] + same of b) / 2
+};
+
+/// One run: pinned host inputs x, y of n floats, cut into chunks of `chunk` elements.
+struct Job {
+  Problem problem = Problem::dot;
+  const float* h_x = nullptr;  ///< pinned
+  const float* h_y = nullptr;  ///< pinned
+  float* h_out = nullptr;      ///< book: n floats, pinned (dot: unused, the result is returned)
+  std::size_t n = 0;
+  std::size_t chunk = 1 << 20;
+  int streams = 2;
+};
+
+/// Chunks of a job: ceil(n / chunk).
+std::size_t chunk_count(const Job& job);
+
+/// The per-device state of the pipelines.
+class Pipeline {
+ public:
+  /// Device buffers for up to `n_max` elements and partials for up to `max_chunks` chunks.
+  Pipeline(course::Context& ctx, std::size_t n_max, std::size_t max_chunks = 4096);
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  course::Context& context() { return ctx_; }
+  /// Stream i: 0 is the context's stream, 1..kMaxStreams-1 the pipeline's own.
+  cudaStream_t stream(int i) const { return streams_[static_cast<std::size_t>(i)]; }
+  /// Blocks of the dot kernel for a chunk of `len` elements (fixed for a given len: determinism).
+  int dot_grid(std::size_t len) const;
+  /// Floats between the partials of chunk k and k+1.
+  std::size_t partial_stride() const { return partial_stride_; }
+  /// The partial sums copied back, chunk k's at k * partial_stride() (pinned host memory).
+  const float* host_partials() const { return h_partials_.data(); }
+  /// Throws UsageError when the job does not fit this pipeline or its host memory is not pinned.
+  void validate(const Job& job) const;
+
+  /// When set, every operation is bracketed by events (see timeline.hpp).
+  Timeline* timeline = nullptr;
+
+  // The three operations of chunk k on stream s (s < job.streams), and the fork and join that
+  // let streams 1.. start after the work already on stream 0, and stream 0 wait for them at the end.
+  void copy_in(const Job& job, std::size_t k, int s);
+  void compute(const Job& job, std::size_t k, int s);
+  void copy_out(const Job& job, std::size_t k, int s);
+  void fork(int streams);
+  void join(int streams);
+
+  /// The captured graph for `job`'s shape, captured on first use with `issue`, then replayed.
+  cudaGraphExec_t graph_for(const Job& job, void (*issue)(Pipeline&, const Job&));
+
+ private:
+  course::Context& ctx_;
+  std::size_t n_max_, max_chunks_, partial_stride_;
+  cudaStream_t streams_[kMaxStreams] = {};
+  cudaEvent_t fork_ = nullptr;
+  cudaEvent_t joins_[kMaxStreams] = {};
+  course::DeviceBuffer<float> d_x_, d_y_, d_out_, d_partials_;
+  course::PinnedBuffer<float> h_partials_;
+  struct Graph {
+    Problem problem;
+    const float* h_x;
+    const float* h_y;
+    float* h_out;
+    std::size_t n, chunk;
+    int streams;
+    cudaGraphExec_t exec;
+  };
+  std::vector<Graph> graphs_;
+};
+
+/// An issue order: enqueues every operation of the job (returns before they run).
+using Issue = void (*)(Pipeline& p, const Job& job);
+
+/// The chapter's registry, in the order the text tells it.
+const std::vector<course::Version<Issue>>& versions();
+
+/// Runs `issue` on the job, waits, and returns the dot (combined in a fixed order), or 0 for the
+/// book problem (whose result is in job.h_out).
+float run(Pipeline& p, Issue issue, const Job& job);
+
+/// The dot from the partials the last run copied back: chunk by chunk, block by block, in that
+/// fixed order, so the result does not depend on which stream finished first.
+float combine_partials(const Pipeline& p, const Job& job);
+
+/// The book's kernel on the host, for one chunk (the tests' and the driver's reference).
+void book_reference(const float* a, const float* b, float* c, std::size_t n, std::size_t chunk);
+
+/// The CPU's answer: x·y with every thread of `pool` (chapter 02's best approach: each thread a
+/// contiguous slice, several float accumulators, the slices' sums added in a fixed order).
+float cpu_dot(course::ThreadPool& pool, const float* x, const float* y, std::size_t n);
+
+}  // namespace ch09

@@ -1,0 +1,111 @@
+"""Chapter 09 plots: the issue orders beside each engine's work alone, the bound and the CPU; the
+1-16 stream sweep; Gantt charts of the recorded timelines, per engine and per stream; and what a
+CUDA graph saves per call."""
+import matplotlib.pyplot as plt
+from matplotlib.patches import Patch
+
+import course_style as cs
+
+STEM = "09_streams"
+ENGINES = ("h2d", "kernel", "d2h")
+ENGINE_COLORS = {"h2d": cs.COLORS["copies"], "kernel": cs.COLORS["gpu"], "d2h": cs.COLORS["library"]}
+
+
+def orders(rows):
+    sizes = sorted({r["n"] for r in rows})
+    fig, axes = plt.subplots(1, len(sizes), figsize=(6.5 * len(sizes), 4.8), squeeze=False)
+    for ax, n in zip(axes[0], sizes):
+        sel = [r for r in rows if r["n"] == n]
+        names = [r["version"] for r in sel]
+        colors = [cs.COLORS["cpu"] if v == "cpu_threads" else cs.COLORS["roofline"] if v == "bound"
+                  else cs.COLORS["copies"] if v.endswith("_alone") else cs.COLORS["gpu"] for v in names]
+        bars = ax.bar(range(len(sel)), [r["median_ms"] for r in sel], color=colors)
+        ax.bar_label(bars, fmt="%.3g", fontsize=8)
+        ax.set_xticks(range(len(sel)), names, rotation=30, ha="right")
+        ax.set_ylabel("milliseconds per call (result on the host)")
+        ax.set_title(f"n = {cs.size_label(n)}, {sel[0]['config']}")
+    fig.suptitle("Issue orders (blue), each engine alone (orange), the bound, the CPU (grey)")
+    return fig
+
+
+def sweep(rows, main_rows):
+    fig, ax = plt.subplots()
+    for i, v in enumerate(dict.fromkeys(r["version"] for r in rows)):
+        pts = sorted((int(str(r["config"]).split("=")[1]), r["median_ms"]) for r in rows if r["version"] == v)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color=cs.PALETTE[i], label=v)
+    n = rows[0]["n"]
+    for name, style in (("h2d_alone", ":"), ("bound", "--")):
+        match = [r for r in main_rows if r["version"] == name and r["n"] == n]
+        if match:
+            ax.axhline(match[0]["median_ms"], color=cs.COLORS["roofline"], ls=style, lw=1, label=name)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("streams")
+    ax.set_ylabel("milliseconds per call")
+    ax.set_title(f"n = {cs.size_label(n)}: streams swept")
+    ax.legend()
+    return fig
+
+
+def gantt(rows, by):
+    scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
+    fig, axes = plt.subplots(len(scenarios), 1, figsize=(12, 1.2 + 1.3 * len(scenarios) + (
+        0.15 * max(r["streams"] for r in rows) * len(scenarios) if by == "stream" else 0)), squeeze=False)
+    for ax, sc in zip(axes[:, 0], scenarios):
+        sel = [r for r in rows if r["scenario"] == sc]
+        t0 = min(r["start_ms"] for r in sel)
+        if by == "engine":
+            lanes = list(ENGINES)
+            lane_of = lambda r: lanes.index(r["engine"])  # noqa: E731
+            color_of = lambda r: cs.PALETTE[int(r["stream"]) % len(cs.PALETTE)]  # noqa: E731
+        else:
+            lanes = [f"stream {s}" for s in range(int(max(r["stream"] for r in sel)) + 1)]
+            lane_of = lambda r: int(r["stream"])  # noqa: E731
+            color_of = lambda r: ENGINE_COLORS[r["engine"]]  # noqa: E731
+        for r in sel:
+            ax.broken_barh([(r["start_ms"] - t0, max(r["end_ms"] - r["start_ms"], 1e-4))], (lane_of(r) - 0.4, 0.8),
+                           facecolors=color_of(r), edgecolor="white", linewidth=0.3)
+        ax.set_yticks(range(len(lanes)), lanes)
+        ax.invert_yaxis()
+        ax.set_title(f"{sc} ({sel[0]['version']}, {int(sel[0]['streams'])} streams)", fontsize=9, loc="left")
+    axes[-1, 0].set_xlabel("milliseconds from the first operation (GPU clock, CUDA events)")
+    if by == "stream":
+        fig.legend(handles=[Patch(color=ENGINE_COLORS[e], label=e) for e in ENGINES], loc="upper right", ncol=3)
+    fig.suptitle("Timeline per " + by + (" (colour: stream)" if by == "engine" else " (colour: engine)"))
+    return fig
+
+
+def graphs(rows):
+    fig, ax = plt.subplots()
+    xs = [r["n"] for r in rows]
+    ax.plot(xs, [r["depth_first_ms"] * 1e3 for r in rows], "o-", color=cs.COLORS["gpu"], label="depth_first, issued")
+    ax.plot(xs, [r["graph_ms"] * 1e3 for r in rows], "o-", color=cs.COLORS["best"], label="the same, graph replayed")
+    for r in rows:
+        ax.annotate(f"-{r['saved_us']:.0f} us", (r["n"], r["graph_ms"] * 1e3), textcoords="offset points", xytext=(4, -12),
+                    fontsize=8)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("n")
+    ax.set_ylabel("microseconds per call")
+    ax.set_title("What a CUDA graph saves per call")
+    ax.legend()
+    return fig
+
+
+def main():
+    args = cs.parse_args(__doc__)
+    rows = cs.load_csv(args.results / f"{STEM}.csv")
+    cs.apply()
+    cs.save(orders(rows), args.out, STEM)
+    for what, fn in (("sweep", lambda r: sweep(r, rows)), ("graph", graphs)):
+        path = args.results / f"{STEM}_{what}.csv"
+        if path.is_file():
+            cs.save(fn(cs.load_csv(path)), args.out, f"{STEM}_{what}")
+    tl = args.results / f"{STEM}_timeline.csv"
+    if tl.is_file():
+        trows = cs.load_csv(tl)
+        cs.save(gantt(trows, "engine"), args.out, f"{STEM}_gantt_engine")
+        cs.save(gantt(trows, "stream"), args.out, f"{STEM}_gantt_stream")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,217 @@
+// Chapter 09 grading tests: every issue order computes the dot of pinned host data within the fp64
+// bound at awkward sizes around the chunk, gives the same bits on every run, and (the chunked
+// orders) the same bits as each other, since the partials are combined in a fixed order; the
+// book's program gives exactly the host's answer; a graph replays new data and re-captures a new
+// shape; bad jobs (too large, no chunk, too many streams, pageable input) are refused by name.
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "course/buffer.hpp"
+#include "course/check.hpp"
+#include "course/context.hpp"
+#include "course/random.hpp"
+#include "pipeline.hpp"
+#include "support/course_test.hpp"
+
+namespace {
+
+using Version = course::Version<ch09::Issue>;
+constexpr std::size_t kChunk = 4096;
+
+std::uint32_t bits(float f) {
+  std::uint32_t u = 0;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+std::string hint(const Version& v) {
+  std::string h =
+      "combine_partials: for every chunk k in order, add its p.dot_grid(len) partials from p.host_partials() + k * "
+      "p.partial_stride() into sum (a result of 0 means the TODO there is still empty). ";
+  if (v.name == "breadth_first")
+    h += "issue_breadth_first: groups of S chunks; chunk k of a group on stream k - first; all copy_in of the group, "
+         "then all compute, then all copy_out. A sum too small by whole chunks: a chunk never issued (the last, "
+         "shorter group?).";
+  return h;
+}
+
+// Pinned inputs for up to n_max elements.
+struct Host {
+  explicit Host(std::size_t n_max) : x(std::max<std::size_t>(n_max, 1)), y(std::max<std::size_t>(n_max, 1)), out(std::max<std::size_t>(n_max, 1)) {}
+  course::Reference load(std::size_t n, std::uint64_t seed) {
+    const auto in = course::test::make_dot_inputs(n, seed);
+    if (n > 0) {
+      std::memcpy(x.data(), in.x.data(), n * sizeof(float));
+      std::memcpy(y.data(), in.y.data(), n * sizeof(float));
+    }
+    return in.ref;
+  }
+  ch09::Job job(std::size_t n, std::size_t chunk, int streams, ch09::Problem problem = ch09::Problem::dot) {
+    ch09::Job j;
+    j.problem = problem;
+    j.h_x = x.data();
+    j.h_y = y.data();
+    j.h_out = out.data();
+    j.n = n;
+    j.chunk = chunk;
+    j.streams = streams;
+    return j;
+  }
+  course::PinnedBuffer<float> x, y, out;
+};
+
+const bool registered = [] {
+  for (const auto& v : ch09::versions()) {
+    const std::string name(v.name);
+    const std::string tags = std::string("[ch09][gpu]") + (v.exercise ? "[exercise]" : "");
+    course::test::add_case("ch09 " + name + ": matches the fp64 reference at awkward sizes", tags, [&v] {
+      COURSE_REQUIRE_GPU();
+      auto sizes = course::test::awkward_sizes(kChunk, 9);
+      sizes.insert(sizes.end(), {3 * kChunk - 1, 3 * kChunk, 3 * kChunk + 1, 5 * kChunk + 77});
+      const std::size_t n_max = *std::max_element(sizes.begin(), sizes.end());
+      course::Context ctx;
+      ch09::Pipeline p(ctx, n_max);
+      Host host(n_max);
+      for (int streams : {1, 3}) {
+        for (std::size_t n : sizes) {
+          const course::Reference ref = host.load(n, 90 + n);
+          const float got = ch09::run(p, v.run, host.job(n, kChunk, streams));
+          const course::Verdict verdict = course::check_dot(got, ref);
+          INFO(course::test::explain(verdict, n, std::string(v.name) + " (" + std::to_string(streams) + " streams, chunk " +
+                                                     std::to_string(kChunk) + ")",
+                                     hint(v)));
+          CHECK(verdict.ok);
+        }
+      }
+    });
+    course::test::add_case("ch09 " + name + ": the same bits on every run", tags + "[determinism]", [&v] {
+      COURSE_REQUIRE_GPU();
+      const auto awkward = course::test::awkward_sizes(1024, 99);
+      const std::size_t n = *std::max_element(awkward.begin(), awkward.end());
+      course::Context ctx;
+      ch09::Pipeline p(ctx, n);
+      Host host(n);
+      const course::Reference ref = host.load(n, 99);
+      const ch09::Job job = host.job(n, std::max<std::size_t>(1, n / 13), 4);
+      std::set<std::uint32_t> distinct;
+      for (int r = 0; r < 20; ++r) {
+        const float got = ch09::run(p, v.run, job);
+        const course::Verdict verdict = course::check_dot(got, ref);
+        INFO("run " << r << ": " << course::test::explain(verdict, n, std::string(v.name), hint(v)));
+        CHECK(verdict.ok);
+        distinct.insert(bits(got));
+      }
+      INFO(v.name << ": 20 runs on 4 streams gave " << distinct.size()
+                  << " distinct results. Partials must be added in one fixed order, whichever stream finished first.");
+      CHECK(distinct.size() == 1);
+    });
+    course::test::add_case("ch09 " + name + ": the book's program gives exactly the host's answer", tags, [&v] {
+      COURSE_REQUIRE_GPU();
+      const std::vector<std::size_t> sizes = {1, 2, 255, 256, 257, kChunk - 1, kChunk, kChunk + 1, 7 * kChunk + 300};
+      const std::size_t n_max = sizes.back();
+      course::Context ctx;
+      ch09::Pipeline p(ctx, n_max);
+      Host host(n_max);
+      for (std::size_t n : sizes) {
+        host.load(n, 5 + n);
+        std::memset(host.out.data(), 0xFF, n * sizeof(float));
+        const ch09::Job job = host.job(n, kChunk, 2, ch09::Problem::book);
+        ch09::run(p, v.run, job);
+        std::vector<float> expect(n);
+        // serial runs it as one chunk; the others in chunks of kChunk.
+        ch09::book_reference(host.x.data(), host.y.data(), expect.data(), n, v.name == "serial" ? n : kChunk);
+        std::size_t first_bad = n;
+        for (std::size_t i = 0; i < n && first_bad == n; ++i)
+          if (bits(host.out.data()[i]) != bits(expect[i])) first_bad = i;
+        INFO(v.name << ", book problem, n = " << n << ": first wrong element " << first_bad << " (chunk "
+                    << first_bad / kChunk << "). " << hint(v));
+        CHECK(first_bad == n);
+      }
+    });
+  }
+  return true;
+}();
+
+}  // namespace
+
+TEST_CASE("ch09 combine: the chunked orders agree bit for bit", "[ch09][gpu][exercise]") {
+  COURSE_REQUIRE_GPU();
+  const std::size_t n = (std::size_t{1} << 18) + 5;
+  course::Context ctx;
+  ch09::Pipeline p(ctx, n);
+  Host host(n);
+  const course::Reference ref = host.load(n, 17);
+  std::set<std::uint32_t> distinct;
+  for (const char* name : {"one_stream", "depth_first", "breadth_first", "graph"}) {
+    const auto* v = course::find_version(ch09::versions(), name);
+    REQUIRE(v != nullptr);
+    const float got = ch09::run(p, v->run, host.job(n, 10000, 3));
+    const course::Verdict verdict = course::check_dot(got, ref);
+    INFO(name << ": " << course::test::explain(verdict, n, name, hint(*v)));
+    CHECK(verdict.ok);
+    distinct.insert(bits(got));
+  }
+  INFO("the same chunks and the same fixed order of combining must give the same bits in every issue order");
+  CHECK(distinct.size() == 1);
+}
+
+TEST_CASE("ch09 graph: replays new data in place and re-captures a new shape", "[ch09][gpu]") {
+  COURSE_REQUIRE_GPU();
+  const std::size_t n = 100000;
+  course::Context ctx;
+  ch09::Pipeline p(ctx, n);
+  Host host(n);
+  const auto* graph = course::find_version(ch09::versions(), "graph");
+  REQUIRE(graph != nullptr);
+  for (std::uint64_t seed : {1u, 2u, 3u}) {  // same pointers, same shape: the same graph, new data
+    const course::Reference ref = host.load(n, seed);
+    CHECK(course::check_dot(ch09::run(p, graph->run, host.job(n, 7000, 2)), ref).ok);
+  }
+  const course::Reference ref = host.load(n / 2, 4);  // a new shape: a new capture
+  CHECK(course::check_dot(ch09::run(p, graph->run, host.job(n / 2, 3000, 5)), ref).ok);
+}
+
+TEST_CASE("ch09 pipeline: bad jobs are refused by name", "[ch09][gpu]") {
+  COURSE_REQUIRE_GPU();
+  course::Context ctx;
+  ch09::Pipeline p(ctx, 1000, 10);
+  Host host(1000);
+  const auto* depth = course::find_version(ch09::versions(), "depth_first");
+  REQUIRE(depth != nullptr);
+  CHECK_THROWS_WITH(ch09::run(p, depth->run, host.job(1001, 100, 2)), course::test::contains("n_max"));
+  CHECK_THROWS_AS(ch09::run(p, depth->run, host.job(1000, 0, 2)), course::UsageError);
+  CHECK_THROWS_AS(ch09::run(p, depth->run, host.job(1000, 100, 0)), course::UsageError);
+  CHECK_THROWS_AS(ch09::run(p, depth->run, host.job(1000, 100, ch09::kMaxStreams + 1)), course::UsageError);
+  CHECK_THROWS_WITH(ch09::run(p, depth->run, host.job(1000, 10, 2)), course::test::contains("chunks"));
+  std::vector<float> pageable(1000, 1.0f);
+  ch09::Job job = host.job(1000, 100, 2);
+  job.h_x = pageable.data();
+  CHECK_THROWS_WITH(ch09::run(p, depth->run, job), course::test::contains("not page-locked"));
+  // Nothing was enqueued by the refused jobs: a good one still runs.
+  const course::Reference ref = host.load(1000, 3);
+  CHECK(course::check_dot(ch09::run(p, depth->run, host.job(1000, 100, 2)), ref).ok);
+}
+
+TEST_CASE("ch09 cpu_dot: every thread's slice counted", "[ch09]") {
+  course::ThreadPool pool(3);
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{1000003}}) {
+    const auto in = course::test::make_dot_inputs(n, 12);
+    const course::Verdict verdict = course::check_dot(ch09::cpu_dot(pool, in.x.data(), in.y.data(), n), in.ref);
+    INFO(course::test::explain(verdict, n, "cpu_dot", "kit code: please report"));
+    CHECK(verdict.ok);
+  }
+}
+
+TEST_CASE("ch09 registry: unique names, breadth_first the exercise", "[ch09]") {
+  std::set<std::string> names;
+  for (const auto& v : ch09::versions()) {
+    CHECK(names.insert(std::string(v.name)).second);
+    CHECK(!v.description.empty());
+    CHECK(v.exercise == (v.name == "breadth_first"));
+  }
+}
