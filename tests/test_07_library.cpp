@@ -279,6 +279,9 @@ TEST_CASE("ch07 threads: eight threads on one context and one context per thread
   const std::vector<std::size_t> sizes = {1000, ch07::kStageMin + 3, *std::max_element(awkward.begin(), awkward.end())};
   std::vector<course::test::DotInputs> inputs;
   for (std::size_t i = 0; i < sizes.size(); ++i) inputs.push_back(course::test::make_dot_inputs(sizes[i], 90 + i));
+  // Contexts hold the largest size (the random awkward size may exceed 2^21): an error status here
+  // must mean a threading bug, never n > n_max.
+  const std::size_t n_max = *std::max_element(sizes.begin(), sizes.end());
   auto hammer = [&](auto context_of) {
     std::atomic<int> wrong{0}, errors{0};
     std::vector<std::thread> threads;
@@ -300,14 +303,14 @@ TEST_CASE("ch07 threads: eight threads on one context and one context per thread
     CHECK(wrong.load() == 0);
   };
   {
-    Ctx shared(std::size_t{1} << 21);
+    Ctx shared(n_max);
     REQUIRE(shared.status == DOTCOURSE_OK);
     hammer([&](int) { return shared.ctx; });  // the context's lock serializes them
   }
   {
     std::vector<std::unique_ptr<Ctx>> own;
     for (int t = 0; t < kThreads; ++t) {
-      own.push_back(std::make_unique<Ctx>(std::size_t{1} << 21));
+      own.push_back(std::make_unique<Ctx>(n_max));
       REQUIRE(own.back()->status == DOTCOURSE_OK);
     }
     hammer([&](int t) { return own[static_cast<std::size_t>(t)]->ctx; });  // no sharing at all
