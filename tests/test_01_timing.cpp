@@ -6,6 +6,7 @@
 #include <string>
 
 #include "course/device.hpp"
+#include "course/random.hpp"
 #include "support/course_test.hpp"
 #include "vector_add.hpp"
 
@@ -13,7 +14,7 @@ namespace {
 
 template <class T>
 void check_version(const course::Version<ch01::Runner>& v, std::size_t n, int iters) {
-  ch01::Problem<T> p(n, iters, 1234 + n);
+  ch01::Problem<T> p(n, iters, course::test::seed(1234 + n));
   if constexpr (sizeof(T) == 4) v.run.f32(p, nullptr); else v.run.f64(p, nullptr);
   CHECK_NOTHROW(course::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize", __FILE__, __LINE__));
   if (v.run.on_gpu) p.h_out = p.d_out.download();
@@ -74,4 +75,25 @@ TEST_CASE("ch01 time_with_events_ms: measures GPU time, not the launch", "[ch01]
   CHECK(std::isfinite(ms));
   CHECK(ms >= 0.9 * floor_ms);
   CHECK(ms < 1000.0 * floor_ms);
+}
+
+// Writes past the end: the output sits between two guard zones of poison, checked after the launch
+// (a missing bounds test, or a grid rounded up without one, writes into them).
+TEST_CASE("ch01 add_gpu: writes nothing past the end of the output", "[ch01][gpu][exercise]") {
+  COURSE_REQUIRE_GPU();
+  for (std::size_t n : course::test::awkward_sizes(256, 12)) {
+    const auto a = course::random_vector(n, course::test::seed(21 + n));
+    const auto b = course::random_vector(n, course::test::seed(22 + n));
+    course::test::Guarded<float> d_a(a), d_b(b), d_out(n);
+    ch01::launch_add(d_a.data(), d_b.data(), d_out.data(), n, nullptr);
+    course::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize", __FILE__, __LINE__);
+    const std::string damage = d_out.guard_damage();
+    INFO("launch_add at n = " << n << ": " << damage);
+    CHECK(damage.empty());
+    const auto out = d_out.download();
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < n; ++i) wrong += !(out[i] == a[i] + b[i]);
+    INFO("launch_add at n = " << n << ": " << wrong << " elements wrong");
+    CHECK(wrong == 0);
+  }
 }

@@ -170,6 +170,24 @@ def _without_holes(text, hs):
     return [(n, line.rstrip()) for n, line in enumerate(text.splitlines(), start=1) if n not in inside]
 
 
+def fill(course_text, bodies):
+    """The course's student-format file with hole k's stub replaced by bodies[k] (holes not in
+    `bodies` keep their stub)."""
+    course_holes = holes(course_text)
+    lines = course_text.splitlines(keepends=True)
+    out, at = [], 0
+    for k in sorted(course_holes):
+        h = course_holes[k]
+        out += lines[at:h.begin_line]
+        body = bodies.get(k, h.body)
+        if body and not body.endswith("\n"):
+            body += "\n"
+        out.append(body)
+        at = h.end_line - 1
+    out += lines[at:]
+    return "".join(out)
+
+
 def splice(course_text, student_text, name="file"):
     """The course's student-format file with the student's hole bodies in place of its stubs.
     Everything outside the holes comes from the course; each line of the student's file that
@@ -178,19 +196,8 @@ def splice(course_text, student_text, name="file"):
     course_holes = holes(course_text)
     theirs = bodies_of(student_text, name) if student_text is not None else {}
     missing = sorted(k for k in course_holes if k not in theirs)
-    lines = course_text.splitlines(keepends=True)
-    out, at, filled = [], 0, []
-    for k in sorted(course_holes):
-        h = course_holes[k]
-        out += lines[at:h.begin_line]
-        body = theirs[k].body if k in theirs else h.body
-        if body and not body.endswith("\n"):
-            body += "\n"
-        if body.strip() != h.body.strip():
-            filled.append(k)
-        out.append(body)
-        at = h.end_line - 1
-    out += lines[at:]
+    text = fill(course_text, {k: h.body for k, h in theirs.items()})
+    filled = [k for k in sorted(course_holes) if k in theirs and theirs[k].body.strip() != course_holes[k].body.strip()]
     outside = []
     if student_text is not None and not any(BEGIN.match(x) for x in student_text.splitlines()):
         a = _without_holes(course_text, course_holes)
@@ -207,7 +214,7 @@ def splice(course_text, student_text, name="file"):
             else:
                 where = b[j1][0] if j1 < len(b) else (b[-1][0] + 1 if b else 1)
                 outside.append((where, f"removed {i2 - i1} course line(s), first: {a[i1][1].strip()[:80]}"))
-    return Splice("".join(out), outside, missing, filled)
+    return Splice(text, outside, missing, filled)
 
 
 def course_files(root=ROOT):

@@ -42,6 +42,7 @@ ADD_CPU = "ch01 add_cpu: matches the host bitwise at awkward sizes"
 SQRT_CPU = "ch01 sqrt_cpu: matches the host bitwise at awkward sizes"
 CRASH = "ch01 sqrt_gpu: matches the host bitwise at awkward sizes"
 MISSING = "ch01 sqrt_gpu_copies: matches the host bitwise at awkward sizes"
+ADD_GUARD = "ch01 add_gpu: writes nothing past the end of the output"
 
 
 def manifest(correctness=None, performance=None, chapter="01_timing"):
@@ -220,9 +221,9 @@ class Manifests(unittest.TestCase):
 
     def test_chapter_01_grades_its_exercises_and_the_add_kernels_roofline(self):
         m = chapter01()
-        tests = passing(ADD, COPIES, EVENTS, ADD_CPU)
+        tests = passing(ADD, ADD_GUARD, COPIES, EVENTS, ADD_CPU)
         graded, others = grade.grade_correctness([m], tests)
-        self.assertEqual({i.name for i in graded}, {ADD, COPIES, EVENTS})
+        self.assertEqual({i.name for i in graded}, {ADD, ADD_GUARD, COPIES, EVENTS})
         self.assertEqual([i.name for i in others], [ADD_CPU])
         self.assertTrue(all(i.max_points > 0 for i in graded))
         (perf,) = m.performance
