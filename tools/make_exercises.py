@@ -233,7 +233,9 @@ def course_files(root=ROOT):
     else:
         templates = root / "tools" / "grading" / "course"
         for src in sorted(p for p in templates.rglob("*") if p.is_file()):
-            files[str(src.relative_to(templates))] = src.read_text()
+            rel = src.relative_to(templates)
+            if len(rel.parts) > 1:  # chapter folders only (not the folder's README.md)
+                files[str(rel)] = src.read_text()
     return files
 
 

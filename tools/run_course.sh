@@ -10,10 +10,12 @@ cd "$root"
 source tools/setup.sh
 
 jobs=$(nproc 2>/dev/null || echo 2)
-echo "== Building the course (solutions) =="
-cmake --preset solutions >/dev/null
-cmake --build --preset solutions -j "$jobs"
-bin=build/solutions/bin
+preset=solutions
+[ -d solutions ] || preset=student  # a student repository: your own tree
+echo "== Building the course ($preset) =="
+cmake --preset $preset >/dev/null
+cmake --build --preset $preset -j "$jobs"
+bin=build/$preset/bin
 
 chapters=("$@")
 if [ ${#chapters[@]} -eq 0 ]; then
