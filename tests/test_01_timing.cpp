@@ -2,8 +2,10 @@
 // precisions, bitwise against the host; and the event-timing exercise against physics.
 
 #include <cmath>
+#include <cstdint>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "course/device.hpp"
 #include "course/random.hpp"
@@ -98,4 +100,45 @@ TEST_CASE("ch01 add_gpu: writes nothing past the end of the output", "[ch01][gpu
     INFO("launch_add at n = " << n << ": " << wrong << " elements wrong");
     CHECK(wrong == 0);
   }
+}
+
+// 64-bit indexing: n past 2^32, inputs made on the device. A 32-bit index wraps, so the threads
+// past 2^32 write (correct values) over the first elements and the elements past 2^32 keep their
+// poison. Checked: the last 2^20 + 3 elements, those around 2^31 and 2^32, and a sample between.
+TEST_CASE("ch01 add_gpu: beyond 2^32 elements", "[ch01][gpu][exercise][huge]") {
+  COURSE_REQUIRE_GPU();
+  const std::size_t n = (std::size_t{1} << 32) + (std::size_t{1} << 20) + 3;
+  const std::size_t need = 3 * n * sizeof(float) + (std::size_t{1} << 30);
+  const std::size_t free_bytes = course::free_device_bytes();
+  if (free_bytes < need)
+    COURSE_SKIP_NO_MEMORY("this test needs " + course::format_bytes(need) + " of free device memory and the card has " +
+                          course::format_bytes(free_bytes) + ": skipped, not passed");
+  const std::uint64_t seed_a = course::test::seed(101), seed_b = course::test::seed(102);
+  course::DeviceBuffer<float> d_a(n), d_b(n), d_out(n);
+  course::fill_random_device(d_a.data(), n, seed_a);
+  course::fill_random_device(d_b.data(), n, seed_b);
+  d_out.fill_bytes(0xFF);
+  ch01::launch_add(d_a.data(), d_b.data(), d_out.data(), n, nullptr);
+  course::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize", __FILE__, __LINE__);
+  auto check_range = [&](std::size_t begin, std::size_t count) {
+    std::vector<float> got(count);
+    course::check_cuda(cudaMemcpy(got.data(), d_out.data() + begin, count * sizeof(float), cudaMemcpyDeviceToHost),
+                       "cudaMemcpy", __FILE__, __LINE__);
+    std::size_t wrong = 0, first = 0;
+    for (std::size_t k = 0; k < count; ++k) {
+      const std::size_t i = begin + k;
+      const float expected = course::random_at(seed_a, i, -1.0f, 1.0f) + course::random_at(seed_b, i, -1.0f, 1.0f);
+      if (!(got[k] == expected) && wrong++ == 0) first = i;
+    }
+    INFO("launch_add at n = " << n << ": " << wrong << " of the " << count << " elements from index " << begin
+                              << " are wrong, the first at " << first
+                              << ".\nHint: NaN past index 2^32 means the index wrapped: compute it as std::size_t "
+                                 "(static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x), never int or unsigned.");
+    CHECK(wrong == 0);
+  };
+  const std::size_t tail = (std::size_t{1} << 20) + 3;
+  check_range(n - tail, tail);
+  check_range((std::size_t{1} << 31) - 4096, 8192);
+  check_range((std::size_t{1} << 32) - 4096, 8192);
+  for (std::size_t k = 1; k < 16; ++k) check_range(k * (n / 16), 4096);
 }

@@ -45,6 +45,7 @@ SQRT_CPU = "ch01 sqrt_cpu: matches the host bitwise at awkward sizes"
 CRASH = "ch01 sqrt_gpu: matches the host bitwise at awkward sizes"
 MISSING = "ch01 sqrt_gpu_copies: matches the host bitwise at awkward sizes"
 ADD_GUARD = "ch01 add_gpu: writes nothing past the end of the output"
+ADD_HUGE = "ch01 add_gpu: beyond 2^32 elements"
 
 
 def manifest(correctness=None, performance=None, chapter="01_timing"):
@@ -223,9 +224,9 @@ class Manifests(unittest.TestCase):
 
     def test_chapter_01_grades_its_exercises_and_the_add_kernels_roofline(self):
         m = chapter01()
-        tests = passing(ADD, ADD_GUARD, COPIES, EVENTS, ADD_CPU)
+        tests = passing(ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS, ADD_CPU)
         graded, others = grade.grade_correctness([m], tests)
-        self.assertEqual({i.name for i in graded}, {ADD, ADD_GUARD, COPIES, EVENTS})
+        self.assertEqual({i.name for i in graded}, {ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS})
         self.assertEqual([i.name for i in others], [ADD_CPU])
         self.assertTrue(all(i.max_points > 0 for i in graded))
         (perf,) = m.performance
@@ -880,15 +881,15 @@ class HonestResults(unittest.TestCase):
     def test_only_what_ran_is_listed_and_scored(self):
         m = chapter01()
         out = "warning:\n  COURSE-NO-GPU: no usable CUDA GPU (none)\n"
-        tests = [result(ADD, "passed"), result(ADD_GUARD, "failed", "boom"),
+        tests = [result(ADD, "passed"), result(ADD_GUARD, "failed", "boom"), result(ADD_HUGE, "passed"),
                  result(COPIES, "skipped", out, "SKIP_REGULAR_EXPRESSION_MATCHED", True),
                  result(EVENTS, "skipped", out, "SKIP_REGULAR_EXPRESSION_MATCHED", True)]
         g = grade.assemble([m], tests, None, cores=4)
         r = grade.gradescope_results(g)
         names = {t["name"] for t in r["tests"]}
-        self.assertEqual(names, {ADD, ADD_GUARD})
-        self.assertEqual(r["score"], 2.0)
-        self.assertIn("Score of what ran: 2 of 4 points", r["output"])
+        self.assertEqual(names, {ADD, ADD_GUARD, ADD_HUGE})
+        self.assertEqual(r["score"], 4.0)
+        self.assertIn("Score of what ran: 4 of 6 points", r["output"])
         self.assertEqual(len(r["extra_data"]["not_assessed"]), 2)
         for t in r["tests"]:
             self.assertLessEqual(set(t), {"name", "number", "score", "max_score", "status", "output", "tags",
@@ -926,7 +927,7 @@ class Sanitizer(unittest.TestCase):
 
     def test_no_tool_or_no_gpu_is_said_and_is_not_a_failure(self):
         m = chapter01()
-        g = grade.assemble([m], passing(ADD, ADD_GUARD, COPIES, EVENTS), None, cores=4)
+        g = grade.assemble([m], passing(ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS), None, cores=4)
         g.gpu_visible = None
         real = grade.shutil.which
         grade.shutil.which = lambda name: "/usr/bin/compute-sanitizer"
@@ -940,9 +941,9 @@ class Sanitizer(unittest.TestCase):
 
     def test_a_sanitizer_error_fails_the_item_with_the_first_message(self):
         m = chapter01()
-        g = grade.assemble([m], passing(ADD, ADD_GUARD, COPIES, EVENTS), None, cores=4)
+        g = grade.assemble([m], passing(ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS), None, cores=4)
         g.gpu_visible = "GPU 0: NVIDIA H100"
-        listing = json.dumps({"tests": [{"name": n, "command": ["/bin/t", n]} for n in (ADD, ADD_GUARD, COPIES, EVENTS)]})
+        listing = json.dumps({"tests": [{"name": n, "command": ["/bin/t", n]} for n in (ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS)]})
 
         def fake(cmd, log, timeout=None, cwd=None, env=None):
             if cmd[0] == "ctest":
@@ -961,6 +962,7 @@ class Sanitizer(unittest.TestCase):
         self.assertEqual(by[ADD_GUARD].points, 0.0)
         self.assertIn("Invalid __global__ write", by[ADD_GUARD].detail)
         self.assertEqual(by[ADD].status, "passed")
+        self.assertEqual(by[ADD_HUGE].sanitize, [])   # sanitize_exclude: meaningless at small sizes
         self.assertIn("1 item(s) failed by the tool", g.sanitizer[-1])
 
     def test_cpu_rules_and_excluded_tests_are_not_sanitized(self):
