@@ -128,6 +128,9 @@ def run(cmd, log, env=None, timeout=None, cwd=None):
         try:
             p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
                                env=dict(os.environ, **(env or {})), timeout=timeout, cwd=cwd)
+        except FileNotFoundError:
+            f.write(f"(cannot run {cmd[0]}: not found)\n")
+            return -2, f"cannot run {cmd[0]}: not found"
         except subprocess.TimeoutExpired as e:
             out = e.stdout if isinstance(e.stdout, str) else (e.stdout or b"").decode("utf-8", "replace")
             f.write(out + "\n(timed out)\n")
@@ -162,7 +165,9 @@ def run_tests(case, globs, commands, log, sanitize=None):
             env["COURSE_TEST_SMALL"] = "1"
         code, out = run(cmd, log, env=env, timeout=1800, cwd=cwd)
         marker = next((m for m in SKIP_MARKERS if m in out), None)
-        if marker:
+        if code == -2:
+            results.append((name, f"not run: {out}"))
+        elif marker:
             results.append((name, f"skipped: {marker}"))
         else:  # under a sanitizer, 99 is the tool's error and anything else non-zero the test's
             results.append((name, "passed" if code == 0 else "failed"))

@@ -1008,15 +1008,19 @@ class Cores(unittest.TestCase):
 
 
 class ExtrasAndRepeats(unittest.TestCase):
-    def test_instructor_rules_join_their_chapter(self):
-        extra = manifest(correctness=[{"tests": "ch01 secret: *", "points": 3}])
-        merged = grade.merge_extra_manifests([chapter01()], [extra])
-        self.assertEqual(merged[0].correctness[-1].tests, "ch01 secret: *")
-        self.assertTrue(merged[0].correctness[-1].name.startswith("instructor's test"))
-        self.assertEqual(len(chapter01().correctness) + 1, len(merged[0].correctness))
-        (item,) = [i for i in grade.grade_correctness(merged, passing("ch01 secret: hidden input"))[0]
-                   if i.status == "passed"]
-        self.assertEqual(item.points, 3)
+    def test_instructor_rules_join_their_chapter_and_claim_their_tests_first(self):
+        extra = grade.load_manifests(FIXTURES / "extra")
+        m02 = next(m for m in grade.load_manifests() if m.chapter == "02_cpu_dot")
+        merged = grade.merge_extra_manifests([m02], extra)
+        first = merged[0].correctness[0]
+        self.assertTrue(first.name.startswith("instructor's test"))
+        self.assertEqual(len(m02.correctness) + 1, len(merged[0].correctness))
+        name = "ch02 unrolled: exact on small integers (instructor's test)"
+        graded, _ = grade.grade_correctness(merged, passing(name, "ch02 unrolled: matches the fp64 reference at awkward sizes"))
+        by = {i.name: i for i in graded}
+        self.assertEqual(by[name].points, 1)                 # the instructor's rule, not "ch02 unrolled: *"
+        self.assertEqual(by[name].max_points, 1)
+        self.assertTrue((FIXTURES / "extra" / "02_cpu_dot_extra.cpp").exists())
 
     def test_repeat_summary(self):
         a = grade.Item("01_timing", "performance", "add", 4, 4, "passed", measured=80.0)
