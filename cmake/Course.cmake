@@ -19,11 +19,12 @@ macro(course_find_catch2)
 endmacro()
 
 # Registers every Catch2 test case of TARGET with CTest, under LABEL. GPU tests print the marker
-# COURSE-NO-GPU when no GPU is present, and CTest reports them as skipped (never as passed).
+# COURSE-NO-GPU when no GPU is present, and tests that need more device memory than the card has
+# print COURSE-NO-MEMORY; CTest reports both as skipped (never as passed).
 function(course_add_catch_tests target label)
   catch_discover_tests(${target}
     DISCOVERY_TIMEOUT 60
-    PROPERTIES SKIP_REGULAR_EXPRESSION "COURSE-NO-GPU"
+    PROPERTIES SKIP_REGULAR_EXPRESSION "COURSE-NO-GPU|COURSE-NO-MEMORY"
                TIMEOUT 1200
                LABELS ${label})
 endfunction()
@@ -57,6 +58,8 @@ function(course_chapter name)
   set_target_properties(${name}_lib PROPERTIES CUDA_SEPARABLE_COMPILATION OFF
                                                POSITION_INDEPENDENT_CODE ON)
 
+  set_property(GLOBAL APPEND PROPERTY COURSE_CHAPTERS ${name})
+
   add_executable(${name} "${PROJECT_SOURCE_DIR}/chapters/${name}/main.cpp")
   target_link_libraries(${name} PRIVATE ${name}_lib course_cli)
 
@@ -66,4 +69,39 @@ function(course_chapter name)
     target_link_libraries(test_${name} PRIVATE ${name}_lib course_test_support)
     course_add_catch_tests(test_${name} ${label})
   endif()
+endfunction()
+
+# Instructor-only tests (tools/grade --extra-tests DIR): every DIR/NN_name*.cpp becomes a Catch2
+# executable test_extra_<file name>, linked to that chapter's library (the student's tree) and
+# labelled chNN, so the grader runs and reports it with the chapter's own tests. Call it after
+# the last course_chapter().
+function(course_add_extra_tests)
+  set(dir "${COURSE_EXTRA_TESTS_DIR}")
+  if(NOT dir OR NOT COURSE_BUILD_TESTS)
+    return()
+  endif()
+  if(NOT IS_DIRECTORY "${dir}")
+    message(FATAL_ERROR "COURSE_EXTRA_TESTS_DIR='${dir}' is not a folder")
+  endif()
+  get_property(chapters GLOBAL PROPERTY COURSE_CHAPTERS)
+  file(GLOB sources "${dir}/*.cpp")
+  foreach(src IN LISTS sources)
+    get_filename_component(stem "${src}" NAME_WE)
+    set(found "")
+    foreach(ch IN LISTS chapters)
+      string(FIND "${stem}" "${ch}" at)
+      if(at EQUAL 0)
+        set(found "${ch}")
+      endif()
+    endforeach()
+    if(NOT found)
+      message(FATAL_ERROR "extra test ${src}: its name must start with a chapter's folder name "
+                          "(one of: ${chapters})")
+    endif()
+    string(SUBSTRING "${found}" 0 2 number)
+    add_executable(test_extra_${stem} "${src}")
+    target_link_libraries(test_extra_${stem} PRIVATE ${found}_lib course_test_support)
+    course_add_catch_tests(test_extra_${stem} ch${number})
+    message(STATUS "dotcourse: instructor's tests ${src} for ${found}")
+  endforeach()
 endfunction()

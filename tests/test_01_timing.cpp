@@ -2,22 +2,29 @@
 // precisions, bitwise against the host; and the event-timing exercise against physics.
 
 #include <cmath>
+#include <cstdint>
+#include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "course/context.hpp"
 #include "course/device.hpp"
+#include "course/random.hpp"
 #include "support/course_test.hpp"
 #include "vector_add.hpp"
 
 namespace {
 
 template <class T>
-void check_version(const course::Version<ch01::Runner>& v, std::size_t n, int iters, course::Context& ctx) {
-  ch01::Problem<T> p(n, iters, 1234 + n);  // uploads and poisons, then waits for the device
-  if constexpr (sizeof(T) == 4) v.run.f32(p, ctx.stream()); else v.run.f64(p, ctx.stream());
-  CHECK_NOTHROW(course::check_cuda(cudaStreamSynchronize(ctx.stream()), "cudaStreamSynchronize", __FILE__, __LINE__));
-  if (v.run.on_gpu) p.h_out = p.d_out.download();
+void check_version(const course::Version<ch01::Runner>& v, std::size_t n, int iters, course::Context* ctx) {
+  ch01::Problem<T> p(n, iters, course::test::seed(1234 + n));  // uploads and poisons, then waits for the device
+  cudaStream_t stream = ctx ? ctx->stream() : nullptr;  // host versions have no context
+  if constexpr (sizeof(T) == 4) v.run.f32(p, stream); else v.run.f64(p, stream);
+  if (v.run.on_gpu) {
+    CHECK_NOTHROW(course::check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize", __FILE__, __LINE__));
+    p.h_out = p.d_out.download();
+  }
   std::size_t wrong = 0, first = n;
   for (std::size_t i = 0; i < n; ++i) {
     const T expected = v.run.intensity ? ch01::sqrt_loop(p.h_a[i], p.h_b[i], iters) : p.h_a[i] + p.h_b[i];
@@ -41,16 +48,19 @@ void check_version(const course::Version<ch01::Runner>& v, std::size_t n, int it
 
 const bool registered = [] {
   for (const auto& v : ch01::versions()) {
-    // Every version needs the GPU: even the CPU versions' Problem holds device buffers.
-    std::string tags = "[ch01][gpu]";
+    // The CPU versions (add_cpu, sqrt_cpu) need no GPU and never skip for want of one.
+    std::string tags = v.run.on_gpu ? "[ch01][gpu]" : "[ch01]";
     if (v.exercise) tags += "[exercise]";
     const std::string name = "ch01 " + std::string(v.name) + ": matches the host bitwise at awkward sizes";
     course::test::add_case(name, tags, [&v] {
-      COURSE_REQUIRE_GPU();
-      course::Context ctx;
+      std::unique_ptr<course::Context> ctx;
+      if (v.run.on_gpu) {
+        COURSE_REQUIRE_GPU();
+        ctx = std::make_unique<course::Context>();
+      }
       for (std::size_t n : course::test::awkward_sizes(256, 11)) {
-        check_version<float>(v, n, 5, ctx);
-        check_version<double>(v, n, 5, ctx);
+        check_version<float>(v, n, 5, ctx.get());
+        check_version<double>(v, n, 5, ctx.get());
       }
     });
   }
@@ -78,4 +88,69 @@ TEST_CASE("ch01 time_with_events_ms: measures GPU time, not the launch", "[ch01]
   CHECK(std::isfinite(ms));
   CHECK(ms >= 0.9 * floor_ms);
   CHECK(ms < 1000.0 * floor_ms);
+}
+
+// Writes past the end: the output sits between two guard zones of poison, checked after the launch
+// (a missing bounds test, or a grid rounded up without one, writes into them).
+TEST_CASE("ch01 add_gpu: writes nothing past the end of the output", "[ch01][gpu][exercise]") {
+  COURSE_REQUIRE_GPU();
+  course::Context ctx;
+  for (std::size_t n : course::test::awkward_sizes(256, 12)) {
+    const auto a = course::random_vector(n, course::test::seed(21 + n));
+    const auto b = course::random_vector(n, course::test::seed(22 + n));
+    course::test::Guarded<float> d_a(a), d_b(b), d_out(n);
+    ch01::launch_add(d_a.data(), d_b.data(), d_out.data(), n, ctx.stream());
+    ctx.synchronize();
+    const std::string damage = d_out.guard_damage();
+    INFO("launch_add at n = " << n << ": " << damage);
+    CHECK(damage.empty());
+    const auto out = d_out.download();
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < n; ++i) wrong += !(out[i] == a[i] + b[i]);
+    INFO("launch_add at n = " << n << ": " << wrong << " elements wrong");
+    CHECK(wrong == 0);
+  }
+}
+
+// 64-bit indexing: n past 2^32, inputs made on the device. A 32-bit index wraps, so the threads
+// past 2^32 write (correct values) over the first elements and the elements past 2^32 keep their
+// poison. Checked: the last 2^20 + 3 elements, those around 2^31 and 2^32, and a sample between.
+TEST_CASE("ch01 add_gpu: beyond 2^32 elements", "[ch01][gpu][exercise][huge]") {
+  COURSE_REQUIRE_GPU();
+  const std::size_t n = (std::size_t{1} << 32) + (std::size_t{1} << 20) + 3;
+  const std::size_t need = 3 * n * sizeof(float) + (std::size_t{1} << 30);
+  const std::size_t free_bytes = course::free_device_bytes();
+  if (free_bytes < need)
+    COURSE_SKIP_NO_MEMORY("this test needs " + course::format_bytes(need) + " of free device memory and the card has " +
+                          course::format_bytes(free_bytes) + ": skipped, not passed");
+  const std::uint64_t seed_a = course::test::seed(101), seed_b = course::test::seed(102);
+  course::Context ctx;
+  cudaStream_t stream = ctx.stream();
+  course::DeviceBuffer<float> d_a(n), d_b(n), d_out(n);
+  course::fill_random_device(d_a.data(), n, seed_a, -1.0f, 1.0f, stream);
+  course::fill_random_device(d_b.data(), n, seed_b, -1.0f, 1.0f, stream);
+  d_out.fill_bytes(0xFF, stream);
+  ch01::launch_add(d_a.data(), d_b.data(), d_out.data(), n, stream);
+  ctx.synchronize();
+  auto check_range = [&](std::size_t begin, std::size_t count) {
+    std::vector<float> got(count);
+    course::check_cuda(cudaMemcpy(got.data(), d_out.data() + begin, count * sizeof(float), cudaMemcpyDeviceToHost),
+                       "cudaMemcpy", __FILE__, __LINE__);
+    std::size_t wrong = 0, first = 0;
+    for (std::size_t k = 0; k < count; ++k) {
+      const std::size_t i = begin + k;
+      const float expected = course::random_at(seed_a, i, -1.0f, 1.0f) + course::random_at(seed_b, i, -1.0f, 1.0f);
+      if (!(got[k] == expected) && wrong++ == 0) first = i;
+    }
+    INFO("launch_add at n = " << n << ": " << wrong << " of the " << count << " elements from index " << begin
+                              << " are wrong, the first at " << first
+                              << ".\nHint: NaN past index 2^32 means the index wrapped: compute it as std::size_t "
+                                 "(static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x), never int or unsigned.");
+    CHECK(wrong == 0);
+  };
+  const std::size_t tail = (std::size_t{1} << 20) + 3;
+  check_range(n - tail, tail);
+  check_range((std::size_t{1} << 31) - 4096, 8192);
+  check_range((std::size_t{1} << 32) - 4096, 8192);
+  for (std::size_t k = 1; k < 16; ++k) check_range(k * (n / 16), 4096);
 }

@@ -3,8 +3,10 @@
 // of the text; and the two bugs, checked only where they are certain (never by losing a race).
 // Host-only: no GPU needed.
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -63,8 +65,8 @@ const bool registered = [] {
     if (name == "bug_int_accumulator") {
       // The bug is certain: every product of [0, 1) data is below 1, and (int)(0 + p) is 0.
       course::test::add_case("ch02 bug_int_accumulator: truncates at every step as the text says", tags, [&v] {
-        const auto x = course::random_vector(4096, 7, 0.0f, 1.0f);
-        const auto y = course::random_vector(4096, 8, 0.0f, 1.0f);
+        const auto x = course::random_vector(4096, course::test::seed(7), 0.0f, 1.0f);
+        const auto y = course::random_vector(4096, course::test::seed(8), 0.0f, 1.0f);
         INFO("an int accumulator that starts at 0 stays 0 when every product is below 1");
         CHECK(v.run.dot(x.data(), y.data(), x.size(), {}) == 0.0f);
         const auto in = course::test::make_dot_inputs(std::size_t{1} << 16, 9);
@@ -113,8 +115,8 @@ const Positive& positive_2_24() {
   static const Positive p = [] {
     Positive q;
     const std::size_t n = std::size_t{1} << 24;
-    q.x = course::random_vector(n, 2024 + 2, 0.0f, 1.0f);
-    q.y = course::random_vector(n, 2024 + 3, 0.0f, 1.0f);
+    q.x = course::random_vector(n, course::test::seed(2024 + 2), 0.0f, 1.0f);
+    q.y = course::random_vector(n, course::test::seed(2024 + 3), 0.0f, 1.0f);
     q.ref = course::reference_dot(q.x.data(), q.y.data(), n);
     return q;
   }();
@@ -164,4 +166,43 @@ TEST_CASE("ch02 thread_count: never zero and never more than n", "[ch02]") {
   CHECK(ch02::thread_count(ch02::CpuConfig{8}, 3) == 3);
   CHECK(ch02::thread_count(ch02::CpuConfig{8}, 1000) == 8);
   CHECK(ch02::thread_count(ch02::CpuConfig{0}, 1000) >= 1);
+}
+
+// A result must follow the input: the same buffers with new values must give the new answer (a
+// version that caches its result by pointer, or returns a value tuned to the public inputs, fails).
+namespace {
+const bool registered_follow = [] {
+  for (const Version& v : ch02::versions()) {
+    if (!v.exercise) continue;
+    course::test::add_case("ch02 " + std::string(v.name) + ": follows its input (new values in the same buffers)",
+                           "[ch02][exercise]", [&v] {
+                             const std::size_t n = (std::size_t{1} << 16) + 5;
+                             auto in = course::test::make_dot_inputs(n, 620);
+                             std::vector<float> x = in.x, y = in.y;
+                             const ch02::CpuConfig config{3};
+                             for (int round = 0; round < 2; ++round) {
+                               const float got = v.run.dot(x.data(), y.data(), n, config);
+                               const course::Verdict verdict = course::check_dot(got, in.ref);
+                               INFO(course::test::explain(verdict, n, std::string(v.name) + " (round " +
+                                                                          std::to_string(round + 1) + " of 2)",
+                                                          "the second round has new values in the same arrays: "
+                                                          "compute from x and y every call, keep nothing between calls"));
+                               CHECK(verdict.ok);
+                               in = course::test::make_dot_inputs(n, 621);
+                               std::copy(in.x.begin(), in.x.end(), x.begin());
+                               std::copy(in.y.begin(), in.y.end(), y.begin());
+                             }
+                           });
+  }
+  return true;
+}();
+}  // namespace
+
+TEST_CASE("ch02 bug_int_accumulator: stays defined past INT_MAX (saturates, never wraps)", "[ch02]") {
+  // Products of 1.6e9: the second addition leaves int's range. Converting that float to int is
+  // undefined behaviour, which on x86 gives INT_MIN: a large negative "sum" of positive products.
+  const std::vector<float> x(4, 40000.0f), y(4, 40000.0f);
+  const float got = version("bug_int_accumulator").run.dot(x.data(), y.data(), x.size(), {});
+  INFO("bug_int_accumulator of four products of 1.6e9 gave " << got);
+  CHECK(got == static_cast<float>(std::numeric_limits<int>::max()));
 }

@@ -38,10 +38,15 @@ std::string hint_for(const Version& v) {
 void check_kernel(const Version& v, std::size_t n, course::Context& ctx) {
   const auto in = course::test::make_dot_inputs(n, 3000 + n);
   cudaStream_t stream = ctx.stream();
-  course::DeviceBuffer<float> d_x(in.x, stream), d_y(in.y, stream), d_result(1);
+  // Guard zones: NaN read past the end of x or y poisons the sum; a write past the result shows.
+  course::test::Guarded<float> d_x(in.x), d_y(in.y), d_result(1);
   d_result.fill_bytes(0xFF, stream);  // NaN: a result that is never written cannot pass
   v.run(d_x.data(), d_y.data(), n, d_result.data(), ctx, stream);
-  const float got = d_result.download(stream)[0];  // waits for the stream
+  ctx.synchronize();
+  const std::string damage = d_result.guard_damage();
+  INFO(std::string(v.name) << " at n = " << n << ": " << damage);
+  CHECK(damage.empty());
+  const float got = d_result.download()[0];
   const course::Verdict verdict = course::check_dot(got, in.ref);
   INFO(course::test::explain(verdict, n, std::string(v.name), hint_for(v)));
   CHECK(verdict.ok);
@@ -127,3 +132,36 @@ TEST_CASE("ch03 round_trip: frees what it allocates", "[ch03][gpu][exercise]") {
     FAIL("round_trip threw: " << e.what() << "\nHint: " << kRoundTripHint);
   }
 }
+
+// A result must follow the input: new values in the same device buffers give the new answer (a
+// kernel or launcher that caches its result by pointer, or hard-codes the public one, fails).
+namespace {
+const bool registered_follow = [] {
+  for (const Version& v : ch03::versions()) {
+    if (!v.exercise) continue;
+    course::test::add_case("ch03 " + std::string(v.name) + ": follows its input (new values in the same buffers)",
+                           "[ch03][gpu][exercise]", [&v] {
+                             COURSE_REQUIRE_GPU();
+                             course::Context ctx;
+                             const std::size_t n = 4099;
+                             auto in = course::test::make_dot_inputs(n, 630);
+                             course::test::Guarded<float> d_x(in.x), d_y(in.y), d_result(1);
+                             for (int round = 0; round < 2; ++round) {
+                               d_result.fill_bytes(0xFF, ctx.stream());
+                               v.run(d_x.data(), d_y.data(), n, d_result.data(), ctx, ctx.stream());
+                               ctx.synchronize();
+                               const course::Verdict verdict = course::check_dot(d_result.download()[0], in.ref);
+                               INFO(course::test::explain(verdict, n, std::string(v.name) + " (round " +
+                                                                          std::to_string(round + 1) + " of 2)",
+                                                          "the second round has new values in the same buffers: "
+                                                          "read x and y on every call, keep nothing between calls"));
+                               CHECK(verdict.ok);
+                               in = course::test::make_dot_inputs(n, 631);
+                               d_x.upload(in.x);
+                               d_y.upload(in.y);
+                             }
+                           });
+  }
+  return true;
+}();
+}  // namespace

@@ -23,11 +23,16 @@ using Version = course::Version<ch04::GpuDot>;
 // returns what it wrote.
 float run_once(const Version& v, const course::test::DotInputs& in, course::Context& ctx) {
   cudaStream_t stream = ctx.stream();
-  course::DeviceBuffer<float> d_x(in.x, stream), d_y(in.y, stream), d_result(1);
+  // Guard zones: NaN read past the end of x or y poisons the sum; a write past the result shows.
+  course::test::Guarded<float> d_x(in.x), d_y(in.y), d_result(1);
   d_result.fill_bytes(0xFF, stream);  // NaN: a result that is never written cannot pass
   ch04::Workspace ws(ctx);
   v.run.launch(d_x.data(), d_y.data(), in.x.size(), d_result.data(), ws, stream);
-  return d_result.download(stream)[0];  // waits for the stream
+  ctx.synchronize();
+  const std::string damage = d_result.guard_damage();
+  INFO(std::string(v.name) << " at n = " << in.x.size() << ": " << damage);
+  CHECK(damage.empty());
+  return d_result.download()[0];
 }
 
 // What a student should look at, from what the result looks like.
@@ -109,3 +114,37 @@ TEST_CASE("ch04 registry: unique names, one racy version, the exercises marked",
   CHECK(exercises == 2);
   CHECK(course::find_version(reg, "atomic_once") != nullptr);
 }
+
+// A result must follow the input: new values in the same device buffers give the new answer (a
+// launcher that caches its result by pointer, or hard-codes the public one, fails).
+namespace {
+const bool registered_follow = [] {
+  for (const auto& v : ch04::versions()) {
+    if (!v.exercise) continue;
+    course::test::add_case("ch04 " + std::string(v.name) + ": follows its input (new values in the same buffers)",
+                           "[ch04][gpu][exercise]", [&v] {
+                             COURSE_REQUIRE_GPU();
+                             const std::size_t n = 100003;
+                             auto in = course::test::make_dot_inputs(n, 640);
+                             course::test::Guarded<float> d_x(in.x), d_y(in.y), d_result(1);
+                             course::Context ctx;
+                             ch04::Workspace ws(ctx);
+                             for (int round = 0; round < 2; ++round) {
+                               d_result.fill_bytes(0xFF, ctx.stream());
+                               v.run.launch(d_x.data(), d_y.data(), n, d_result.data(), ws, ctx.stream());
+                               ctx.synchronize();
+                               const course::Verdict verdict = course::check_dot(d_result.download()[0], in.ref);
+                               INFO(course::test::explain(verdict, n, std::string(v.name) + " (round " +
+                                                                          std::to_string(round + 1) + " of 2)",
+                                                          "the second round has new values in the same buffers: "
+                                                          "read x and y on every call, keep nothing between calls"));
+                               CHECK(verdict.ok);
+                               in = course::test::make_dot_inputs(n, 641);
+                               d_x.upload(in.x);
+                               d_y.upload(in.y);
+                             }
+                           });
+  }
+  return true;
+}();
+}  // namespace

@@ -24,19 +24,25 @@ namespace {
 
 using Version = course::Version<ch05::GpuDot>;
 
-// Inputs on the device (copied on the context's stream), and a result that starts as NaN before
-// every run. Every run is on ws.ctx.stream(), the stream the inputs were copied on.
+// Inputs on the device between guard zones (copied with the device synchronized, so any context's
+// stream may read them), and a result that starts as NaN before every run. Every run is on
+// ws.ctx.stream() and waited for.
 struct OnDevice {
-  OnDevice(const course::test::DotInputs& in, course::Context& ctx)
-      : n(in.x.size()), d_x(in.x, ctx.stream()), d_y(in.y, ctx.stream()), d_result(1) {}
+  OnDevice(const course::test::DotInputs& in, course::Context& /*ctx*/)
+      : n(in.x.size()), d_x(in.x), d_y(in.y), d_result(1) {}
   float run(const Version& v, ch05::Workspace& ws) {
     cudaStream_t stream = ws.ctx.stream();
     d_result.fill_bytes(0xFF, stream);  // NaN: a result that is never written cannot pass
     v.run.launch(d_x.data(), d_y.data(), n, d_result.data(), ws, stream);
-    return d_result.download(stream)[0];  // waits for the stream
+    ws.ctx.synchronize();
+    const std::string damage = d_result.guard_damage();
+    INFO(std::string(v.name) << " at n = " << n << ": " << damage);
+    CHECK(damage.empty());
+    return d_result.download()[0];
   }
   std::size_t n;
-  course::DeviceBuffer<float> d_x, d_y, d_result;
+  // Guard zones: NaN read past the end of x or y poisons the sum; a write past the result shows.
+  course::test::Guarded<float> d_x, d_y, d_result;
 };
 
 std::uint32_t bits(float f) {
@@ -203,3 +209,33 @@ TEST_CASE("ch05 two_level launcher: refuses an n beyond the workspace's max_n", 
   CHECK(ws.max_n() == 1000);
   CHECK_THROWS_AS(dev.run(*v, ws), course::UsageError);
 }
+
+// A result must follow the input: new values in the same device buffers give the new answer (a
+// launcher that caches its result by pointer, or hard-codes the public one, fails).
+namespace {
+const bool registered_follow = [] {
+  for (const auto& v : ch05::versions()) {
+    if (!v.exercise) continue;
+    course::test::add_case("ch05 " + std::string(v.name) + ": follows its input (new values in the same buffers)",
+                           "[ch05][gpu][exercise]", [&v] {
+                             COURSE_REQUIRE_GPU();
+                             const std::size_t n = (std::size_t{1} << 18) + 7;
+                             course::Context ctx;
+                             OnDevice dev(course::test::make_dot_inputs(n, 650), ctx);
+                             ch05::Workspace ws(ctx);
+                             for (int round = 0; round < 2; ++round) {
+                               const auto in = course::test::make_dot_inputs(n, 650 + static_cast<std::uint64_t>(round));
+                               dev.d_x.upload(in.x);
+                               dev.d_y.upload(in.y);
+                               const course::Verdict verdict = course::check_dot(dev.run(v, ws), in.ref);
+                               INFO(course::test::explain(verdict, n, std::string(v.name) + " (round " +
+                                                                          std::to_string(round + 1) + " of 2)",
+                                                          "the second round has new values in the same buffers: "
+                                                          "read x and y on every call, keep nothing between calls"));
+                               CHECK(verdict.ok);
+                             }
+                           });
+  }
+  return true;
+}();
+}  // namespace

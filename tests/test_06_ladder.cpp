@@ -79,14 +79,15 @@ struct OnDevice {
 /// waited for; returns the result.
 float run_once(const Version& v, const float* d_x, const float* d_y, std::size_t n, ch06::Workspace& ws) {
   cudaStream_t stream = ws.ctx.stream();
-  course::DeviceBuffer<float> d_result(1);
+  course::test::Guarded<float> d_result(1);  // a write past the result lands in a guard zone
   d_result.fill_bytes(0xFF, stream);
   ws.poison(stream);
   v.run(d_x, d_y, n, d_result.data(), ws, stream);
-  float got = 0.0f;
-  d_result.download_async(&got, 1, stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));
-  return got;
+  const std::string damage = d_result.guard_damage();
+  INFO(v.name << " at n = " << n << ": " << damage);
+  CHECK(damage.empty());
+  return d_result.download()[0];
 }
 
 void expect_match(const Version& v, float got, const course::Reference& ref, std::size_t n, const std::string& what) {
@@ -191,13 +192,13 @@ void test_huge(const Version& v) {
   auto need = [](std::size_t n) { return 2 * n * sizeof(float) + ch06::Workspace::bytes_for(n) + (std::size_t{1} << 30); };
   const std::size_t n = free_bytes >= need(big) ? big : small;
   if (free_bytes < need(n))
-    COURSE_SKIP_TEST("COURSE-NO-GPU-MEMORY: this test needs " + course::format_bytes(need(n)) +
-                     " of free device memory and the card has " + course::format_bytes(free_bytes) +
-                     ": skipped, not passed");
+    COURSE_SKIP_NO_MEMORY("this test needs " + course::format_bytes(need(n)) +
+                          " of free device memory and the card has " + course::format_bytes(free_bytes) +
+                          ": skipped, not passed");
 
   course::Context ctx;
   cudaStream_t stream = ctx.stream();
-  const std::uint64_t seed_x = 31, seed_y = 31 ^ 0x5DEECE66Dull;
+  const std::uint64_t seed_x = course::test::seed(31), seed_y = seed_x ^ 0x5DEECE66Dull;
   course::DeviceBuffer<float> d_x(n), d_y(n);
   course::fill_random_device(d_x.data(), n, seed_x, -1.0f, 1.0f, stream);
   course::fill_random_device(d_y.data(), n, seed_y, -1.0f, 1.0f, stream);
@@ -291,3 +292,31 @@ TEST_CASE("ch06 Workspace: refuses a call larger than it was made for", "[ch06][
     CHECK_THROWS_AS(v.run(d.data(), d.data(), 2000, d_result.data(), ws, ctx.stream()), course::UsageError);
   }
 }
+
+// A result must follow the input: new values in the same device buffers give the new answer (a
+// launcher that caches its result by pointer, or hard-codes the public one, fails).
+namespace {
+const bool registered_follow = [] {
+  for (const auto& v : ch06::versions()) {
+    if (!v.exercise) continue;
+    course::test::add_case("ch06 " + std::string(v.name) + ": follows its input (new values in the same buffers)",
+                           "[ch06][gpu][exercise]", [&v] {
+                             COURSE_REQUIRE_GPU();
+                             const std::size_t n = large_size();
+                             course::Context ctx;
+                             ch06::Workspace ws(ctx, kMaxTestN);
+                             auto in = course::test::make_dot_inputs(n, 660);
+                             course::test::Guarded<float> d_x(in.x), d_y(in.y);
+                             for (int round = 0; round < 2; ++round) {
+                               expect_match(v, run_once(v, d_x.data(), d_y.data(), n, ws), in.ref, n,
+                                            "round " + std::to_string(round + 1) +
+                                                " of 2; the second has new values in the same buffers");
+                               in = course::test::make_dot_inputs(n, 661);
+                               d_x.upload(in.x);
+                               d_y.upload(in.y);
+                             }
+                           });
+  }
+  return true;
+}();
+}  // namespace

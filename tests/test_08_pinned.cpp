@@ -138,6 +138,29 @@ const bool registered = [] {
       INFO(v.name << ": 20 runs gave " << distinct.size() << " distinct results; the dot adds in a fixed order");
       CHECK(distinct.size() == 1);
     });
+    if (v.exercise) {
+      // A result must follow the input: new values in the same host buffer give the new answer (a
+      // path that caches what it copied by pointer, or hard-codes the public result, fails).
+      course::test::add_case("ch08 " + name + ": follows its input (new values in the same buffers)", tags, [&v] {
+        COURSE_REQUIRE_GPU();
+        const std::size_t n = kChunkFloats + 77;
+        course::Context ctx;
+        auto path = v.run(ctx);
+        const std::size_t max_bytes = 2 * ((n * sizeof(float) + 15) / 16 * 16);
+        path->prepare(max_bytes);
+        for (int round = 0; round < 2; ++round) {
+          const auto in = course::test::make_dot_inputs(n, 880 + static_cast<std::uint64_t>(round));
+          path->reset(true, ctx.stream());
+          std::memcpy(path->src(), in.x.data(), n * sizeof(float));
+          std::memcpy(path->src() + max_bytes / 2, in.y.data(), n * sizeof(float));
+          const course::Verdict verdict = course::check_dot(path->dot(n), in.ref);
+          INFO(course::test::explain(verdict, n, std::string(v.name) + " (round " + std::to_string(round + 1) + " of 2)",
+                                     "the second round has new values in the same buffers: copy them on every run, "
+                                     "keep nothing between runs. " + hint(v)));
+          CHECK(verdict.ok);
+        }
+      });
+    }
   }
   return true;
 }();

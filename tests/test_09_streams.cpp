@@ -110,6 +110,26 @@ const bool registered = [] {
                   << " distinct results. Partials must be added in one fixed order, whichever stream finished first.");
       CHECK(distinct.size() == 1);
     });
+    if (v.exercise) {
+      // A result must follow the input: new values in the same pinned arrays give the new answer (a
+      // version that caches its result by pointer, or hard-codes the public one, fails).
+      course::test::add_case("ch09 " + name + ": follows its input (new values in the same buffers)", tags, [&v] {
+        COURSE_REQUIRE_GPU();
+        const std::size_t n = 5 * kChunk + 77;
+        course::Context ctx;
+        ch09::Pipeline p(ctx, n);
+        Host host(n);
+        for (int round = 0; round < 2; ++round) {
+          const course::Reference ref = host.load(n, 990 + static_cast<std::uint64_t>(round));
+          const float got = ch09::run(p, v.run, host.job(n, kChunk, 3));
+          const course::Verdict verdict = course::check_dot(got, ref);
+          INFO(course::test::explain(verdict, n, std::string(v.name) + " (round " + std::to_string(round + 1) + " of 2)",
+                                     "the second round has new values in the same buffers: read x and y on every "
+                                     "run, keep nothing between runs. " + hint(v)));
+          CHECK(verdict.ok);
+        }
+      });
+    }
     course::test::add_case("ch09 " + name + ": the book's program gives exactly the host's answer", tags, [&v] {
       COURSE_REQUIRE_GPU();
       const std::vector<std::size_t> sizes = {1, 2, 255, 256, 257, kChunk - 1, kChunk, kChunk + 1, 7 * kChunk + 300};

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -430,4 +431,47 @@ TEST_CASE("common: a moved-from Context holds nothing", "[common][gpu]") {
   CHECK(c.stream() == stream);
   CHECK(b.stream() == nullptr);  // NOLINT(bugprone-use-after-move)
   c.synchronize();
+}
+
+TEST_CASE("common: parse_size answers a power of 0 or 1 at once, whatever the exponent", "[common]") {
+  // The power loop multiplied `exponent` times: 1^99999999999999999 never finished.
+  CHECK(course::parse_size("1^99999999999999999") == 1u);
+  CHECK(course::parse_size("0^99999999999999999") == 0u);
+  CHECK(course::parse_size("0^0") == 1u);
+  CHECK(course::parse_size("2^0") == 1u);
+  CHECK_THROWS_AS(course::parse_size("2^99999999999999999"), course::UsageError);
+  CHECK_THROWS_AS(course::parse_size("3^41"), course::UsageError);
+}
+
+TEST_CASE("common: random_vector fills with at least one thread even when the core count is unknown", "[common]") {
+  // std::thread::hardware_concurrency() may return 0; zero threads left large vectors all zero.
+  CHECK(course::fill_threads(std::size_t{1} << 23, 0) == 1u);
+  CHECK(course::fill_threads(std::size_t{1} << 23, 64) == 8u);
+  CHECK(course::fill_threads(100, 64) == 1u);
+  const auto v = course::random_vector((std::size_t{1} << 22) + 1, 3);
+  std::size_t zeros = 0;
+  for (float f : v) zeros += f == 0.0f;
+  INFO(zeros << " of " << v.size() << " values are 0");
+  CHECK(zeros < 16);
+}
+
+TEST_CASE("common: the grading seed changes every input, and only when it is set", "[common]") {
+  // The test process may itself run under tools/grade --seed: compare with and without, explicitly.
+  const char* before = std::getenv("COURSE_GRADING_SEED");
+  const std::string saved = before ? before : "";
+  unsetenv("COURSE_GRADING_SEED");
+  CHECK(course::test::seed(42) == 42u);
+  const auto public_in = course::test::make_dot_inputs(1000, 42);
+  const auto public_sizes = course::test::awkward_sizes(256, 42);
+  setenv("COURSE_GRADING_SEED", "7", 1);
+  const std::uint64_t s7 = course::test::seed(42);
+  CHECK(s7 != 42u);
+  CHECK(course::test::seed(43) != s7);
+  const auto graded_in = course::test::make_dot_inputs(1000, 42);
+  CHECK(graded_in.x != public_in.x);
+  CHECK(graded_in.ref.value != public_in.ref.value);
+  CHECK(course::test::awkward_sizes(256, 42).back() != public_sizes.back());
+  setenv("COURSE_GRADING_SEED", "8", 1);
+  CHECK(course::test::seed(42) != s7);
+  if (before) setenv("COURSE_GRADING_SEED", saved.c_str(), 1); else unsetenv("COURSE_GRADING_SEED");
 }

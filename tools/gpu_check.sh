@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # On a machine with a GPU: build both trees, run every test, run compute-sanitizer over every
-# chapter's GPU tests at small sizes, grade both trees, and print a summary table last.
+# chapter's GPU tests at small sizes, prove every negative case fails its tests, grade both trees
+# (through the grader's splice, with its sanitizer step), and print a summary table last.
 # Uses only what the course needs (CMake, nvcc, Catch2, CLI11, compute-sanitizer, python3).
-#   tools/gpu_check.sh [--out DIR] [--skip build,tests,sanitize,grade] [--tools memcheck,racecheck,...]
+#   tools/gpu_check.sh [--out DIR] [--skip build,tests,sanitize,negatives,grade,tamper]
+#                      [--tools memcheck,racecheck,...] [--grade-repeats N]
+#   --grade-repeats N: then grade the solutions' performance N times (no rebuild, no sanitizer) and
+#   require full performance marks in every run; the spread of every ratio is in grade-repeats/.
 #   Environment: CUDA_ARCHS (default native), SANITIZE_TIMEOUT seconds per test binary and tool (300).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -10,12 +14,14 @@ cd "$root"
 out=${OUT:-$root/build/gpu-check}
 skip=""
 tools="memcheck,racecheck,synccheck,initcheck"
+repeats=0
 while [ $# -gt 0 ]; do
   case $1 in
     --out) out=$2; shift 2 ;;
     --skip) skip=$2; shift 2 ;;
     --tools) tools=$2; shift 2 ;;
-    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    --grade-repeats) repeats=$2; shift 2 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "gpu_check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -103,15 +109,20 @@ if ! skipped sanitize; then
   done
 fi
 
-if ! skipped grade; then
-  # The grader proves the tests: the unfilled student tree must score zero on every exercise,
-  # the solutions full marks (correctness and performance).
-  for tree in chapters solutions; do
-    t0=$SECONDS
-    tools/grade --tree $tree --build-dir build/gpu-$tree --no-build --expect-gpu --out "$out/grade-$tree" \
-      >"$out/grade-$tree.log" 2>&1
-    rc=$?
-    verdict=$(python3 - "$out/grade-$tree/results.json" "$tree" <<'PY'
+if ! skipped negatives; then
+  # Every deliberately broken copy (tests/negative/*/case.json) must fail the tests it names, and
+  # the unbroken solutions must pass them (the controls).
+  t0=$SECONDS
+  python3 tools/check_negatives.py --gpu --build-dir build/gpu-negatives --jobs "$jobs" \
+    --cmake-arg=-DCMAKE_CUDA_ARCHITECTURES="$archs" >"$out/negatives.log" 2>&1
+  rc=$?
+  line=$(grep -E "^check_negatives:" "$out/negatives.log" | tail -1 | cut -c18-90)
+  if [ $rc -eq 0 ]; then note "negative cases" ok "$line, $((SECONDS - t0)) s"
+  else note "negative cases" FAIL "${line:-see negatives.log}"; grep -E "NOT CAUGHT|FAIL" "$out/negatives.log" | head -20; fi
+fi
+
+grade_verdict() {  # results.json, tree -> "ok|FAIL text"
+  python3 - "$1" "$2" <<'PY'
 import json, sys
 try:
     d = json.load(open(sys.argv[1]))
@@ -125,10 +136,57 @@ else:
     ok = c["score"] == c["max_score"] > 0 and p["score"] == p["max_score"]
 print(("ok" if ok else "FAIL") + " " + text)
 PY
-)
+}
+
+if ! skipped grade; then
+  # The grader proves the tests: the unfilled student tree must score zero on every exercise,
+  # the solutions full marks (correctness and performance). Both go through the grader's own
+  # build: the tree's hole bodies spliced into the course's files, then compute-sanitizer over
+  # every passed GPU test (memcheck; racecheck where the manifest asks).
+  for tree in chapters solutions; do
+    t0=$SECONDS
+    tools/grade --tree $tree --build-dir build/gpu-grade-$tree --expect-gpu --out "$out/grade-$tree" \
+      --cmake-arg=-DCMAKE_CUDA_ARCHITECTURES="$archs" >"$out/grade-$tree.log" 2>&1
+    rc=$?
+    verdict=$(grade_verdict "$out/grade-$tree/results.json" $tree)
     [ $rc -ne 0 ] && verdict="FAIL exit $rc; ${verdict#* }"
     note "grade $tree" "${verdict%% *}" "${verdict#* }, $((SECONDS - t0)) s"
   done
+  san=$(grep -m1 "compute-sanitizer:" "$out/grade-solutions/report.md" | cut -c3-90)
+  note "grade: sanitizer step" info "${san:-no line in the report}"
+fi
+
+if [ "$repeats" -gt 0 ] 2>/dev/null; then
+  # "Full marks in N consecutive runs": the measurements only, N times, on the graded build.
+  t0=$SECONDS
+  tools/grade --tree solutions --build-dir build/gpu-grade-solutions --no-build --no-sanitize --expect-gpu \
+    --repeat "$repeats" --out "$out/grade-repeats" >"$out/grade-repeats.log" 2>&1
+  verdict=$(python3 - "$out/grade-repeats/report.md" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+m = re.search(r"performance points per run: ([0-9., ]+) \(of ([0-9.]+)\)", text)
+if not m:
+    print("FAIL no repeat line in the report"); sys.exit()
+runs = [float(x) for x in m.group(1).split(",")]
+full = float(m.group(2))
+print(("ok" if all(r == full for r in runs) else "FAIL") + f" {sum(r == full for r in runs)}/{len(runs)} runs at {full:g}/{full:g}")
+PY
+)
+  note "grade repeats ($repeats)" "${verdict%% *}" "${verdict#* }, $((SECONDS - t0)) s (spread: grade-repeats/report.md)"
+fi
+
+if ! skipped tamper; then
+  # A tree that maps v3_sequential to the cuBLAS launcher (an edit outside the holes) is refused
+  # with --strict before anything is built, and the report names the file and line.
+  tamper="$out/tamper-tree"
+  rm -rf "$tamper"; cp -r chapters "$tamper"
+  sed -i 's/{"v3_sequential", \(.*\), run_v3, true}/{"v3_sequential", \1, run_cublas, true}/' "$tamper/06_ladder/ladder.cu"
+  tools/grade --tree "$tamper" --chapter 06 --strict --no-performance --build-dir build/gpu-grade-tamper \
+    --out "$out/grade-tamper" >"$out/grade-tamper.log" 2>&1
+  rc=$?
+  if grep -q "REFUSED" "$out/grade-tamper/report.md" 2>/dev/null && grep -q "06_ladder/ladder.cu:" "$out/grade-tamper/report.md"; then
+    note "tampered tree (--strict)" ok "refused, exit $rc: $(grep -m1 -o '06_ladder/ladder.cu:[0-9]*' "$out/grade-tamper/report.md")"
+  else note "tampered tree (--strict)" FAIL "not refused (exit $rc); see grade-tamper/"; fi
 fi
 
 echo

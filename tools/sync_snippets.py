@@ -40,6 +40,9 @@ LANG = {".cu": "cuda", ".cuh": "cuda", ".cpp": "cpp", ".hpp": "cpp", ".h": "cpp"
         ".cmake": "cmake", ".txt": "cmake", ".sh": "bash"}
 
 
+HOLE_MARKER = re.compile(r"^//\s*\[hole \d+ (begin|end)\]$")
+
+
 class SyncError(Exception):
     pass
 
@@ -61,6 +64,8 @@ def extract(path, tag):
             continue
         if s == "// STUB":
             skipping = True
+            continue
+        if HOLE_MARKER.match(s):  # the grader's hole markers in chapters/ files: not part of the lesson
             continue
         if not skipping:
             body.append(line)

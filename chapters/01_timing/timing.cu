@@ -1,4 +1,6 @@
-// Generated from solutions/01_timing/timing.cu by tools/make_exercises.py. Fill the TODO(student) holes.
+// Generated from solutions/01_timing/timing.cu by tools/make_exercises.py. Fill the TODO(student) holes: your code
+// goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
+// code is graded; the rest of the file is taken from the course.
 // Chapter 01, exercise 2: timing a region of GPU work with CUDA events.
 //
 // A kernel launch returns to the host at once; the GPU runs the kernel later. A host clock read
@@ -13,10 +15,12 @@ namespace ch01 {
 
 // [time_with_events]
 float time_with_events_ms(const std::function<void()>& launch, cudaStream_t stream) {
+  // [hole 1 begin]
   // TODO(student): create two events, record the first on `stream`, call launch(), record the
   // second, wait for it (cudaEventSynchronize), and return cudaEventElapsedTime. Destroy both.
   launch();
   return 0.0f;
+  // [hole 1 end]
 }
 // [time_with_events]
 

@@ -1,4 +1,6 @@
-// Generated from solutions/01_timing/vector_add.cu by tools/make_exercises.py. Fill the TODO(student) holes.
+// Generated from solutions/01_timing/vector_add.cu by tools/make_exercises.py. Fill the TODO(student) holes: your code
+// goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
+// code is graded; the rest of the file is taken from the course.
 // Chapter 01 — timing, and when the GPU wins.
 //
 // Versions (see ch01::versions(); run one with `01_timing --kernel NAME`, all with `01_timing`):
@@ -15,6 +17,7 @@
 #include <string>
 
 #include "course/check.hpp"
+#include "course/device.hpp"
 #include "course/random.hpp"
 #include "vector_add.hpp"
 
@@ -27,8 +30,10 @@ namespace ch01 {
 // its speed is the memory bandwidth, and it cannot reuse anything.
 template <class T>
 __global__ void add_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, std::size_t n) {
+  // [hole 1 begin]
   // TODO(student): compute this thread's global index i (as std::size_t: blockIdx.x * blockDim.x
   // + threadIdx.x) and, if i < n, write out[i] = a[i] + b[i].
+  // [hole 1 end]
 }
 // [add_kernel]
 
@@ -36,10 +41,12 @@ __global__ void add_kernel(const T* __restrict__ a, const T* __restrict__ b, T* 
 template <class T>
 void launch_add(const T* d_a, const T* d_b, T* d_out, std::size_t n, cudaStream_t stream) {
   if (n == 0) return;  // a launch with zero blocks is an error, and there is nothing to do
+  // [hole 2 begin]
   // TODO(student): choose the threads per block (a multiple of 32, at most 1024) and enough
   // blocks that block * grid >= n (round up).
   const unsigned block = 1;
   const std::size_t grid = 1;
+  // [hole 2 end]
   if (grid > static_cast<std::size_t>(std::numeric_limits<int>::max()))
     throw course::UsageError("n = " + std::to_string(n) + " needs more blocks than a grid can have");
   add_kernel<T><<<static_cast<unsigned>(grid), block, 0, stream>>>(d_a, d_b, d_out, n);
@@ -82,19 +89,25 @@ void launch_sqrt(const T* d_a, const T* d_b, T* d_out, std::size_t n, int iters,
 
 template <class T>
 Problem<T>::Problem(std::size_t n_, int iters_, unsigned long long seed)
-    : n(n_), iters(iters_), h_out(n_), d_a(n_), d_b(n_), d_out(n_) {
+    : n(n_), iters(iters_), h_out(n_) {
   const auto a = course::random_vector(n, seed);
   const auto b = course::random_vector(n, seed + 1);
   h_a.assign(a.begin(), a.end());
   h_b.assign(b.begin(), b.end());
-  d_a.upload(h_a);
-  d_b.upload(h_b);
+  if (course::gpu_available()) {  // the CPU versions need no device: without one, no device buffers
+    d_a = course::DeviceBuffer<T>(n);
+    d_b = course::DeviceBuffer<T>(n);
+    d_out = course::DeviceBuffer<T>(n);
+    d_a.upload(h_a);
+    d_b.upload(h_b);
+  }
   poison();
 }
 
 template <class T>
 void Problem<T>::poison() {
   std::fill(h_out.begin(), h_out.end(), std::numeric_limits<T>::quiet_NaN());
+  if (!course::gpu_available()) return;
   d_out.fill_bytes(0xFF);
   CUDA_CHECK(cudaDeviceSynchronize());
 }

@@ -1,4 +1,6 @@
-// Generated from solutions/02_cpu_dot/cpu_dot.cpp by tools/make_exercises.py. Fill the TODO(student) holes.
+// Generated from solutions/02_cpu_dot/cpu_dot.cpp by tools/make_exercises.py. Fill the TODO(student) holes: your code
+// goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
+// code is graded; the rest of the file is taken from the course.
 // Chapter 02: the dot product on the CPU, and what "correct" means.
 //
 // Versions, in the order of the text (run one with `02_cpu_dot --kernel NAME`, all without):
@@ -63,10 +65,17 @@ float dot_sequential(const float* x, const float* y, std::size_t n, const CpuCon
 // The same loop with the accumulator's type left to `auto`: the literal 0 is an int, so sum is
 // an int, and `sum += x[i] * y[i]` converts each float result back to int, truncating toward
 // zero. It compiles without a warning under -Wall -Wextra (only -Wconversion catches it).
+// Past int's range that conversion is undefined behaviour (on x86 it gives INT_MIN); the course's
+// copy saturates there instead, so the version is wrong in the same defined way at every n.
+static int truncate_to_int(float v) {
+  if (!(v < 2147483648.0f)) return std::numeric_limits<int>::max();  // NaN too: no defined answer
+  if (v < -2147483648.0f) return std::numeric_limits<int>::min();
+  return static_cast<int>(v);  // toward zero: the bug the text shows
+}
 // [bug_int_accumulator]
 float dot_bug_int_accumulator(const float* x, const float* y, std::size_t n, const CpuConfig&) {
   auto sum = 0;  // int, not float
-  for (std::size_t i = 0; i < n; ++i) sum += x[i] * y[i];
+  for (std::size_t i = 0; i < n; ++i) sum = truncate_to_int(sum + x[i] * y[i]);  // sum += x[i] * y[i]
   return sum;
 }
 // [bug_int_accumulator]
@@ -89,9 +98,11 @@ float dot_unrolled(const float* x, const float* y, std::size_t n, const CpuConfi
   constexpr std::size_t kLanes = 8;
   float acc[kLanes] = {};
   std::size_t i = 0;
+  // [hole 1 begin]
   // TODO(student): walk x and y kLanes elements at a time; lane k adds x[i + k] * y[i + k]
   // into acc[k]. Stop before the last incomplete group (the tail loop below adds it).
   acc[0] = kUnfilled;
+  // [hole 1 end]
   float tail = 0.0f;
   for (; i < n; ++i) tail += x[i] * y[i];
   // Combine the lanes pairwise: (0+4, 1+5, 2+6, 3+7), then (0+2, 1+3), then 0+1.
@@ -107,10 +118,12 @@ float dot_unrolled(const float* x, const float* y, std::size_t n, const CpuConfi
 // reduction from chapter 05 on.
 // [pairwise]
 float dot_pairwise(const float* x, const float* y, std::size_t n, const CpuConfig& config) {
+  // [hole 2 begin]
   // TODO(student): up to kPairwiseBase elements, return dot_sequential(x, y, n, config);
   // above, split [0, n) into two halves, sum each with dot_pairwise and return their sum.
   (void)x, (void)y, (void)n, (void)config;
   return kUnfilled;
+  // [hole 2 end]
 }
 // [pairwise]
 
@@ -141,8 +154,10 @@ float dot_bug_shared_accumulator(const float* x, const float* y, std::size_t n, 
 float dot_threads_partials(const float* x, const float* y, std::size_t n, const CpuConfig& config) {
   const unsigned threads = thread_count(config, n);
   std::vector<float> partial(threads, kUnfilled);
+  // [hole 3 begin]
   // TODO(student): call for_each_chunk(threads, n, ...) with a lambda (unsigned t, begin, end)
   // that sums x[i] * y[i] over [begin, end) in a local float and writes it once to partial[t].
+  // [hole 3 end]
   float sum = 0.0f;
   for (const float p : partial) sum += p;
   return sum;

@@ -1,4 +1,6 @@
-// Generated from solutions/03_one_thread/one_thread.cu by tools/make_exercises.py. Fill the TODO(student) holes.
+// Generated from solutions/03_one_thread/one_thread.cu by tools/make_exercises.py. Fill the TODO(student) holes: your code
+// goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
+// code is graded; the rest of the file is taken from the course.
 // Chapter 03: one GPU thread.
 //
 // Versions (ch03::versions(); `03_one_thread --kernel NAME` runs one, `03_one_thread` all):
@@ -50,8 +52,10 @@ void dot_cublas(const float* d_x, const float* d_y, std::size_t n, float* d_resu
 // do in the meantime.
 // [one_thread_kernel]
 __global__ void dot_kernel_one_thread(const float* x, const float* y, std::size_t n, float* result) {
+  // [hole 1 begin]
   // TODO(student): walk all n elements: add x[i] * y[i] into a float sum (i a std::size_t),
   // then write the sum to *result.
+  // [hole 1 end]
 }
 // [one_thread_kernel]
 
@@ -127,23 +131,35 @@ float round_trip(Launcher version, course::Context& ctx, const float* h_x, const
   float h_result = kUnfilled;  // stays NaN unless the result is copied back
   PhaseClock clock(phases);
 
+  // [hole 2 begin]
   // TODO(student): allocate n floats for d_x and for d_y, and one float for d_result (cudaMalloc).
+  // [hole 2 end]
   CUDA_CHECK(cudaMemset(d_result, 0xFF, sizeof(float)));  // poison: NaN unless the kernel writes it
   clock.lap_host(&Phases::allocate_ms);
 
+  // [hole 3 begin]
   // TODO(student): copy x (h_x, bytes) to d_x: cudaMemcpy(..., cudaMemcpyHostToDevice).
+  // [hole 3 end]
   clock.lap_gpu(&Phases::copy_x_ms);
 
+  // [hole 4 begin]
   // TODO(student): copy y to d_y.
+  // [hole 4 end]
   clock.lap_gpu(&Phases::copy_y_ms);
 
+  // [hole 5 begin]
   // TODO(student): launch: call version(d_x, d_y, n, d_result, ctx, nullptr) (the default stream).
+  // [hole 5 end]
   clock.lap_gpu(&Phases::kernel_ms);
 
+  // [hole 6 begin]
   // TODO(student): copy the one float at d_result back into h_result (cudaMemcpyDeviceToHost).
+  // [hole 6 end]
   clock.lap_gpu(&Phases::copy_back_ms);
 
+  // [hole 7 begin]
   // TODO(student): free all three device buffers (cudaFree).
+  // [hole 7 end]
   clock.lap_host(&Phases::free_ms);
   clock.finish();
   return h_result;

@@ -1,4 +1,6 @@
-// Generated from solutions/04_one_block/dot.cu by tools/make_exercises.py. Fill the TODO(student) holes.
+// Generated from solutions/04_one_block/dot.cu by tools/make_exercises.py. Fill the TODO(student) holes: your code
+// goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
+// code is graded; the rest of the file is taken from the course.
 // Chapter 04 — one block: the race, and atomics.
 //
 // Versions (ch04::versions(); one with `04_one_block --kernel NAME`, all with `04_one_block`):
@@ -34,7 +36,9 @@ __global__ void dot_race(const float* x, const float* y, std::size_t n, float* r
 // atomics on one address are performed one after another — n of them, in a queue.
 __global__ void dot_atomic_each(const float* x, const float* y, std::size_t n, float* result) {
   for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) {
+    // [hole 1 begin]
     // TODO(student): add the product x[i] * y[i] to *result so that no other thread's update is lost.
+    // [hole 1 end]
   }
 }
 // [atomic_each_kernel]
@@ -44,8 +48,10 @@ __global__ void dot_atomic_each(const float* x, const float* y, std::size_t n, f
 // and adds that sum to the result once: blockDim.x atomics instead of n. Still slow: one block
 // runs on one of the GPU's SMs; the others sit idle (chapter 05).
 __global__ void dot_atomic_once(const float* x, const float* y, std::size_t n, float* result) {
+  // [hole 2 begin]
   // TODO(student): sum this thread's products (i = threadIdx.x, + blockDim.x, ... while i < n) in a
   // float register, then add that sum to *result with one atomicAdd.
+  // [hole 2 end]
 }
 // [atomic_once_kernel]
 

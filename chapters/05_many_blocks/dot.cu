@@ -1,4 +1,6 @@
-// Generated from solutions/05_many_blocks/dot.cu by tools/make_exercises.py. Fill the TODO(student) holes.
+// Generated from solutions/05_many_blocks/dot.cu by tools/make_exercises.py. Fill the TODO(student) holes: your code
+// goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
+// code is graded; the rest of the file is taken from the course.
 // Chapter 05 — many blocks, and the block reduction.
 //
 // Versions (ch05::versions(); one with `05_many_blocks --kernel NAME`, all with `05_many_blocks`):
@@ -88,9 +90,11 @@ __device__ float block_sum_tree(float value, float* s_partial) {
   const unsigned tid = threadIdx.x;
   s_partial[tid] = value;
   __syncthreads();  // every value is in place before anyone reads a neighbour's
+  // [hole 1 begin]
   // TODO(student): reduce the block's partial sums in shared memory: for stride = blockDim.x / 2,
   // ..., 2, 1, thread tid < stride adds s_partial[tid + stride] into s_partial[tid]; every thread
   // calls __syncthreads() after every step (outside the if).
+  // [hole 1 end]
   return s_partial[0];
 }
 // [block_sum_tree]
@@ -116,9 +120,11 @@ __global__ void dot_two_level(const float* __restrict__ x, const float* __restri
                               int per_thread, float* __restrict__ partials) {
   extern __shared__ float s_partial[];  // blockDim.x floats, sized at launch
   float sum = 0.0f;
+  // [hole 2 begin]
   // TODO(student): add this thread's per_thread products into sum. The block's tile starts at
   // blockIdx.x * blockDim.x * per_thread (compute it as std::size_t); the thread takes the elements
   // start + threadIdx.x + k * blockDim.x for k = 0, ..., per_thread - 1, skipping those >= n.
+  // [hole 2 end]
   sum = block_sum_tree(sum, s_partial);
   if (threadIdx.x == 0) partials[blockIdx.x] = sum;
 }
@@ -129,7 +135,9 @@ __global__ void dot_two_level(const float* __restrict__ x, const float* __restri
 // held by lane l + offset, for offset = 16, 8, 4, 2, 1. No shared memory and no barrier: the _sync
 // shuffle itself waits for the lanes named in the mask. Lane 0 ends with the warp's sum.
 __device__ float warp_sum(float value) {
+  // [hole 3 begin]
   // TODO(student): for offset = 16, 8, 4, 2, 1: value += __shfl_down_sync(kFullMask, value, offset).
+  // [hole 3 end]
   return value;
 }
 // [warp_sum]

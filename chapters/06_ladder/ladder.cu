@@ -1,4 +1,6 @@
-// Generated from solutions/06_ladder/ladder.cu by tools/make_exercises.py. Fill the TODO(student) holes.
+// Generated from solutions/06_ladder/ladder.cu by tools/make_exercises.py. Fill the TODO(student) holes: your code
+// goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
+// code is graded; the rest of the file is taken from the course.
 // Chapter 06 — the reduction ladder: from the classic seven reduction kernels to the bandwidth
 // limit of the card, applied to the dot product Σ x[i]·y[i].
 //
@@ -103,9 +105,11 @@ __global__ void dot_kernel3(const float* x, const float* y, std::size_t n, float
   const std::size_t i = blockIdx.x * std::size_t{blockDim.x} + tid;
   s_data[tid] = i < n ? x[i] * y[i] : 0.0f;
   __syncthreads();
+  // [hole 1 begin]
   // TODO(student): add the block's blockDim.x products in s_data into s_data[0] by sequential
   // addressing: for s = blockDim.x / 2, then s / 2, ... down to 1, thread tid < s adds
   // s_data[tid + s] to s_data[tid]; every thread waits at __syncthreads() after each step.
+  // [hole 1 end]
   if (tid == 0) partials[blockIdx.x] = s_data[0];
 }
 // [v3_kernel]
@@ -118,11 +122,13 @@ __global__ void dot_kernel3(const float* x, const float* y, std::size_t n, float
 __global__ void dot_kernel4(const float* x, const float* y, std::size_t n, float* partials) {
   __shared__ float s_data[kBlock];
   const unsigned tid = threadIdx.x;
+  // [hole 2 begin]
   // TODO(student): this block covers the 2·blockDim.x elements from 2·blockIdx.x·blockDim.x on.
   // With i = blockIdx.x · 2 · blockDim.x + tid (a std::size_t: n may exceed 2^31), add this
   // thread's two products, x[i]·y[i] and x[i + blockDim.x]·y[i + blockDim.x], into sum, each
   // only if its index is below n.
   float sum = 0.0f;
+  // [hole 2 end]
   s_data[tid] = sum;
   __syncthreads();
   for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
@@ -246,11 +252,13 @@ template <unsigned Block>
 __global__ void __launch_bounds__(Block) dot_kernel8(const float* x, const float* y, std::size_t n, float* partials) {
   static_assert(Block % kWarp == 0 && Block <= kWarp * kWarp, "Block: a multiple of 32, at most 1024");
   float sum = thread_dot_pairs<Block>(x, y, n);
+  // [hole 3 begin]
   // TODO(student): reduce `sum` over the block with __shfl_down_sync(0xffffffff, sum, offset):
   // 1. in every warp, offsets 16, 8, 4, 2, 1 leave the warp's total in lane 0 (threadIdx.x % 32);
   // 2. lane 0 of each warp stores it in a __shared__ float s_warp[Block / 32]; __syncthreads();
   // 3. warp 0 loads s_warp[lane] (0 for lane >= Block / 32) and reduces it the same way.
   // Thread 0 must end with the block's total in `sum`.
+  // [hole 3 end]
   if (threadIdx.x == 0) partials[blockIdx.x] = sum;
 }
 // [v8_kernel]
@@ -373,12 +381,14 @@ __global__ void __launch_bounds__(Block) dot_kernel11(const float* __restrict__ 
     if (threadIdx.x == 0) *result = sum;
     return;
   }
+  // [hole 4 begin]
   // TODO(student): thread 0 stores `sum` (the block's total) in partials[blockIdx.x] and then
   // increments *counter with cuda::atomic_ref<unsigned, cuda::thread_scope_device> and
   // fetch_add(1, cuda::memory_order_acq_rel). The block that draws ticket gridDim.x - 1 is the
   // last: (all threads of) it adds partials[0 .. gridDim.x) with block_sum<Block>, thread 0
   // writes *result and sets *counter back to 0 for the next call. Tell the block's threads
   // whether they are the last one through a __shared__ bool and __syncthreads().
+  // [hole 4 end]
 }
 // [v11_kernel]
 

@@ -1,4 +1,6 @@
-// Generated from solutions/07_library/c_api.cpp by tools/make_exercises.py. Fill the TODO(student) holes.
+// Generated from solutions/07_library/c_api.cpp by tools/make_exercises.py. Fill the TODO(student) holes: your code
+// goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
+// code is graded; the rest of the file is taken from the course.
 // Chapter 07 — the C ABI of libdotcourse.so (dotcourse.h).
 //
 // A boundary: every function catches every exception and turns it into a status code and a
@@ -144,9 +146,11 @@ DOTCOURSE_API dotcourse_status dotcourse_destroy(dotcourse_context* ctx) {
     t_last_error.clear();
     return DOTCOURSE_OK;
   }
+  // [hole 1 begin]
   // TODO(student): exercise 1b. Remove ctx from live() (under live_mutex(); a handle that is not
   // there is DOTCOURSE_ERROR_INVALID_HANDLE), then delete it inside guarded(...).
   return DOTCOURSE_OK;
+  // [hole 1 end]
 }
 // [destroy]
 

@@ -1,4 +1,6 @@
-// Generated from solutions/07_library/library.cu by tools/make_exercises.py. Fill the TODO(student) holes.
+// Generated from solutions/07_library/library.cu by tools/make_exercises.py. Fill the TODO(student) holes: your code
+// goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
+// code is graded; the rest of the file is taken from the course.
 // Chapter 07 — memory reuse, and the course's dot as a library.
 //
 // Versions of the host-array dot (ch07::versions(); one with `07_library --kernel NAME`):
@@ -161,10 +163,12 @@ Engine::Engine(int device, std::size_t n_max, int stage_threads)
   if (n_max == 0) throw course::UsageError("n_max must be at least 1");
   if (n_max > std::numeric_limits<std::size_t>::max() / 16)
     throw course::CudaError(cudaErrorMemoryAllocation, "n_max = " + std::to_string(n_max) + " floats cannot be allocated");
+  // [hole 1 begin]
   // TODO(student): plan the device memory once for n_max: a course::ScratchLayout with regions for
   // x and y (n_max floats each), the partials (max_blocks_ floats) and the result (1 float); keep the
   // offsets in off_x_, off_y_, off_partials_, off_result_ and the total in bytes_; reserve it on gpu_;
   // allocate the pinned result h_result_ (one float).
+  // [hole 1 end]
 }
 // [engine]
 
@@ -363,12 +367,15 @@ float dot_alloc_per_call(Engine& e, const float* x, const float* y, std::size_t 
 // copies, computes and copies back. Still slow: the copies come from pageable memory, which the
 // driver first copies into a pinned buffer of its own, one piece at a time, on one CPU thread.
 float dot_reuse(Engine& e, const float* x, const float* y, std::size_t n, PhaseEvents* clock) {
+  // [hole 2 begin]
   // TODO(student): exercise 3. What must this function do when n > e.n_max()? (The tests say.)
+  // [hole 2 end]
   if (n == 0) return 0.0f;
   course::Context& gpu = e.gpu();
   cudaStream_t stream = gpu.stream();
   mark(clock, 0);
   mark(clock, 1);  // nothing to allocate
+  // [hole 3 begin]
   // TODO(student): exercise 2. Copy x and y into the engine's buffers (e.d_x(), e.d_y()) on the
   // stream, launch_dot into e.d_result() with e.d_partials(), copy the result back into e.h_result(),
   // wait for the stream, return it. Mark the phase boundaries 2..6 with mark(clock, k) as you go.
@@ -376,6 +383,7 @@ float dot_reuse(Engine& e, const float* x, const float* y, std::size_t n, PhaseE
   (void)y;
   (void)stream;
   return std::numeric_limits<float>::quiet_NaN();
+  // [hole 3 end]
 }
 // [reuse]
 

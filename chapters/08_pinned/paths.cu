@@ -1,4 +1,6 @@
-// Generated from solutions/08_pinned/paths.cu by tools/make_exercises.py. Fill the TODO(student) holes.
+// Generated from solutions/08_pinned/paths.cu by tools/make_exercises.py. Fill the TODO(student) holes: your code
+// goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
+// code is graded; the rest of the file is taken from the course.
 // Chapter 08 — pinned memory: every path from host memory to the GPU.
 //
 // Paths (ch08::paths(); one with `08_pinned --kernel NAME`, all with `08_pinned`):
@@ -226,6 +228,7 @@ void Stager::parallel_copy(void* dst, const void* src, std::size_t bytes) { para
 
 // [staged_h2d]
 void Stager::h2d(void* d_dst, const void* h_src, std::size_t bytes, cudaStream_t stream) {
+  // [hole 1 begin]
   // TODO(student): with dst and src the two pointers as unsigned char (bytes), for each chunk
   //   k of chunk_bytes_ at offset k * chunk_bytes_ (the last one shorter): take slot
   //   slots_[k % slots_.size()]; wait for its event (cudaEventSynchronize(slot.done)) so no copy
@@ -236,6 +239,7 @@ void Stager::h2d(void* d_dst, const void* h_src, std::size_t bytes, cudaStream_t
   (void)h_src;
   (void)bytes;
   (void)stream;
+  // [hole 1 end]
 }
 // [staged_h2d]
 

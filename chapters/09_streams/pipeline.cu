@@ -1,4 +1,6 @@
-// Generated from solutions/09_streams/pipeline.cu by tools/make_exercises.py. Fill the TODO(student) holes.
+// Generated from solutions/09_streams/pipeline.cu by tools/make_exercises.py. Fill the TODO(student) holes: your code
+// goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
+// code is graded; the rest of the file is taken from the course.
 // Chapter 09 — streams and overlap: host data in chunks, the copy of one chunk under the kernel
 // of another.
 //
@@ -251,11 +253,13 @@ void issue_depth_first(Pipeline& p, const Job& job) {
 void issue_breadth_first(Pipeline& p, const Job& job) {
   p.fork(job.streams);
   const std::size_t chunks = chunk_count(job), S = static_cast<std::size_t>(job.streams);
+  // [hole 1 begin]
   // TODO(student): for each group of S chunks (first = 0, S, 2S, ...; the last group may be
   //   shorter), chunk k of the group goes to stream k - first: first p.copy_in for every chunk
   //   of the group, then p.compute for each, then p.copy_out for each.
   (void)chunks;
   (void)S;
+  // [hole 1 end]
   p.join(job.streams);
 }
 // [breadth_first]
@@ -285,11 +289,13 @@ const std::vector<course::Version<Issue>>& versions() {
 // [combine_partials]
 float combine_partials(const Pipeline& p, const Job& job) {
   double sum = 0.0;
+  // [hole 2 begin]
   // TODO(student): add the partials in a fixed order: for each chunk k (of chunk_count(job)),
   //   whose length is len = min(job.chunk, job.n - k * job.chunk), its p.dot_grid(len) partials
   //   start at p.host_partials() + k * p.partial_stride(). Add them into `sum`, in order.
   (void)p;
   (void)job;
+  // [hole 2 end]
   return static_cast<float>(sum);
 }
 // [combine_partials]

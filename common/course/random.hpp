@@ -41,6 +41,10 @@ COURSE_HOST_DEVICE inline float random_at(std::uint64_t seed, std::uint64_t i, f
 /// data cancels, which is where summation errors and wrong indices show.
 std::vector<float> random_vector(std::size_t n, std::uint64_t seed, float lo = -1.0f, float hi = 1.0f);
 
+/// How many host threads random_vector uses for n values when the machine reports
+/// `hardware_threads` (0 means unknown): at least 1, at most 8, 1 below 2^22 values.
+std::size_t fill_threads(std::size_t n, unsigned hardware_threads);
+
 /// Fills d_out[0, n) on the device with the same values random_vector would give. Asynchronous.
 void fill_random_device(float* d_out, std::size_t n, std::uint64_t seed, float lo = -1.0f,
                         float hi = 1.0f, cudaStream_t stream = nullptr);

@@ -32,7 +32,10 @@ std::size_t parse_term(const std::string& t, const std::string& text) {
     return std::stoull(s);
   };
   auto power = [&](std::size_t base, std::size_t exp) {
-    std::size_t v = 1;
+    // 0 and 1 never overflow, so the loop below would run `exp` times (up to 10^19): answer now.
+    if (base == 0) return std::size_t{exp == 0 ? 1u : 0u};
+    if (base == 1) return std::size_t{1};
+    std::size_t v = 1;  // base >= 2: overflows, and throws, within 64 steps
     for (std::size_t k = 0; k < exp; ++k) v = checked_mul(v, base, text);
     return v;
   };

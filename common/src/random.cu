@@ -16,10 +16,17 @@ __global__ void fill_random_kernel(float* __restrict__ out, std::size_t n, std::
 
 }  // namespace
 
+std::size_t fill_threads(std::size_t n, unsigned hardware_threads) {
+  // hardware_concurrency() may return 0 ("unknown"): one thread then, never zero (zero threads
+  // would leave the vector as it was allocated: all zeros).
+  if (n < (std::size_t{1} << 22)) return 1;
+  return std::max<std::size_t>(1, std::min<std::size_t>(8, hardware_threads));
+}
+
 std::vector<float> random_vector(std::size_t n, std::uint64_t seed, float lo, float hi) {
   std::vector<float> v(n);
   // Each value depends only on (seed, i), so threads can fill disjoint ranges.
-  const std::size_t chunks = n < (std::size_t{1} << 22) ? 1 : std::min<std::size_t>(8, std::thread::hardware_concurrency());
+  const std::size_t chunks = fill_threads(n, std::thread::hardware_concurrency());
   std::vector<std::thread> workers;
   for (std::size_t c = 0; c < chunks; ++c)
     workers.emplace_back([&, c] {

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "course/check.hpp"
+#include "course/device.hpp"
 #include "course/random.hpp"
 #include "vector_add.hpp"
 
@@ -91,19 +92,25 @@ void launch_sqrt(const T* d_a, const T* d_b, T* d_out, std::size_t n, int iters,
 
 template <class T>
 Problem<T>::Problem(std::size_t n_, int iters_, unsigned long long seed)
-    : n(n_), iters(iters_), h_out(n_), d_a(n_), d_b(n_), d_out(n_) {
+    : n(n_), iters(iters_), h_out(n_) {
   const auto a = course::random_vector(n, seed);
   const auto b = course::random_vector(n, seed + 1);
   h_a.assign(a.begin(), a.end());
   h_b.assign(b.begin(), b.end());
-  d_a.upload(h_a);
-  d_b.upload(h_b);
+  if (course::gpu_available()) {  // the CPU versions need no device: without one, no device buffers
+    d_a = course::DeviceBuffer<T>(n);
+    d_b = course::DeviceBuffer<T>(n);
+    d_out = course::DeviceBuffer<T>(n);
+    d_a.upload(h_a);
+    d_b.upload(h_b);
+  }
   poison();
 }
 
 template <class T>
 void Problem<T>::poison() {
   std::fill(h_out.begin(), h_out.end(), std::numeric_limits<T>::quiet_NaN());
+  if (!course::gpu_available()) return;
   d_out.fill_bytes(0xFF);
   CUDA_CHECK(cudaDeviceSynchronize());
 }

@@ -62,10 +62,17 @@ float dot_sequential(const float* x, const float* y, std::size_t n, const CpuCon
 // The same loop with the accumulator's type left to `auto`: the literal 0 is an int, so sum is
 // an int, and `sum += x[i] * y[i]` converts each float result back to int, truncating toward
 // zero. It compiles without a warning under -Wall -Wextra (only -Wconversion catches it).
+// Past int's range that conversion is undefined behaviour (on x86 it gives INT_MIN); the course's
+// copy saturates there instead, so the version is wrong in the same defined way at every n.
+static int truncate_to_int(float v) {
+  if (!(v < 2147483648.0f)) return std::numeric_limits<int>::max();  // NaN too: no defined answer
+  if (v < -2147483648.0f) return std::numeric_limits<int>::min();
+  return static_cast<int>(v);  // toward zero: the bug the text shows
+}
 // [bug_int_accumulator]
 float dot_bug_int_accumulator(const float* x, const float* y, std::size_t n, const CpuConfig&) {
   auto sum = 0;  // int, not float
-  for (std::size_t i = 0; i < n; ++i) sum += x[i] * y[i];
+  for (std::size_t i = 0; i < n; ++i) sum = truncate_to_int(sum + x[i] * y[i]);  // sum += x[i] * y[i]
   return sum;
 }
 // [bug_int_accumulator]

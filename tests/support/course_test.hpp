@@ -14,11 +14,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "course/buffer.hpp"
 #include "course/device.hpp"
 #include "course/reference.hpp"
 
@@ -34,6 +36,10 @@
     return;                   \
   } while (0)
 #endif
+
+// A test that needs more device memory than the card has free skips with its own marker, never
+// with COURSE-NO-GPU: "this card is too small" is not "there is no GPU". Same rules as the guard.
+#define COURSE_SKIP_NO_MEMORY(what) COURSE_SKIP_TEST(std::string("COURSE-NO-MEMORY: ") + (what))
 
 #define COURSE_REQUIRE_GPU()                                                          \
   do {                                                                                \
@@ -56,6 +62,13 @@ inline auto contains(const std::string& s) { return Catch::Matchers::Contains(s)
 /// `tags` like "[ch05][gpu][exercise]". Returns true, so it can initialize a static.
 bool add_case(const std::string& name, const std::string& tags, std::function<void()> body);
 
+/// The seed a test uses for `base`: `base` itself, or, when the grader sets COURSE_GRADING_SEED
+/// (tools/grade --seed N), a mix of both, so that every input of every test differs from the
+/// public one and nothing tuned to the public inputs passes. awkward_sizes and make_dot_inputs
+/// apply it themselves; a test that calls random_vector or a chapter's generator directly wraps
+/// its seed in it.
+std::uint64_t seed(std::uint64_t base);
+
 /// Sizes every reduction is tested at: 0, 1, block−1, block, block+1, 2^20+3, and a random size
 /// in [2, 2^22] drawn from `seed`. With COURSE_TEST_SMALL=1 (sanitizer runs) the last two shrink to
 /// 2^16+3 and a random size in [2, 2^16].
@@ -73,6 +86,74 @@ DotInputs make_dot_inputs(std::size_t n, std::uint64_t seed);
 
 /// The address of a small kernel with dynamic shared memory, for tests of course::Context::occupancy.
 const void* probe_kernel_address();
+/// A device array with guard zones: kGuard poisoned elements (bytes 0xFF: NaN for floats) before
+/// and after the n elements that data() points to. As an output, guard_damage() says whether
+/// code wrote past either end; as an input, a read past the end reads NaN and poisons the result.
+/// Every operation synchronizes the whole device before and after (it uses the legacy stream), so
+/// a Guarded array may be used with any course::Context's stream.
+template <class T>
+class Guarded {
+ public:
+  static constexpr std::size_t kGuard = 1024;
+  explicit Guarded(std::size_t n) : n_(n), buf_(n + 2 * kGuard) {
+    buf_.fill_bytes(0xFF);
+    device_sync();
+  }
+  explicit Guarded(const std::vector<T>& host) : Guarded(host.size()) {
+    if (!host.empty())
+      check_cuda(cudaMemcpy(data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy",
+                 __FILE__, __LINE__);
+    device_sync();
+  }
+  T* data() { return buf_.data() + kGuard; }
+  const T* data() const { return buf_.data() + kGuard; }
+  std::size_t size() const { return n_; }
+  /// New contents for the n elements, in the same place (the guards keep their poison).
+  void upload(const std::vector<T>& host) {
+    if (host.size() != n_) throw UsageError("Guarded::upload: size differs from the array's");
+    device_sync();
+    if (n_ != 0)
+      check_cuda(cudaMemcpy(data(), host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy", __FILE__,
+                 __LINE__);
+    device_sync();
+  }
+  /// Fills the n elements only (the guards keep their poison), then waits for the device.
+  void fill_bytes(int byte, cudaStream_t stream = nullptr) {
+    device_sync();
+    check_cuda(cudaMemsetAsync(data(), byte, n_ * sizeof(T), stream), "cudaMemsetAsync", __FILE__, __LINE__);
+    device_sync();
+  }
+  /// The n elements, after waiting for the whole device (any stream's work).
+  std::vector<T> download() const {
+    device_sync();
+    std::vector<T> all = buf_.download();
+    return std::vector<T>(all.begin() + kGuard, all.begin() + kGuard + static_cast<std::ptrdiff_t>(n_));
+  }
+  /// "" when both guard zones still hold their poison; else which elements outside [0, n) changed.
+  std::string guard_damage() const {
+    device_sync();
+    const std::vector<T> all = buf_.download();
+    std::vector<unsigned char> bytes(all.size() * sizeof(T));
+    std::memcpy(bytes.data(), all.data(), bytes.size());
+    std::size_t changed = 0;
+    long long first = 0;
+    for (std::size_t e = 0; e < all.size(); ++e) {
+      if (e >= kGuard && e < kGuard + n_) continue;
+      bool intact = true;
+      for (std::size_t b = 0; b < sizeof(T); ++b) intact = intact && bytes[e * sizeof(T) + b] == 0xFF;
+      if (!intact && changed++ == 0) first = static_cast<long long>(e) - static_cast<long long>(kGuard);
+    }
+    if (changed == 0) return "";
+    return std::to_string(changed) + " element(s) outside the " + std::to_string(n_) +
+           " of the output were written, the first at index " + std::to_string(first) +
+           ": a thread wrote past the end (check the bounds test i < n, and the grid)";
+  }
+
+ private:
+  static void device_sync() { check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize", __FILE__, __LINE__); }
+  std::size_t n_;
+  DeviceBuffer<T> buf_;
+};
 
 /// The message a failing dot test shows a student: sizes, values, error and bound, and a hint.
 std::string explain(const Verdict& v, std::size_t n, const std::string& version, const std::string& hint);

@@ -11,7 +11,9 @@ import importlib.machinery
 import importlib.util
 import io
 import json
+import re
 import sys
+import xml.etree.ElementTree as ET
 import tempfile
 import unittest
 from contextlib import redirect_stderr, redirect_stdout
@@ -42,6 +44,8 @@ ADD_CPU = "ch01 add_cpu: matches the host bitwise at awkward sizes"
 SQRT_CPU = "ch01 sqrt_cpu: matches the host bitwise at awkward sizes"
 CRASH = "ch01 sqrt_gpu: matches the host bitwise at awkward sizes"
 MISSING = "ch01 sqrt_gpu_copies: matches the host bitwise at awkward sizes"
+ADD_GUARD = "ch01 add_gpu: writes nothing past the end of the output"
+ADD_HUGE = "ch01 add_gpu: beyond 2^32 elements"
 
 
 def manifest(correctness=None, performance=None, chapter="01_timing"):
@@ -220,9 +224,9 @@ class Manifests(unittest.TestCase):
 
     def test_chapter_01_grades_its_exercises_and_the_add_kernels_roofline(self):
         m = chapter01()
-        tests = passing(ADD, COPIES, EVENTS, ADD_CPU)
+        tests = passing(ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS, ADD_CPU)
         graded, others = grade.grade_correctness([m], tests)
-        self.assertEqual({i.name for i in graded}, {ADD, COPIES, EVENTS})
+        self.assertEqual({i.name for i in graded}, {ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS})
         self.assertEqual([i.name for i in others], [ADD_CPU])
         self.assertTrue(all(i.max_points > 0 for i in graded))
         (perf,) = m.performance
@@ -459,11 +463,13 @@ class IncompleteWithoutGpu(unittest.TestCase):
     def test_results_json_reports_no_failure(self):
         r = grade.gradescope_results(self.g)
         json.dumps(r)
+        # Nothing ran: no item at all, so Gradescope shows no 0/N for a test that never executed.
         graded = [t for t in r["tests"] if "correctness" in t["tags"] or "performance" in t["tags"]]
-        self.assertEqual(len(graded), 5)
-        for t in graded:
-            self.assertNotIn("status", t)
-            self.assertEqual(t["score"], 0.0)
+        self.assertEqual(graded, [])
+        self.assertEqual(r["score"], 0.0)
+        self.assertEqual(len(r["extra_data"]["not_assessed"]), 5)
+        self.assertIn("Score of what ran: 0 of 0 points", r["output"])
+        self.assertIn("not in this score nor in the list of tests", r["output"])
         self.assertIn("GPU tests did not run", r["output"])
         self.assertTrue(r["extra_data"]["incomplete"])
         self.assertEqual(r["extra_data"]["points_not_assessed"], 18.0)
@@ -662,7 +668,7 @@ class CommandLine(unittest.TestCase):
                     self.assertEqual(code, grade.EXIT_USAGE)
 
     def test_no_test_at_all_is_a_grader_error_not_a_zero(self):
-        def fake_run_logged(cmd, log, timeout=None, cwd=None):
+        def fake_run_logged(cmd, log, timeout=None, cwd=None, env=None):
             junit = Path(cmd[cmd.index("--output-junit") + 1])
             junit.write_text('<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="(empty)" tests="0"/>')
             return 0, "No tests were found!!!"
@@ -684,7 +690,7 @@ class CommandLine(unittest.TestCase):
         fixture; the chapter executable is never started because its requirements were skipped."""
         calls = []
 
-        def fake_run_logged(cmd, log, timeout=None, cwd=None):
+        def fake_run_logged(cmd, log, timeout=None, cwd=None, env=None):
             calls.append(cmd)
             if cmd[0] == "ctest":
                 junit = Path(cmd[cmd.index("--output-junit") + 1])
@@ -700,7 +706,7 @@ class CommandLine(unittest.TestCase):
                 build.mkdir()
                 (build / "CTestTestfile.cmake").write_text("")
                 code, stdout, _ = self.run_main(["--no-build", "--build-dir", str(build), "--out", str(out),
-                                                 "--chapter", "01"])
+                                                 "--chapter", "01", "--no-sanitize"])
                 results = json.loads((out / "results.json").read_text())
                 report = (out / "report.md").read_text()
         finally:
@@ -713,7 +719,7 @@ class CommandLine(unittest.TestCase):
         self.assertIn("GPU tests did not run", results["output"])
         by_name = {t["name"]: t for t in results["tests"]}
         self.assertEqual(by_name[ADD]["status"], "failed")     # a real failure
-        self.assertNotIn("status", by_name[EVENTS])            # skipped: no status
+        self.assertNotIn(EVENTS, by_name)                      # skipped: not listed at all
         self.assertEqual(by_name[COPIES]["status"], "passed")
         self.assertEqual(by_name[f"{CRASH} (not graded)"]["max_score"], 0.0)
         perf = [t for t in results["tests"] if "performance" in t["tags"]]
@@ -722,6 +728,351 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(perf[0]["score"], 0.0)
         self.assertEqual(perf[0]["status"], "failed")          # requires add_gpu, which failed
         self.assertIn("Hint: NaN means", report)
+
+
+# --------------------------------------------------------------------------------------------
+# Issue 9: splicing, memory skips, honest results.json, sanitizer, cores, extras, repeats
+# --------------------------------------------------------------------------------------------
+
+ME = grade.load_make_exercises()
+COURSE = ME.course_files(REPO)
+LADDER = "06_ladder/ladder.cu"
+
+
+def student_tree(root, edit=None):
+    """A student's chapters/ tree: the course's student files with the solutions' bodies in their
+    holes (a complete, correct submission), then `edit(rel, text) -> text` on each file."""
+    for rel, text in COURSE.items():
+        if ME.holes(text):
+            text = ME.fill(text, {k: h.body for k, h in
+                                  ME.solution_bodies((REPO / "solutions" / rel).read_text()).items()})
+        if edit:
+            text = edit(rel, text)
+        if text is None:
+            continue
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+
+
+def map_v3_to_cublas(rel, text):
+    if rel != LADDER:
+        return text
+    out = re.sub(r'(\{"v3_sequential", [^}]*?), run_v3, true\}', r"\1, run_cublas, true}", text)
+    assert out != text, "the registry line of v3_sequential has changed: update this test"
+    return out
+
+
+class Splice(unittest.TestCase):
+    def test_every_course_file_with_holes_is_found_and_the_solutions_splice_back_cleanly(self):
+        with_holes = [rel for rel, text in COURSE.items() if ME.holes(text)]
+        self.assertGreaterEqual(len(with_holes), 7)
+        for rel in with_holes:
+            sp = ME.splice(COURSE[rel], (REPO / "solutions" / rel).read_text(), rel)
+            self.assertEqual(sp.outside, [], rel)
+            self.assertEqual(sp.missing, [], rel)
+            self.assertEqual(sorted(sp.filled), sorted(ME.holes(COURSE[rel])), rel)
+
+    def test_the_course_copy_is_what_chapters_holds(self):
+        for rel, text in COURSE.items():
+            self.assertEqual((REPO / "chapters" / rel).read_text(), text, rel)
+
+    def test_hole_markers_are_stable_and_numbered(self):
+        hs = ME.holes(COURSE[LADDER])
+        self.assertEqual(sorted(hs), [1, 2, 3, 4])
+        for k, h in hs.items():
+            self.assertIn("TODO(student)", h.body)
+            self.assertLess(h.begin_line, h.end_line)
+
+    def test_a_registry_edit_outside_the_holes_is_neutralised_and_named(self):
+        with tempfile.TemporaryDirectory() as d:
+            tree, staging = Path(d) / "alice", Path(d) / "staged"
+            student_tree(tree, map_v3_to_cublas)
+            st = grade.stage_tree(tree, staging, COURSE, ME)
+            staged = (staging / LADDER).read_text()
+            theirs = (tree / LADDER).read_text().splitlines()
+        self.assertIn("run_cublas, true}", theirs[st.outside[0][1] - 1])   # the line named is the edited one
+        self.assertIn('run_v3, true}', staged)
+        self.assertNotIn('run_cublas, true}', staged)
+        self.assertEqual(len(st.outside), 1)
+        rel, line, what = st.outside[0]
+        self.assertEqual(rel, LADDER)
+        self.assertIn("run_cublas", what)
+        self.assertTrue(any(f"{LADDER}:{line}" in x and "neutralised" in x for x in st.lines))
+        self.assertEqual(st.filled, st.holes)   # every hole's body is the student's (here: the solution)
+
+    def test_a_header_or_baseline_edit_never_reaches_the_build(self):
+        def edit(rel, text):
+            return text.replace("cublas", "CUBLAS_TAMPERED") if rel.endswith("baselines.cu") else text
+        with tempfile.TemporaryDirectory() as d:
+            tree, staging = Path(d) / "t", Path(d) / "s"
+            student_tree(tree, edit)
+            grade.stage_tree(tree, staging, COURSE, ME)
+            self.assertEqual((staging / "06_ladder/baselines.cu").read_text(), COURSE["06_ladder/baselines.cu"])
+
+    def test_deleted_markers_make_that_hole_unfilled_and_a_missing_file_all_of_its(self):
+        def edit(rel, text):
+            if rel == "05_many_blocks/dot.cu":
+                return text.replace("// [hole 2 end]\n", "", 1)
+            if rel == "04_one_block/dot.cu":
+                return None   # the student lost the file
+            return text
+        with tempfile.TemporaryDirectory() as d:
+            tree, staging = Path(d) / "t", Path(d) / "s"
+            student_tree(tree, edit)
+            st = grade.stage_tree(tree, staging, COURSE, ME)
+            staged05 = ME.holes((staging / "05_many_blocks/dot.cu").read_text())
+            staged04 = (staging / "04_one_block/dot.cu").read_text()
+        self.assertIn(("05_many_blocks/dot.cu", 2), st.missing)
+        self.assertIn("TODO(student)", staged05[2].body)          # the stub: counts as empty
+        self.assertNotIn("TODO(student)", staged05[3].body)       # the next hole still counts
+        self.assertEqual(staged04, COURSE["04_one_block/dot.cu"])
+        self.assertTrue(any("04_one_block/dot.cu" in x and "missing" in x for x in st.lines))
+
+    def test_strict_refuses_before_building_and_names_the_line(self):
+        with tempfile.TemporaryDirectory() as d:
+            tree = Path(d) / "alice" / "chapters"
+            student_tree(tree, map_v3_to_cublas)
+            out = Path(d) / "out"
+            err = io.StringIO()
+            real = grade.run_logged
+            grade.run_logged = lambda *a, **k: (_ for _ in ()).throw(AssertionError("nothing may run"))
+            try:
+                with redirect_stderr(err), redirect_stdout(io.StringIO()):
+                    code = grade.main(["--tree", str(tree), "--strict", "--chapter", "06", "--out", str(out),
+                                       "--build-dir", str(Path(d) / "build")])
+            finally:
+                grade.run_logged = real
+            report = (out / "report.md").read_text()
+            results = json.loads((out / "results.json").read_text())
+        self.assertEqual(code, grade.EXIT_ERROR)
+        self.assertIn("REFUSED", report)
+        self.assertIn(f"{LADDER}:", report)
+        self.assertTrue(results["extra_data"]["refused"])
+        self.assertEqual(results["score"], 0.0)
+
+
+class MemorySkips(unittest.TestCase):
+    OUT = "warning:\n  COURSE-NO-MEMORY: this test needs 36.0 GiB of free device memory and the card has 20.0 GiB\n"
+    HUGE = "ch06 v4_first_add: beyond 2^31 elements"
+
+    def test_a_memory_skip_is_not_a_missing_gpu_and_not_a_failure(self):
+        t = grade._junit_case(ET.fromstring(
+            f'<testcase name="{self.HUGE}" status="notrun"><skipped message="SKIP_REGULAR_EXPRESSION_MATCHED"/>'
+            f'<system-out>{self.OUT}</system-out></testcase>'))
+        self.assertEqual(t.status, "skipped")
+        self.assertTrue(t.no_memory)
+        self.assertFalse(t.no_gpu)
+        m = manifest(chapter="06_ladder", correctness=[{"tests": "ch06 v4_first_add: *", "points": 2}])
+        for expect_gpu in (False, True):
+            (item,), _ = grade.grade_correctness([m], [t], expect_gpu=expect_gpu)
+            self.assertEqual(item.status, "skipped")
+            self.assertIn("36.0 GiB", item.detail)
+        g = grade.assemble([m], [t], None, cores=4)
+        self.assertIn("more device memory", g.headline())
+        self.assertNotIn("GPU tests did not run", g.headline())
+        self.assertIn("too little GPU memory", grade.render_markdown(g))
+
+    def test_the_retired_marker_no_longer_reads_as_no_gpu(self):
+        self.assertFalse(grade.NO_GPU_GUARD.search("COURSE-NO-GPU-MEMORY: needs 36 GiB"))
+        self.assertTrue(grade.NO_GPU_GUARD.search("COURSE-NO-GPU: no usable CUDA GPU"))
+
+
+class HonestResults(unittest.TestCase):
+    def test_only_what_ran_is_listed_and_scored(self):
+        m = chapter01()
+        out = "warning:\n  COURSE-NO-GPU: no usable CUDA GPU (none)\n"
+        tests = [result(ADD, "passed"), result(ADD_GUARD, "failed", "boom"), result(ADD_HUGE, "passed"),
+                 result(COPIES, "skipped", out, "SKIP_REGULAR_EXPRESSION_MATCHED", True),
+                 result(EVENTS, "skipped", out, "SKIP_REGULAR_EXPRESSION_MATCHED", True)]
+        g = grade.assemble([m], tests, None, cores=4)
+        r = grade.gradescope_results(g)
+        names = {t["name"] for t in r["tests"]}
+        self.assertEqual(names, {ADD, ADD_GUARD, ADD_HUGE})
+        self.assertEqual(r["score"], 4.0)
+        self.assertIn("Score of what ran: 4 of 6 points", r["output"])
+        self.assertEqual(len(r["extra_data"]["not_assessed"]), 2)
+        for t in r["tests"]:
+            self.assertLessEqual(set(t), {"name", "number", "score", "max_score", "status", "output", "tags",
+                                          "visibility"})
+
+
+class Sanitizer(unittest.TestCase):
+    CLEAN = "========= COMPUTE-SANITIZER\nAll tests passed\n========= ERROR SUMMARY: 0 errors\n"
+    MEMCHECK = ("========= COMPUTE-SANITIZER\n========= Invalid __global__ write of size 4 bytes\n"
+                "=========     at add_kernel(const float *, const float *, float *, unsigned long)+0x90\n"
+                "=========     by thread (3,0,0) in block (4,0,0)\n========= ERROR SUMMARY: 12 errors\n")
+    RACE = ("========= COMPUTE-SANITIZER\n========= Error: Race reported between Write access at "
+            "block_sum_tree(float, float *)+0x1f0\n=========     and Read access at block_sum_tree+0x1d0\n"
+            "========= RACECHECK SUMMARY: 3 hazards displayed (3 errors, 0 warnings)\n")
+
+    def test_verdicts(self):
+        self.assertEqual(grade.sanitizer_verdict("memcheck", 0, self.CLEAN), (True, ""))
+        ok, msg = grade.sanitizer_verdict("memcheck", 99, self.MEMCHECK)
+        self.assertFalse(ok)
+        self.assertIn("12 error(s)", msg)
+        self.assertIn("Invalid __global__ write of size 4 bytes", msg)
+        ok, msg = grade.sanitizer_verdict("racecheck", 99, self.RACE)
+        self.assertFalse(ok)
+        self.assertIn("Race reported between Write access", msg)
+        self.assertEqual(grade.sanitizer_verdict("racecheck", 0,
+                                                 "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n"),
+                         (True, ""))
+        self.assertFalse(grade.sanitizer_verdict("memcheck", 1, "test failed\n")[0])
+        self.assertFalse(grade.sanitizer_verdict("memcheck", -1, "")[0])
+
+    def test_ctest_listing(self):
+        listing = 'noise\n{"kind": "ctestInfo", "tests": [{"name": "ch05 a: b", "command": ["/b/test_05", "ch05 a\\\\: b"]}]}'
+        self.assertEqual(grade.ctest_commands(listing), {"ch05 a: b": ["/b/test_05", "ch05 a\\: b"]})
+        self.assertEqual(grade.ctest_commands("garbage"), {})
+
+    def test_no_tool_or_no_gpu_is_said_and_is_not_a_failure(self):
+        m = chapter01()
+        g = grade.assemble([m], passing(ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS), None, cores=4)
+        g.gpu_visible = None
+        real = grade.shutil.which
+        grade.shutil.which = lambda name: "/usr/bin/compute-sanitizer"
+        try:
+            with tempfile.TemporaryDirectory() as d:
+                grade.run_sanitizer(g, Path(d), Path(d), Path(d) / "log", {}, 10)
+        finally:
+            grade.shutil.which = real
+        self.assertIn("no GPU", g.sanitizer[0])
+        self.assertTrue(all(i.status == "passed" for i in g.items))
+
+    def test_a_sanitizer_error_fails_the_item_with_the_first_message(self):
+        m = chapter01()
+        g = grade.assemble([m], passing(ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS), None, cores=4)
+        g.gpu_visible = "GPU 0: NVIDIA H100"
+        listing = json.dumps({"tests": [{"name": n, "command": ["/bin/t", n]} for n in (ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS)]})
+
+        def fake(cmd, log, timeout=None, cwd=None, env=None):
+            if cmd[0] == "ctest":
+                return 0, listing
+            self.assertEqual(env.get("COURSE_TEST_SMALL"), "1")
+            return (99, self.MEMCHECK) if cmd[-1] == ADD_GUARD else (0, self.CLEAN)
+        real_run, real_which = grade.run_logged, grade.shutil.which
+        grade.run_logged, grade.shutil.which = fake, (lambda name: "/usr/bin/compute-sanitizer")
+        try:
+            with tempfile.TemporaryDirectory() as d, redirect_stderr(io.StringIO()):
+                grade.run_sanitizer(g, Path(d), Path(d), Path(d) / "log", {}, 10)
+        finally:
+            grade.run_logged, grade.shutil.which = real_run, real_which
+        by = {i.name: i for i in g.items}
+        self.assertEqual(by[ADD_GUARD].status, "failed")
+        self.assertEqual(by[ADD_GUARD].points, 0.0)
+        self.assertIn("Invalid __global__ write", by[ADD_GUARD].detail)
+        self.assertEqual(by[ADD].status, "passed")
+        self.assertEqual(by[ADD_HUGE].sanitize, [])   # sanitize_exclude: meaningless at small sizes
+        self.assertIn("1 item(s) failed by the tool", g.sanitizer[-1])
+
+    def test_cpu_rules_and_excluded_tests_are_not_sanitized(self):
+        m02 = next(m for m in grade.load_manifests() if m.chapter == "02_cpu_dot")
+        self.assertTrue(all(r.sanitize == [] for r in m02.correctness))
+        m06 = next(m for m in grade.load_manifests() if m.chapter == "06_ladder")
+        def item(name):
+            return next(i for i in grade.grade_correctness([m06], passing(name))[0] if i.name == name)
+        self.assertEqual(item("ch06 v3_sequential: beyond 2^31 elements").sanitize, [])
+        self.assertEqual(item("ch06 v3_sequential: the same bits on every run").sanitize, ["memcheck", "racecheck"])
+
+
+class Cores(unittest.TestCase):
+    def rule(self, **over):
+        data = perf_rule(metric="speedup_vs:sequential", zero_at=1.0, full_at=4.5, reference_cores=16,
+                         row={"version": "threads_partials"}, requires=["ch01 add_gpu: *"], **over)
+        return manifest(performance=[data]).performance[0]
+
+    def test_thresholds_shrink_with_the_cores_the_grader_sees(self):
+        r = self.rule()
+        self.assertEqual(grade.scaled_thresholds(r, 16)[:2], (1.0, 4.5))
+        self.assertEqual(grade.scaled_thresholds(r, 64)[:2], (1.0, 4.5))   # never harder than the reference
+        zero, full, note = grade.scaled_thresholds(r, 2)
+        self.assertAlmostEqual(full, 1 + 3.5 / 15)
+        self.assertIn("2 core(s)", note)
+
+    def test_one_core_is_not_assessed(self):
+        m = manifest(performance=[perf_rule(metric="speedup_vs:sequential", zero_at=1.0, full_at=4.5,
+                                            reference_cores=16)])
+        runner = FakeRunner(ok_run())
+        item = grade.grade_performance(m, m.performance[0], passing(ADD), runner, cores=1)
+        self.assertEqual(item.status, "skipped")
+        self.assertEqual(runner.calls, 0)
+
+    def test_cores_placeholder_in_arguments(self):
+        self.assertIn("{cores}", next(m for m in grade.load_manifests() if m.chapter == "02_cpu_dot")
+                      .performance[1].args)
+        self.assertGreaterEqual(grade.grader_cores(), 1)
+
+    def test_bad_reference_cores(self):
+        with self.assertRaises(grade.ManifestError):
+            manifest(performance=[perf_rule(reference_cores=1)])
+
+
+class ExtrasAndRepeats(unittest.TestCase):
+    def test_instructor_rules_join_their_chapter_and_claim_their_tests_first(self):
+        extra = grade.load_manifests(FIXTURES / "extra")
+        m02 = next(m for m in grade.load_manifests() if m.chapter == "02_cpu_dot")
+        merged = grade.merge_extra_manifests([m02], extra)
+        first = merged[0].correctness[0]
+        self.assertTrue(first.name.startswith("instructor's test"))
+        self.assertEqual(len(m02.correctness) + 1, len(merged[0].correctness))
+        name = "ch02 unrolled: exact on small integers (instructor's test)"
+        graded, _ = grade.grade_correctness(merged, passing(name, "ch02 unrolled: matches the fp64 reference at awkward sizes"))
+        by = {i.name: i for i in graded}
+        self.assertEqual(by[name].points, 1)                 # the instructor's rule, not "ch02 unrolled: *"
+        self.assertEqual(by[name].max_points, 1)
+        self.assertTrue((FIXTURES / "extra" / "02_cpu_dot_extra.cpp").exists())
+
+    def test_repeat_summary(self):
+        a = grade.Item("01_timing", "performance", "add", 4, 4, "passed", measured=80.0)
+        b = grade.Item("01_timing", "performance", "add", 4, 4, "passed", measured=90.0)
+        self.assertEqual(grade.repeat_summary([[a], [b]]), {"01_timing add": [80.0, 90.0]})
+        g = grade.assemble([chapter01()], passing(ADD), None, cores=4)
+        g.repeats = {"01_timing add": [80.0, 90.0, 85.0]}
+        self.assertIn("| 01_timing add | 3 | 80 | 85 | 90 |", grade.render_markdown(g))
+
+    def test_seed_and_repeat_arguments(self):
+        for argv in (["--seed", "abc"], ["--repeat", "0"], ["--extra-tests", "/nonexistent/x"]):
+            with self.subTest(argv=argv), redirect_stderr(io.StringIO()):
+                with self.assertRaises(SystemExit) as e:
+                    grade.parse_args(argv)
+                self.assertEqual(e.exception.code, 2)
+        self.assertEqual(grade.parse_args(["--seed", "12"]).seed, "12")
+
+    def test_the_seed_reaches_ctest_and_the_report(self):
+        seen = {}
+
+        def fake_run_logged(cmd, log, timeout=None, cwd=None, env=None):
+            if cmd[0] == "ctest":
+                seen["env"] = env
+                junit = Path(cmd[cmd.index("--output-junit") + 1])
+                junit.write_text((FIXTURES / "ctest_mixed.xml").read_text())
+                return 8, ""
+            raise AssertionError(cmd)
+        real = grade.run_logged
+        grade.run_logged = fake_run_logged
+        try:
+            with tempfile.TemporaryDirectory() as d, redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+                build = Path(d) / "b"
+                build.mkdir()
+                (build / "CTestTestfile.cmake").write_text("")
+                grade.main(["--no-build", "--build-dir", str(build), "--out", str(Path(d) / "o"), "--chapter", "01",
+                            "--seed", "99", "--no-sanitize", "--no-performance"])
+                report = (Path(d) / "o" / "report.md").read_text()
+        finally:
+            grade.run_logged = real
+        self.assertEqual(seen["env"], {"COURSE_GRADING_SEED": "99"})
+        self.assertIn("grading seed: 99", report)
+
+
+class TestSummary(unittest.TestCase):
+    def test_one_honest_line_and_grouped_reasons(self):
+        spec = importlib.util.spec_from_file_location("test_summary", str(REPO / "tools" / "test_summary.py"))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        text = mod.summarize(FIXTURES / "ctest_mixed.xml")
+        first, *reasons = text.splitlines()
+        self.assertRegex(first, r"^\d+ passed, \d+ failed, \d+ skipped$")
+        self.assertTrue(all("COURSE-NO-GPU" in r for r in reasons))
 
 
 if __name__ == "__main__":
