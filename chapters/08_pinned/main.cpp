@@ -362,9 +362,13 @@ int main(int argc, char** argv) {
           path->h2d(bytes, ctx.stream());
           ctx.synchronize();
           if (r > 0) staged_ms.push_back(ms_since(t0));
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
           t0 = std::chrono::steady_clock::now();
           ch08::parallel_memcpy(pool, pinned_dst.data(), path->src(), bytes);
           if (r > 0) memcpy_ms.push_back(ms_since(t0));
+          // Both pools' workers poll for 500 µs after their last chunk before they sleep: let them
+          // settle, so neither measurement shares the cores with the other's idle threads.
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
         }
         const double g = course::gbps(static_cast<double>(bytes), course::summarize(staged_ms).median);
         host_copy_gbps = std::max(host_copy_gbps, course::gbps(static_cast<double>(bytes), course::summarize(memcpy_ms).median));
