@@ -18,6 +18,8 @@
 //   v11_single_pass    the last block adds the partials: one launch (exercise) 06_ladder --kernel v11_single_pass
 //   v12_tagged_partials tagged partials, the last block reads them at once  06_ladder --kernel v12_tagged_partials
 // The library baselines live in baselines.cu; the atomic baseline (not deterministic) lives here.
+// Beside the versions, two measuring sticks for the driver (not dot products): an empty kernel
+// (the launch-latency floor) and the read-only kernel (the final version's loads, no combine).
 //
 // Versions 1–10 write one partial sum per block; a second, one-block kernel (finish_kernel) adds
 // them, in the same stream, without the host waiting. Versions 11 and 12 need no second launch.
