@@ -43,8 +43,8 @@ std::uint32_t bits(float f) {
 }
 
 const char* kSliceHint =
-    "slice_of (solutions' exercise 1): rank r of R gets n / R elements, plus one when r < n % R, and begins "
-    "where rank r - 1 ended (r * (n / R) + min(r, n % R)).";
+    "slice_of (exercise 1): the slices follow each other in rank order from 0 (each begins where the previous "
+    "ended), cover all n elements, and the first n % ranks ranks hold one element more than the others.";
 
 std::string slice_text(std::size_t n, int ranks, int rank, const ch11::Slice& s) {
   return "slice_of(n = " + std::to_string(n) + ", ranks = " + std::to_string(ranks) + ", rank = " + std::to_string(rank) +
@@ -156,7 +156,7 @@ const bool registered = [] {
 
 }  // namespace
 
-TEST_CASE("ch11 slices: cover [0, n) once, in rank order, sizes within one, for any n and GPU count", "[ch11][exercise]") {
+TEST_CASE("ch11 slices: cover 0 to n-1 once, in rank order, sizes within one, for any n and GPU count", "[ch11][exercise]") {
   std::mt19937_64 rng(course::test::seed(1101));
   std::vector<std::size_t> sizes = {0, 1, 2, 3, 5, 7, 8, 9, 63, 64, 65, 1000, (std::size_t{1} << 20) + 3,
                                     (std::size_t{1} << 31) + 1, (std::size_t{1} << 62) + 5};
