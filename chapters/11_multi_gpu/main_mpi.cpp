@@ -96,6 +96,9 @@ int main(int argc, char** argv) {
     }
     const std::size_t n_max = test_mode ? std::size_t{1} << 21 : opt.n * static_cast<std::size_t>(ranks);
     ch11::Gpu gpu(local_rank, ch11::max_slice(n_max, ranks), ranks);
+    // [unique_id]
+    // Rank 0 asks NCCL for a unique id (an address to meet at); MPI carries its 128 bytes to every
+    // rank; each joins the communicator with its own rank, on the GPU of its local rank.
     ncclUniqueId id;
     if (rank == 0) NCCL_CHECK(ncclGetUniqueId(&id));
     MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD));
@@ -103,6 +106,7 @@ int main(int argc, char** argv) {
     team.host_allgather = [](const float* mine, int count, float* all) {
       MPI_CHECK(MPI_Allgather(mine, count, MPI_FLOAT, all, count, MPI_FLOAT, MPI_COMM_WORLD));
     };
+    // [unique_id]
     if (rank == 0)
       std::printf("%d rank(s); rank 0 on GPU %d: %s\n", ranks, local_rank, course::describe_device(gpu.context().facts()).c_str());
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(local_ranks));
