@@ -219,5 +219,7 @@ TEST_CASE("ch11 bad input: sizes the GPUs were not prepared for and impossible t
   REQUIRE_THROWS_AS(ch11::Gpu(0, 10, 0), course::UsageError);
   ch11::Team empty;
   REQUIRE_THROWS_AS(ch11::dot(empty, ch11::versions().front().run, 10), course::UsageError);
-  REQUIRE(std::string(std::getenv("NCCL_NVLS_ENABLE")) == "0");  // set before the first communicator
+  const char* nvls = std::getenv("NCCL_NVLS_ENABLE");  // set before the first communicator
+  REQUIRE(nvls != nullptr);
+  REQUIRE(std::string(nvls) == "0");
 }

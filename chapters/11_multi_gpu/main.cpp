@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
                   "Chapter 11: the dot product on many GPUs of one host. Each GPU computes the partial of its "
                   "slice with chapter 06's final kernel; NCCL (or the host) combines the partials. Size sweep, "
                   "weak and strong scaling, the combine's cost against the kernel's, and host data copied "
-                  "over every GPU's link at once.",
+                  "over every GPU's link at once. --n is the n per GPU of the weak-scaling runs and the top of the sweep.",
                   std::size_t{1} << 30, 20, 3);
   int gpus_wanted = 0;
   std::string strong_text = "2^31", host_text = "2^28";
@@ -132,6 +132,8 @@ int main(int argc, char** argv) {
   app.set_versions(names);
 
   return app.run(argc, argv, [&](const course::Options& opt) {
+    if (opt.device != 0)
+      throw course::UsageError("--device: 11_multi_gpu uses GPUs 0 to --gpus - 1; choose them with CUDA_VISIBLE_DEVICES");
     const std::size_t strong_n = course::parse_size(strong_text);
     const std::size_t host_n = course::parse_size(host_text);
     const std::size_t weak_n = opt.n;  // n per GPU of the weak-scaling runs and the top of the sweep

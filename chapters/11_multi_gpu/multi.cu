@@ -291,11 +291,11 @@ void Gpu::launch_partial(std::size_t count) {
                              std::to_string(capacity_));
   const std::size_t wanted = std::max<std::size_t>(1, ceil_div(count, std::size_t{kBlock} * 4 * kUnroll));
   const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>(wanted, static_cast<std::size_t>(grid_)));
+  ctx_.activate();  // the stream and the buffers belong to this device
   if (++tag_ == 0xFFFFFFFFu || tag_ == 0) {
     CUDA_CHECK(cudaMemsetAsync(d_tagged_.data(), 0, d_tagged_.bytes(), ctx_.stream()));
     tag_ = 1;
   }
-  ctx_.activate();
   partial_kernel<<<blocks, kBlock, 0, ctx_.stream()>>>(d_x_.data(), d_y_.data(), count, d_tagged_.data(), tag_, partial());
   CUDA_CHECK_LAUNCH("partial_kernel");
 }
