@@ -105,7 +105,7 @@ if [ -f "$out/11_multi_gpu.csv" ]; then
   if python3 plots/11_multi_gpu.py --results "$out" --out "$out/plots" >"$logs/plots.log" 2>&1; then note plots ok "$out/plots"
   else note plots FAIL "see logs/plots.log"; fi
 fi
-[ -f "$out/11_multi_gpu_targets.csv" ] && { echo; column -s, -t "$out/11_multi_gpu_targets.csv"; }
+[ -f "$out/11_multi_gpu_targets.csv" ] && { echo; echo "targets:"; cat "$out/11_multi_gpu_targets.csv"; }
 echo
 echo "== run_multi summary =="
 printf '%s\n' "${summary[@]}"
