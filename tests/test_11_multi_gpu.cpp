@@ -223,3 +223,19 @@ TEST_CASE("ch11 bad input: sizes the GPUs were not prepared for and impossible t
   REQUIRE(nvls != nullptr);
   REQUIRE(std::string(nvls) == "0");
 }
+
+TEST_CASE("ch11 reference_from_seed: the fp64 reference of random_vector's two streams, without storing them", "[ch11]") {
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1000}, (std::size_t{1} << 20) + 3}) {
+    const auto x = course::random_vector(n, 77), y = course::random_vector(n, 78);
+    const course::Reference want = course::reference_dot(x.data(), y.data(), n);
+    for (unsigned threads : {1u, 3u, 8u}) {
+      const course::Reference got = ch11::reference_from_seed(n, 77, threads);
+      INFO("n = " << n << ", " << threads << " threads: " << got.value << " against " << want.value);
+      REQUIRE(got.n == n);
+      // Both are fp64 sums of the same products, in different orders: they agree far inside the
+      // float bound the benchmark holds the GPUs to.
+      REQUIRE(std::abs(got.value - want.value) <= 1e-9 * (1.0 + want.sum_abs));
+      REQUIRE(std::abs(got.sum_abs - want.sum_abs) <= 1e-9 * (1.0 + want.sum_abs));
+    }
+  }
+}
