@@ -20,11 +20,12 @@ endmacro()
 
 # Registers every Catch2 test case of TARGET with CTest, under LABEL. GPU tests print the marker
 # COURSE-NO-GPU when no GPU is present, and tests that need more device memory than the card has
-# print COURSE-NO-MEMORY; CTest reports both as skipped (never as passed).
+# print COURSE-NO-MEMORY, and tests that need more GPUs than the machine has print COURSE-FEW-GPUS;
+# CTest reports them as skipped (never as passed).
 function(course_add_catch_tests target label)
   catch_discover_tests(${target}
     DISCOVERY_TIMEOUT 60
-    PROPERTIES SKIP_REGULAR_EXPRESSION "COURSE-NO-GPU|COURSE-NO-MEMORY"
+    PROPERTIES SKIP_REGULAR_EXPRESSION "COURSE-NO-GPU|COURSE-NO-MEMORY|COURSE-FEW-GPUS"
                TIMEOUT 1200
                LABELS ${label})
 endfunction()

@@ -19,6 +19,7 @@ for arg in "$@"; do
   case "$arg" in -h|--help) usage; exit 0 ;; -*) echo "run_course: unknown option '$arg'" >&2; usage >&2; exit 2 ;; esac
 done
 set -euo pipefail
+export NCCL_NVLS_ENABLE=0  # NVLink multicast off in every process (chapter 11 starts NCCL)
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
@@ -43,9 +44,15 @@ echo "== Building the course ($preset) =="
 cmake --preset $preset >/dev/null
 cmake --build --preset $preset -j "$jobs"
 bin=build/$preset/bin
+# A chapter whose dependency is missing (11_multi_gpu without NCCL) is left out of the build with
+# a message at configure time: skipped here when running every chapter, an error when asked for.
+built=()
 for ch in "${chapters[@]}"; do
-  [ -x "$bin/$ch" ] || { echo "run_course: chapter '$ch' was not built (looked for $bin/$ch)" >&2; exit 2; }
+  if [ -x "$bin/$ch" ]; then built+=("$ch")
+  elif [ $# -gt 0 ]; then echo "run_course: chapter '$ch' was not built (looked for $bin/$ch; see the configure output)" >&2; exit 2
+  else echo "run_course: chapter '$ch' was left out of the build (see the configure output): skipped"; fi
 done
+chapters=("${built[@]}")
 
 python=$(course_python)
 status=0
