@@ -212,3 +212,99 @@ def test_dlpack_only_producer(ctx):
     dx, dy = torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda()
     got = ctx.dot(OnlyDLPack(dx), OnlyDLPack(dy))
     assert abs(got - ref) <= bound
+
+
+# ---- the registration cache: arrays seen again are pinned ---------------------------------------
+
+N_PIN = (1 << 20) + 3  # over the cache's 1 MiB floor
+
+
+def test_pin_cache_same_arrays_registered_and_following_their_values(ctx):
+    x, y, ref, bound = inputs(N_PIN, 11)
+    assert abs(ctx.dot(x, y) - ref) <= bound  # first sighting: staged
+    assert ctx.pinned() == 0
+    for _ in range(3):                         # from the second call on: registered, copied directly
+        assert abs(ctx.dot(x, y) - ref) <= bound
+    assert ctx.pinned() == 2
+    x2, y2, ref2, bound2 = inputs(N_PIN, 12)
+    x[:], y[:] = x2, y2                        # new values in the same (registered) memory
+    assert abs(ctx.dot(x, y) - ref2) <= bound2
+    ctx.unpin()
+    assert ctx.pinned() == 0
+    assert abs(ctx.dot(x, y) - ref2) <= bound2
+
+
+def test_pin_cache_fresh_arrays_are_never_registered(ctx):
+    x, y, ref, bound = inputs(N_PIN, 13)
+    for _ in range(4):
+        assert abs(ctx.dot(x.copy(), y.copy()) - ref) <= bound
+    assert ctx.pinned() == 0
+
+
+def test_pin_cache_is_bounded_and_releases_arrays():
+    import gc
+    import weakref
+    why = gpu_reason()
+    if why:
+        pytest.skip(why)
+    with dotcourse.Context(N_PIN, pin_arrays=2) as c:
+        pairs = [inputs(N_PIN, 20 + k) for k in range(3)]
+        first = weakref.ref(pairs[0][0])
+        for x, y, ref, bound in pairs:
+            for _ in range(6):  # used often enough not to count as churn
+                assert abs(c.dot(x, y) - ref) <= bound
+                assert c.pinned() <= 2
+        del pairs, x, y
+        gc.collect()
+        assert first() is None, "an evicted array must not be kept alive by the cache"
+        assert c.pinned() == 2
+    # close() unregistered the rest: the memory can be registered by a new context.
+
+
+def test_pin_cache_off_and_rotating_arrays(ctx):
+    with dotcourse.Context(N_PIN, pin_arrays=0) as c:
+        x, y, ref, bound = inputs(N_PIN, 30)
+        for _ in range(3):
+            assert abs(c.dot(x, y) - ref) <= bound
+        assert c.pinned() == 0
+    with dotcourse.Context(N_PIN, pin_arrays=2) as c:  # 3 pairs in turn through a cache of 2 arrays
+        pairs = [inputs(N_PIN, 40 + k) for k in range(3)]
+        for _ in range(6):
+            for x, y, ref, bound in pairs:
+                assert abs(c.dot(x, y) - ref) <= bound
+        assert c.pinned() <= 2
+
+
+def test_pin_cache_awkward_arrays(ctx):
+    x, y, ref, bound = inputs(N_PIN, 50)
+    buf = np.concatenate([x, y])           # views of one buffer: they share a page
+    vx, vy = buf[:N_PIN], buf[N_PIN:]
+    ro = x.copy()
+    ro.setflags(write=False)               # read-only memory
+    sq = x.astype(np.float64) ** 2
+    xx = float(sq.sum())
+    xx_bound = (math.exp(8 * math.sqrt(N_PIN) * U + N_PIN * U * U / (1 - U)) - 1) * xx
+    for _ in range(3):
+        assert abs(ctx.dot(vx, vy) - ref) <= bound
+        assert abs(ctx.dot(ro, y) - ref) <= bound
+        assert abs(ctx.dot(x, x) - xx) <= xx_bound
+    with pytest.raises(TypeError, match="float32"):
+        ctx.dot(x.astype(np.float64), y.astype(np.float64))
+    with pytest.raises(ValueError, match="contiguous"):
+        ctx.dot(buf[::2], buf[1::2])
+
+
+def test_torch_fast_path_checks(ctx):
+    torch = _torch()
+    x, y, ref, bound = inputs(5000, 60)
+    dx = torch.from_numpy(x).cuda().requires_grad_()
+    dy = torch.from_numpy(y).cuda()
+    assert abs(ctx.dot(dx, dy) - ref) <= bound    # requires_grad: read as it is
+    with pytest.raises(TypeError, match="float32"):
+        ctx.dot(dy.double(), dy.double())
+    with pytest.raises(ValueError, match="1-D"):
+        ctx.dot(dy.reshape(50, 100), dy.reshape(50, 100))
+    with pytest.raises(ValueError, match="contiguous"):
+        ctx.dot(dy[::2], dy[::2])
+    with pytest.raises(TypeError):
+        ctx.dot(torch.from_numpy(x), torch.from_numpy(y))  # CPU tensors are not NumPy arrays
