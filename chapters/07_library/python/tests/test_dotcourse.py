@@ -216,6 +216,80 @@ def test_dlpack_only_producer(ctx):
 
 # ---- the registration cache: arrays seen again are pinned ---------------------------------------
 
+class _FakeLib:
+    """Stands in for libdotcourse.so: records registrations, refuses the pointers in `refuse`."""
+
+    def __init__(self, refuse=()):
+        self.registered, self.calls, self.refuse = {}, [], set(refuse)
+
+    def dotcourse_host_register(self, handle, ptr, nbytes):
+        self.calls.append(("register", ptr))
+        if ptr in self.refuse:
+            return dotcourse.INVALID_ARGUMENT
+        assert ptr not in self.registered, "registered twice"
+        self.registered[ptr] = nbytes
+        return dotcourse.OK
+
+    def dotcourse_host_unregister(self, handle, ptr):
+        self.calls.append(("unregister", ptr))
+        return dotcourse.OK if self.registered.pop(ptr, None) is not None else dotcourse.INVALID_ARGUMENT
+
+
+def _see(cache, *arrays):
+    with cache.lock:
+        for a in arrays:
+            cache.see(a, a.ctypes.data)
+
+
+def test_pin_policy_second_sighting_bounded_and_released():  # no GPU: the policy alone
+    import gc
+    import weakref
+    lib = _FakeLib()
+    cache = dotcourse._PinCache(lib, None, 2, 1 << 30)
+    a, b, c = (np.zeros(1 << 18, np.float32) for _ in range(3))
+    _see(cache, a)
+    assert lib.registered == {}, "an array seen once must not be registered"
+    _see(cache, a, b, b)
+    assert set(lib.registered) == {a.ctypes.data, b.ctypes.data}
+    for _ in range(5):
+        _see(cache, a, b)  # used often: no churn
+    _see(cache, c, c)      # a third array: the least recently used (a) goes
+    assert set(lib.registered) == {b.ctypes.data, c.ctypes.data}
+    ref = weakref.ref(a)
+    del a
+    gc.collect()
+    assert ref() is None, "an evicted array must be released"
+    cache.clear()
+    assert lib.registered == {} and len(cache.entries) == 0
+
+
+def test_pin_policy_fresh_refused_and_churn():  # no GPU
+    lib = _FakeLib()
+    cache = dotcourse._PinCache(lib, None, 2, 1 << 30)
+    for _ in range(5):
+        _see(cache, np.ones(1 << 18, np.float32))  # a fresh array each time (maybe at the same address)
+    assert lib.registered == {}
+    x = np.ones(1 << 18, np.float32)
+    lib.refuse.add(x.ctypes.data)
+    for _ in range(4):
+        _see(cache, x)
+    assert [c for c in lib.calls if c[0] == "register"] == [("register", x.ctypes.data)], \
+        "a refused array is staged, not offered again"
+    # Three arrays in turn through a cache of two, each used twice: churn, then no more registrations.
+    lib2 = _FakeLib()
+    cache2 = dotcourse._PinCache(lib2, None, 2, 1 << 30)
+    arrays = [np.ones(1 << 18, np.float32) for _ in range(3)]
+    for _ in range(8):
+        for a in arrays:
+            _see(cache2, a)
+    assert cache2.stopped and len(lib2.registered) <= 2
+    # The byte bound: nothing over pin_bytes is registered.
+    lib3 = _FakeLib()
+    cache3 = dotcourse._PinCache(lib3, None, 4, 1 << 20)
+    big = np.ones(1 << 19, np.float32)  # 2 MiB
+    _see(cache3, big, big, big)
+    assert lib3.registered == {}
+
 N_PIN = (1 << 20) + 3  # over the cache's 1 MiB floor
 
 
