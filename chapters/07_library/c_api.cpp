@@ -172,10 +172,28 @@ DOTCOURSE_API dotcourse_status dotcourse_dot(dotcourse_context* ctx, const float
     }
     std::lock_guard<std::mutex> guard(ctx->engine.lock);  // one call at a time on this context
     ctx->engine.gpu().activate();                         // this thread may have used another device
-    *result = ch07::fastest(n)(ctx->engine, x, y, n, nullptr);
+    *result = ch07::dot_host(ctx->engine, x, y, n);
   });
 }
 // [c_dot]
+
+// [c_register]
+DOTCOURSE_API dotcourse_status dotcourse_host_register(dotcourse_context* ctx, const void* p, size_t bytes) {
+  return with_context("dotcourse_host_register", ctx, [&] {
+    need(p, "dotcourse_host_register", "p");
+    std::lock_guard<std::mutex> guard(ctx->engine.lock);
+    ctx->engine.register_host(p, bytes);
+  });
+}
+
+DOTCOURSE_API dotcourse_status dotcourse_host_unregister(dotcourse_context* ctx, const void* p) {
+  return with_context("dotcourse_host_unregister", ctx, [&] {
+    need(p, "dotcourse_host_unregister", "p");
+    std::lock_guard<std::mutex> guard(ctx->engine.lock);  // no copy from p is in flight after this
+    ctx->engine.unregister_host(p);
+  });
+}
+// [c_register]
 
 DOTCOURSE_API dotcourse_status dotcourse_dot_device(dotcourse_context* ctx, const float* d_x, const float* d_y,
                                                     size_t n, void* stream, float* result) {

@@ -69,9 +69,22 @@ DOTCOURSE_API dotcourse_status dotcourse_destroy(dotcourse_context* ctx);
 DOTCOURSE_API dotcourse_status dotcourse_n_max(const dotcourse_context* ctx, size_t* n_max);
 
 /** *result = x·y for two host arrays of n floats (any host memory: pageable or pinned). Copies
- *  included; returns when the result is on the host. n = 0 gives 0. Uses the fastest version. */
+ *  included; returns when the result is on the host. n = 0 gives 0. Uses the fastest version;
+ *  arrays inside ranges registered with dotcourse_host_register are copied without staging. */
 DOTCOURSE_API dotcourse_status dotcourse_dot(dotcourse_context* ctx, const float* x, const float* y, size_t n,
                                              float* result);
+
+/** Pins the host memory [p, p + bytes) for this context (cudaHostRegister): dotcourse_dot then
+ *  copies an array that lies inside it straight to the GPU at the pinned rate, without staging.
+ *  Registering costs far more than one copy: it pays for memory passed in many calls. The caller
+ *  keeps the memory allocated (its values may change) until dotcourse_host_unregister(ctx, p) or
+ *  dotcourse_destroy(ctx), which unregister it. A range that overlaps one registered before, or
+ *  shares a page with memory registered elsewhere, is refused (DOTCOURSE_ERROR_INVALID_ARGUMENT);
+ *  dotcourse_dot still works on it, staged. */
+DOTCOURSE_API dotcourse_status dotcourse_host_register(dotcourse_context* ctx, const void* p, size_t bytes);
+
+/** Undoes dotcourse_host_register(ctx, p, ...): p is the pointer that was registered. */
+DOTCOURSE_API dotcourse_status dotcourse_host_unregister(dotcourse_context* ctx, const void* p);
 
 /** *result = x·y for two arrays of n floats in the context's device memory, computed on the
  *  caller's `stream` (a cudaStream_t; NULL is the legacy default stream). The kernel waits for
