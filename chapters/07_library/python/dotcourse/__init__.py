@@ -17,6 +17,8 @@ import os
 import pathlib
 import threading
 
+from . import _typed
+
 __all__ = ["Context", "DotcourseError", "library_path", "version", "check_host_arrays"]
 
 # dotcourse_status (dotcourse.h)
@@ -261,6 +263,8 @@ class Context:
         (any __cuda_array_interface__ or DLPack) float32 1-D CUDA arrays (not copied; computed on
         the producer's stream)."""
         handle = self._live()
+        if _typed.wants_typed(x, y):  # any pair but float32 · float32: chapter 10's typed path
+            return _typed.dot(self, x, y)
         result = ctypes.c_float()
         np = _np()
         if isinstance(x, np.ndarray) and isinstance(y, np.ndarray):  # the common case first, cheaply
