@@ -4,6 +4,8 @@
     with dotcourse.Context(n_max=1 << 20) as ctx:
         r = ctx.dot(x, y)          # NumPy float32 1-D arrays: copied to the GPU, result a float
         r = ctx.dot(dx, dy)        # CuPy / PyTorch CUDA arrays: no copy, on the producer's stream
+        r = ctx.dot(w, mask)       # any two of float64, float32, float16, bfloat16, int8, bool
+                                   # (chapter 10; an integer pair gives an exact Python int)
 
 The library is found, in this order: the file named by the environment variable DOTCOURSE_LIB;
 libdotcourse.so beside this file (an installed wheel); the newest build/*/lib/libdotcourse.so of
