@@ -16,6 +16,7 @@
 #include "course/cli.hpp"
 #include "course/context.hpp"
 #include "course/device.hpp"
+#include "course/dtype.hpp"
 #include "course/random.hpp"
 #include "course/reference.hpp"
 #include "course/stats.hpp"
@@ -474,4 +475,55 @@ TEST_CASE("common: the grading seed changes every input, and only when it is set
   setenv("COURSE_GRADING_SEED", "8", 1);
   CHECK(course::test::seed(42) != s7);
   if (before) setenv("COURSE_GRADING_SEED", saved.c_str(), 1); else unsetenv("COURSE_GRADING_SEED");
+}
+
+// ---- element types beyond float (chapter 10) --------------------------------------------------
+
+TEST_CASE("common: typed random values, the typed reference and the bound from the accumulator", "[common]") {
+  using course::Dtype;
+  CHECK(course::dtype_size(Dtype::bf16) == 2);
+  CHECK(course::dtype_size(Dtype::boolean) == 1);
+  CHECK(course::unit_roundoff(Dtype::f32) == std::ldexp(1.0, -24));
+  CHECK(course::unit_roundoff(Dtype::f64) == std::ldexp(1.0, -53));
+  CHECK(course::unit_roundoff(Dtype::i64) == 0.0);
+  const std::size_t n = 5000;
+  for (Dtype tx : {Dtype::f32, Dtype::f64, Dtype::f16, Dtype::bf16, Dtype::i8, Dtype::boolean}) {
+    for (Dtype ty : {Dtype::f32, Dtype::i8, Dtype::boolean}) {
+      const auto x = course::random_bytes(tx, n, 3), y = course::random_bytes(ty, n, 4);
+      const auto held = course::reference_dot_typed(tx, x.data(), ty, y.data(), n);
+      const auto streamed = course::streamed_reference_typed(tx, 3, ty, 4, n);
+      INFO(course::dtype_name(tx) << "*" << course::dtype_name(ty));
+      CHECK(held.exact == streamed.exact);
+      CHECK(held.exact_value == streamed.exact_value);
+      CHECK_THAT(held.ref.value, Catch::Matchers::WithinRel(streamed.ref.value, 1e-12));
+    }
+  }
+  // int8: every value occurs, and the exact sum is exact.
+  std::vector<unsigned char> x(256), y(256, 0x80);
+  for (int i = 0; i < 256; ++i) x[static_cast<std::size_t>(i)] = static_cast<unsigned char>(i);
+  const auto r = course::reference_dot_typed(Dtype::i8, x.data(), Dtype::i8, y.data(), 256);
+  CHECK(r.exact);
+  CHECK(r.exact_value == -128LL * (-128));  // Σ_{v=-128}^{127} v · (−128) = (−128)·(−128)
+  CHECK(course::check_dot_typed(static_cast<double>(r.exact_value), r, 0).ok);
+  CHECK_FALSE(course::check_dot_typed(static_cast<double>(r.exact_value) + 1, r, 0).ok);
+  // The float32 bound is the kit's dot_error_bound, word for word.
+  const course::Reference plain{1.0, 1000.0, 1 << 20};
+  CHECK(course::dot_error_bound(plain, std::ldexp(1.0, -24)) == course::dot_error_bound(plain));
+  CHECK(course::dot_error_bound(plain, std::ldexp(1.0, -53)) < course::dot_error_bound(plain) * 1e-8);
+}
+
+TEST_CASE("common: a typed measurement table has a dtype column; the plain one does not", "[common]") {
+  course::Measurement m;
+  m.version = "course";
+  m.n = 8;
+  m.bytes = 40;
+  m.ms = course::summarize({1.0});
+  m.dtype = "float32*bool";
+  course::Table typed = course::measurement_table_typed(), plain = course::measurement_table();
+  course::add_measurement(typed, m);
+  course::add_measurement(plain, m);
+  CHECK(typed.columns().back() == "dtype");
+  CHECK(std::get<std::string>(typed.rows()[0].back()) == "float32*bool");
+  CHECK(plain.columns().size() + 1 == typed.columns().size());
+  CHECK(plain.rows()[0].size() == plain.columns().size());
 }

@@ -75,7 +75,8 @@ if ! skipped tests; then
 fi
 
 if ! skipped tests; then
-  # Chapter 07's callers: the pytest suite (ctest runs it too, as ch07.python), and the Go test
+  # Chapter 07's callers: the pytest suite (ctest runs it too, as ch07.python; it holds chapter 10's
+  # typed pairs too, tests/test_dtypes.py), and the Go test
   # binary carried from a machine with Go (chapters/07_library/go/build_carry.sh) when present.
   lib=build/gpu-solutions/lib/libdotcourse.so
   if bash chapters/07_library/python/run_pytest.sh "$lib" >"$out/pytest-ch07.log" 2>&1 && ! grep -q COURSE- "$out/pytest-ch07.log"; then

@@ -20,6 +20,7 @@
 #include "course/check.hpp"
 #include "dotcourse.h"
 #include "library.hpp"
+#include "typed.hpp"
 
 struct dotcourse_context {
   ch07::Engine engine;
@@ -108,6 +109,19 @@ dotcourse_status with_context(const char* function, const dotcourse_context* ctx
 }
 
 }  // namespace
+
+// The typed entry points (typed.cu) share this file's handle table and error mapping.
+dotcourse_status ch07::with_engine(const char* function, dotcourse_context* ctx,
+                                   const std::function<void(Engine&)>& body) noexcept {
+  return with_context(function, ctx, [&] {
+    std::lock_guard<std::mutex> guard(ctx->engine.lock);
+    ctx->engine.gpu().activate();
+    body(ctx->engine);
+  });
+}
+dotcourse_status ch07::guarded_call(const char* function, const std::function<void()>& body) noexcept {
+  return guarded(function, body);
+}
 
 extern "C" {
 

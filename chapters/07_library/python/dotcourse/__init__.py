@@ -4,6 +4,8 @@
     with dotcourse.Context(n_max=1 << 20) as ctx:
         r = ctx.dot(x, y)          # NumPy float32 1-D arrays: copied to the GPU, result a float
         r = ctx.dot(dx, dy)        # CuPy / PyTorch CUDA arrays: no copy, on the producer's stream
+        r = ctx.dot(w, mask)       # any two of float64, float32, float16, bfloat16, int8, bool
+                                   # (chapter 10; an integer pair gives an exact Python int)
 
 The library is found, in this order: the file named by the environment variable DOTCOURSE_LIB;
 libdotcourse.so beside this file (an installed wheel); the newest build/*/lib/libdotcourse.so of
@@ -30,6 +32,8 @@ import pathlib
 import sys
 import threading
 import weakref
+
+from . import _typed
 
 __all__ = ["Context", "DotcourseError", "library_path", "version", "check_host_arrays"]
 
@@ -405,6 +409,8 @@ class Context:
         (any __cuda_array_interface__ or DLPack) float32 1-D CUDA arrays (not copied; computed on
         the producer's stream)."""
         handle = self._live()
+        if _typed.wants_typed(x, y):  # any pair but float32 · float32: chapter 10's typed path
+            return _typed.dot(self, x, y)
         result = ctypes.c_float()
         np = _np()
         if isinstance(x, np.ndarray) and isinstance(y, np.ndarray):  # the common case first, cheaply
