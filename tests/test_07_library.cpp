@@ -231,7 +231,7 @@ TEST_CASE("ch07 context: two hundred create and destroy cycles leak nothing", "[
 // ---- the boundary: bad input, everywhere -------------------------------------------------------
 
 TEST_CASE("ch07 c_api: status strings and the version need no GPU", "[ch07]") {
-  CHECK(std::string(dotcourse_version()) == "0.7.0");
+  CHECK(std::string(dotcourse_version()) == "0.8.0");
   for (int s = 0; s <= 7; ++s) CHECK(std::string(dotcourse_status_string(static_cast<dotcourse_status>(s))).size() > 3);
   CHECK_THAT(std::string(dotcourse_status_string(static_cast<dotcourse_status>(99))), course::test::contains("unknown"));
   CHECK(dotcourse_destroy(nullptr) == DOTCOURSE_OK);

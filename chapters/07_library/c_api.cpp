@@ -125,7 +125,7 @@ dotcourse_status ch07::guarded_call(const char* function, const std::function<vo
 
 extern "C" {
 
-DOTCOURSE_API const char* dotcourse_version(void) { return "0.7.0"; }
+DOTCOURSE_API const char* dotcourse_version(void) { return "0.8.0"; }
 
 DOTCOURSE_API const char* dotcourse_status_string(dotcourse_status status) {
   switch (status) {

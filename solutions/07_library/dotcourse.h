@@ -48,7 +48,7 @@ typedef enum dotcourse_status {
 /** Opaque: everything one GPU needs for dot products up to n_max elements. */
 typedef struct dotcourse_context dotcourse_context;
 
-/** "0.7.0": the library's version (a static string). */
+/** "0.8.0": the library's version (a static string). */
 DOTCOURSE_API const char* dotcourse_version(void);
 
 /** A static, one-line description of a status code. */

@@ -55,7 +55,7 @@ def test_n_max_check():
 
 
 def test_version_and_statuses(lib_available):
-    assert dotcourse.version() == "0.7.0"
+    assert dotcourse.version() == "0.8.0"
     lib = dotcourse._load()
     for s in range(8):
         assert len(lib.dotcourse_status_string(s)) > 3
