@@ -663,7 +663,7 @@ const std::vector<course::Version<Launcher>>& versions() {
       {"v2_bank_conflicts", "interleaved addressing, no divergence, bank conflicts", run_v2},
       {"v3_sequential", "sequential addressing: conflict-free", run_v3, true},
       {"v4_first_add", "first add during load: half the blocks", run_v4, true},
-      {"v5_unroll_warp", "last warp without block barriers (__syncwarp)", run_v5},
+      {"v5_unroll_warp", "last warp without block barriers (`__syncwarp()`)", run_v5},
       {"v6_unroll_all", "complete unrolling, block size as template", run_v6},
       {"v7_many_per_thread", "32 elements per thread, grid-stride loop", run_v7},
       {"v8_shuffle", "warp shuffles instead of shared memory", run_v8, true},
