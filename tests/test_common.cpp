@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,15 @@ TEST_CASE("common: a table prints aligned and writes CSV with named columns", "[
   std::remove(path.c_str());
   CHECK(course::csv_beside("out/05.csv", "sweep") == "out/05_sweep.csv");
   CHECK(course::csv_beside("results", "sweep") == "results_sweep.csv");
+}
+
+TEST_CASE("common: table column names are snake_case", "[common]") {
+  CHECK_NOTHROW(course::Table({"version", "pct_roofline", "g80_x_prev"}));
+  CHECK_THROWS_AS(course::Table({"what it measures"}), std::invalid_argument);
+  CHECK_THROWS_AS(course::Table({"Version"}), std::invalid_argument);
+  CHECK_THROWS_AS(course::Table({"speedup-vs"}), std::invalid_argument);
+  CHECK_THROWS_AS(course::Table({"n", ""}), std::invalid_argument);
+  CHECK_THROWS_AS(course::Table({"2x"}), std::invalid_argument);
 }
 
 TEST_CASE("common: measurement rows carry GB/s and % of roofline", "[common]") {

@@ -202,7 +202,7 @@ int main(int argc, char** argv) {
                  "bytes = 3 n sizeof(T): the minimum traffic (read a, b; write out).\n\n";
     table.print(std::cout, course::measurement_screen_columns());
 
-    course::Table methods({"method", "what it measures", "ms"});
+    course::Table methods({"method", "what_it_measures", "ms"});
     if (opt.kernel.empty() || opt.kernel == "add_gpu") {
       ch01::Problem<float> p(opt.n, 0, opt.seed);
       timing_methods(p, ctx, methods);
