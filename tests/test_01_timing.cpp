@@ -18,12 +18,14 @@ namespace {
 
 template <class T>
 void check_version(const course::Version<ch01::Runner>& v, std::size_t n, int iters, course::Context* ctx) {
-  ch01::Problem<T> p(n, iters, course::test::seed(1234 + n));  // uploads and poisons, then waits for the device
-  cudaStream_t stream = ctx ? ctx->stream() : nullptr;  // host versions have no context
+  // Uploads and poisons on the context's stream and waits for it; host versions have no context
+  // (host arrays only, and a stream they never use).
+  ch01::Problem<T> p(n, iters, course::test::seed(1234 + n), ctx);
+  cudaStream_t stream = ctx ? ctx->stream() : nullptr;
   if constexpr (sizeof(T) == 4) v.run.f32(p, stream); else v.run.f64(p, stream);
   if (v.run.on_gpu) {
     CHECK_NOTHROW(course::check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize", __FILE__, __LINE__));
-    p.h_out = p.d_out.download();
+    p.h_out = p.d_out.download(stream);
   }
   std::size_t wrong = 0, first = n;
   for (std::size_t i = 0; i < n; ++i) {

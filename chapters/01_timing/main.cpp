@@ -49,7 +49,7 @@ std::size_t count_wrong(const ch01::Problem<T>& p, bool intensity) {
 
 template <class T>
 void fetch_output(ch01::Problem<T>& p, const ch01::Runner& r) {
-  if (r.on_gpu) p.h_out = p.d_out.download();
+  if (r.on_gpu) p.h_out = p.d_out.download(p.ctx->stream());
 }
 
 // Runs one version on one problem: validate, time, validate again; returns the row.
@@ -61,7 +61,7 @@ course::Measurement measure(const course::Version<ch01::Runner>& v, ch01::Proble
     if constexpr (sizeof(T) == 4) v.run.f32(p, stream); else v.run.f64(p, stream);
   };
   auto validate = [&](const char* when) {
-    p.poison();  // waits for the whole device: the poison is in place before the run
+    p.poison();  // on the context's stream: the run enqueued after it sees the poison
     run();
     CUDA_CHECK(cudaStreamSynchronize(stream));
     fetch_output(p, v.run);
@@ -176,14 +176,14 @@ int main(int argc, char** argv) {
     auto sweep = [&](auto tag) {
       using T = decltype(tag);
       {
-        ch01::Problem<T> p(opt.n, 0, opt.seed);
+        ch01::Problem<T> p(opt.n, 0, opt.seed, &ctx);
         for (const auto& v : ch01::versions())
           if (selected(v) && !v.run.intensity) {
             progress.step(std::string(v.name) + " " + precision_name<T>());
             course::add_measurement(table, measure(v, p, ctx, opt, set, precision_name<T>()));
           }
       }
-      ch01::Problem<T> q(set.intensity_n, 0, opt.seed);
+      ch01::Problem<T> q(set.intensity_n, 0, opt.seed, &ctx);
       for (int iters : set.iters) {
         q.iters = iters;
         for (const auto& v : ch01::versions())
@@ -204,7 +204,7 @@ int main(int argc, char** argv) {
 
     course::Table methods({"method", "what_it_measures", "ms"});
     if (opt.kernel.empty() || opt.kernel == "add_gpu") {
-      ch01::Problem<float> p(opt.n, 0, opt.seed);
+      ch01::Problem<float> p(opt.n, 0, opt.seed, &ctx);
       timing_methods(p, ctx, methods);
       std::cout << "\nThree ways to time one float add kernel, n = " << course::format_size(opt.n) << ":\n";
       methods.print(std::cout);

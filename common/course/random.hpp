@@ -45,8 +45,8 @@ std::vector<float> random_vector(std::size_t n, std::uint64_t seed, float lo = -
 /// `hardware_threads` (0 means unknown): at least 1, at most 8, 1 below 2^22 values.
 std::size_t fill_threads(std::size_t n, unsigned hardware_threads);
 
-/// Fills d_out[0, n) on the device with the same values random_vector would give. Asynchronous.
-void fill_random_device(float* d_out, std::size_t n, std::uint64_t seed, float lo = -1.0f,
-                        float hi = 1.0f, cudaStream_t stream = nullptr);
+/// Fills d_out[0, n) on the device with the same values random_vector would give, uniform in
+/// [lo, hi), asynchronously on `stream` (a course::Context's: work on it sees the values).
+void fill_random_device(float* d_out, std::size_t n, std::uint64_t seed, float lo, float hi, cudaStream_t stream);
 
 }  // namespace course

@@ -96,7 +96,7 @@ class Guarded {
  public:
   static constexpr std::size_t kGuard = 1024;
   explicit Guarded(std::size_t n) : n_(n), buf_(n + 2 * kGuard) {
-    buf_.fill_bytes(0xFF);
+    buf_.fill_bytes(0xFF, cudaStreamLegacy);  // the legacy stream, then the whole device: see above
     device_sync();
   }
   explicit Guarded(const std::vector<T>& host) : Guarded(host.size()) {
@@ -118,7 +118,7 @@ class Guarded {
     device_sync();
   }
   /// Fills the n elements only (the guards keep their poison), then waits for the device.
-  void fill_bytes(int byte, cudaStream_t stream = nullptr) {
+  void fill_bytes(int byte, cudaStream_t stream) {
     device_sync();
     check_cuda(cudaMemsetAsync(data(), byte, n_ * sizeof(T), stream), "cudaMemsetAsync", __FILE__, __LINE__);
     device_sync();
