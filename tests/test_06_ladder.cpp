@@ -293,6 +293,18 @@ TEST_CASE("ch06 Workspace: refuses a call larger than it was made for", "[ch06][
   }
 }
 
+TEST_CASE("ch06 Workspace: bytes_for bounds what the constructor reserves", "[ch06][gpu]") {
+  COURSE_REQUIRE_GPU();
+  for (std::size_t n : {std::size_t{1}, std::size_t{1} << 20, (std::size_t{1} << 28) + 3}) {
+    course::Context ctx;  // a fresh arena: what it holds is what this Workspace reserved
+    ch06::Workspace ws(ctx, n);
+    INFO("n = " << n << ": the Workspace reserved " << ctx.scratch_bytes() << " bytes, bytes_for says "
+                << ch06::Workspace::bytes_for(n));
+    CHECK(ctx.scratch_bytes() <= ch06::Workspace::bytes_for(n));
+    CHECK(ctx.scratch_bytes() > 0);
+  }
+}
+
 // A result must follow the input: new values in the same device buffers give the new answer (a
 // launcher that caches its result by pointer, or hard-codes the public one, fails).
 namespace {
