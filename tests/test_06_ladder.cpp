@@ -198,7 +198,7 @@ void test_huge(const Version& v) {
 
   course::Context ctx;
   cudaStream_t stream = ctx.stream();
-  const std::uint64_t seed_x = course::test::seed(31), seed_y = seed_x ^ 0x5DEECE66Dull;
+  const std::uint64_t seed_x = course::test::seed(31), seed_y = course::seed_y(seed_x);
   course::DeviceBuffer<float> d_x(n), d_y(n);
   course::fill_random_device(d_x.data(), n, seed_x, -1.0f, 1.0f, stream);
   course::fill_random_device(d_y.data(), n, seed_y, -1.0f, 1.0f, stream);
@@ -271,9 +271,9 @@ TEST_CASE("ch06 registry: baselines first, the classic seven, four exercises, th
 TEST_CASE("ch06 streamed_reference: equals the reference of the materialized vectors", "[ch06]") {
   for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1000}, (std::size_t{1} << 21) + 7}) {
     const auto x = course::random_vector(n, 5);
-    const auto y = course::random_vector(n, 5 ^ 0x5DEECE66Dull);
+    const auto y = course::random_vector(n, course::seed_y(5));
     const course::Reference a = course::reference_dot(x.data(), y.data(), n);
-    const course::Reference b = ch06::streamed_reference(n, 5, 5 ^ 0x5DEECE66Dull);
+    const course::Reference b = ch06::streamed_reference(n, 5, course::seed_y(5));
     INFO("n = " << n << ": materialized " << a.value << " (sum |x y| " << a.sum_abs << "), streamed " << b.value
                 << " (" << b.sum_abs << ")");
     CHECK(b.n == n);

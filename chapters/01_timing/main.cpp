@@ -150,9 +150,7 @@ int main(int argc, char** argv) {
   app.cli().add_option("--iters", iters_text, "Square roots per element in the intensity sweep (comma list)")
       ->capture_default_str();
   app.cli().add_option("--intensity-n", intensity_n_text, "Elements in the intensity sweep")->capture_default_str();
-  std::vector<std::pair<std::string, std::string>> names;
-  for (const auto& v : ch01::versions()) names.emplace_back(v.name, v.description);
-  app.set_versions(names);
+  app.set_versions(ch01::versions());
 
   return app.run(argc, argv, [&](const course::Options& opt) {
     set.iters = parse_iters(iters_text);

@@ -91,7 +91,7 @@ template <class T>
 Problem<T>::Problem(std::size_t n_, int iters_, unsigned long long seed, course::Context* ctx_)
     : n(n_), iters(iters_), h_out(n_), ctx(ctx_) {
   const auto a = course::random_vector(n, seed);
-  const auto b = course::random_vector(n, seed + 1);
+  const auto b = course::random_vector(n, course::seed_y(seed));
   h_a.assign(a.begin(), a.end());
   h_b.assign(b.begin(), b.end());
   if (ctx != nullptr) {  // the CPU versions need no device: without a context, no device buffers
