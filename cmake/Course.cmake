@@ -70,6 +70,19 @@ function(course_chapter name)
     target_link_libraries(test_${name} PRIVATE ${name}_lib course_test_support)
     course_add_catch_tests(test_${name} ${label})
   endif()
+
+  # One source for the list of versions: the executable's --list must print the registry that
+  # tools/version_lists.py reads from the source (and writes into the README). A maintainers' check,
+  # in the solutions build only; it needs no GPU (--list returns before the GPU is touched).
+  if(COURSE_BUILD_TESTS AND COURSE_TREE STREQUAL "solutions")
+    find_package(Python3 COMPONENTS Interpreter QUIET)
+    if(Python3_FOUND)
+      add_test(NAME tools.version_list_${number}
+               COMMAND Python3::Interpreter "${PROJECT_SOURCE_DIR}/tools/version_lists.py" --check-list ${name}
+                       "$<TARGET_FILE:${name}>")
+      set_tests_properties(tools.version_list_${number} PROPERTIES LABELS tools)
+    endif()
+  endif()
 endfunction()
 
 # Instructor-only tests (tools/grade --extra-tests DIR): every DIR/NN_name*.cpp becomes a Catch2

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "course/context.hpp"
 #include "course/device.hpp"
 #include "course/dtype.hpp"
+#include "course/inputs.hpp"
 #include "course/random.hpp"
 #include "course/reference.hpp"
 #include "course/stats.hpp"
@@ -81,6 +83,15 @@ TEST_CASE("common: a table prints aligned and writes CSV with named columns", "[
   std::remove(path.c_str());
   CHECK(course::csv_beside("out/05.csv", "sweep") == "out/05_sweep.csv");
   CHECK(course::csv_beside("results", "sweep") == "results_sweep.csv");
+}
+
+TEST_CASE("common: table column names are snake_case", "[common]") {
+  CHECK_NOTHROW(course::Table({"version", "pct_roofline", "g80_x_prev"}));
+  CHECK_THROWS_AS(course::Table({"what it measures"}), std::invalid_argument);
+  CHECK_THROWS_AS(course::Table({"Version"}), std::invalid_argument);
+  CHECK_THROWS_AS(course::Table({"speedup-vs"}), std::invalid_argument);
+  CHECK_THROWS_AS(course::Table({"n", ""}), std::invalid_argument);
+  CHECK_THROWS_AS(course::Table({"2x"}), std::invalid_argument);
 }
 
 TEST_CASE("common: measurement rows carry GB/s and % of roofline", "[common]") {
@@ -297,6 +308,96 @@ TEST_CASE("common: an App refuses an unwritable --csv with exit code 2 before ru
   CHECK(rc == course::kExitUsage);
   CHECK_FALSE(ran);
   std::filesystem::remove(std::filesystem::temp_directory_path() / "course_no_such_file");
+}
+
+namespace {
+// Runs `app` on `args` with a body that records the options it saw; returns the exit code.
+int run_app(course::App& app, std::vector<std::string> args, course::Options* seen = nullptr) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return app.run(static_cast<int>(argv.size()), argv.data(), [&](const course::Options& opt) {
+    if (seen) *seen = opt;
+    return 0;
+  }, false);
+}
+}  // namespace
+
+TEST_CASE("common: parse_sizes reads a comma list and names the option when it refuses one", "[common]") {
+  CHECK(course::parse_sizes("2^20,1024, 3") == std::vector<std::size_t>{std::size_t{1} << 20, 1024, 3});
+  CHECK(course::parse_sizes("2^26,") == std::vector<std::size_t>{std::size_t{1} << 26});
+  CHECK_THROWS_AS(course::parse_sizes(""), course::UsageError);
+  CHECK_THROWS_AS(course::parse_sizes("2^20,0"), course::UsageError);
+  CHECK_THROWS_AS(course::parse_sizes("2^20,,2^22"), course::UsageError);
+  CHECK_THROWS_AS(course::parse_sizes("2^20,lots"), course::UsageError);
+  try {
+    course::parse_sizes("many", "--dot-sizes");
+    FAIL("parse_sizes accepted 'many'");
+  } catch (const course::UsageError& e) {
+    CHECK(std::string(e.what()).find("--dot-sizes") != std::string::npos);
+  }
+}
+
+TEST_CASE("common: an App takes its versions from a registry and checks --sizes while parsing", "[common]") {
+  using Fn = int (*)();
+  const std::vector<course::Version<Fn>> registry = {{"first", "the first", nullptr}, {"second", "the second", nullptr, true}};
+  course::App app("test_app", "test", 16);
+  app.set_versions(registry);
+  std::string sizes;
+  app.add_sizes_option(sizes, "sizes");
+  CHECK(run_app(app, {"test_app", "--kernel", "second"}) == course::kExitOk);
+  course::App other("test_app", "test", 16);
+  other.set_versions(registry);
+  CHECK(run_app(other, {"test_app", "--kernel", "third"}) == course::kExitUsage);
+  course::App bad_sizes("test_app", "test", 16);
+  std::string sizes2;
+  bad_sizes.add_sizes_option(sizes2, "sizes");
+  CHECK(run_app(bad_sizes, {"test_app", "--sizes", "2^20,0"}) == course::kExitUsage);
+}
+
+TEST_CASE("common: an App says whether --n and --reps were given", "[common]") {
+  course::Options seen;
+  course::App a("test_app", "test", 16);
+  REQUIRE(run_app(a, {"test_app"}, &seen) == course::kExitOk);
+  CHECK_FALSE(seen.n_given);
+  CHECK(seen.reps_given == 0);
+  CHECK(seen.n == 16);
+  course::App b("test_app", "test", 16);
+  REQUIRE(run_app(b, {"test_app", "--n", "2^10", "--reps", "7"}, &seen) == course::kExitOk);
+  CHECK(seen.n_given);
+  CHECK(seen.reps_given == 1);
+  CHECK(seen.n == 1024);
+  CHECK(seen.reps == 7);
+}
+
+TEST_CASE("common: dot inputs are made one way: x from the seed, y from seed_y, spikes, the reference", "[common]") {
+  const std::size_t n = (std::size_t{1} << 16) + 3;
+  const course::HostDotInputs in(n, 77);
+  REQUIRE(in.n == n);
+  REQUIRE(in.x.size() == n);
+  REQUIRE(in.y.size() == n);
+  CHECK(course::seed_y(77) != 77);
+  CHECK(course::seed_y(77) != 78);  // not seed + 1: y of one seed is never x of the next
+  auto x = course::random_vector(n, 77);
+  auto y = course::random_vector(n, course::seed_y(77));
+  const auto spikes = course::plant_spikes(x, y);
+  CHECK_FALSE(spikes.empty());
+  CHECK(in.x == x);
+  CHECK(in.y == y);
+  const course::Reference ref = course::reference_dot(x.data(), y.data(), n);
+  CHECK(in.ref.value == ref.value);
+  CHECK(in.ref.sum_abs == ref.sum_abs);
+  CHECK(course::HostDotInputs(n, 78).x != in.x);
+}
+
+TEST_CASE("common: device dot inputs hold the host inputs on the device, copied on the given stream", "[common][gpu]") {
+  COURSE_REQUIRE_GPU();
+  course::Context ctx;
+  const std::size_t n = (std::size_t{1} << 20) + 3;
+  course::DeviceDotInputs in(n, 5, ctx.stream());
+  CHECK(in.d_result.size() == 1);
+  CHECK(in.d_x.download(ctx.stream()) == in.x);
+  CHECK(in.d_y.download(ctx.stream()) == in.y);
+  CHECK(in.x == course::HostDotInputs(n, 5).x);
 }
 
 TEST_CASE("common: without a GPU the message is one plain sentence with the CUDA error in parentheses", "[common]") {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The course's main job: build the course, run every chapter's solution on the GPU, write the CSVs
-# and the run's metadata (GPU, driver, CUDA, commit, date: run_metadata.json) to results/local/,
+# and each chapter's run metadata (GPU, driver, CUDA, commit, date: run_metadata.json) to results/local/,
 # and the plots to results/local/plots/.
 # Without a GPU it still runs the chapters that need none (their CSVs and plots come from this
 # machine), and renders the other plots from the shipped H100 results into results/local/plots-h100/.
@@ -66,7 +66,6 @@ else
   echo "== Without a GPU only the chapters that need none run; the others are skipped."
 fi
 mkdir -p results/local
-python3 tools/run_metadata.py --out results/local/run_metadata.json --bin "$bin" || status=1
 ran=0
 for ch in "${chapters[@]}"; do
   echo
@@ -75,6 +74,9 @@ for ch in "${chapters[@]}"; do
   "$bin/$ch" --csv "results/local/$ch.csv" || rc=$?
   # Exit code 3 is "no GPU": without one, a chapter that needs it is skipped, not failed.
   if [ $gpu = 0 ] && [ $rc = 3 ]; then echo "(needs a GPU: skipped)"; continue; fi
+  # This chapter's record in run_metadata.json (the other chapters' records are kept: a chapter
+  # re-run alone gets its own date, commit and driver).
+  python3 tools/run_metadata.py --out results/local/run_metadata.json --bin "$bin" --chapter "$ch" || status=1
   if [ $rc = 0 ]; then
     ran=$((ran + 1))
     # Chapter 07 is also called from Python and Go: their CSVs go beside its own.

@@ -32,6 +32,7 @@
 #include "course/check.hpp"
 #include "course/cli.hpp"
 #include "course/context.hpp"
+#include "course/inputs.hpp"
 #include "course/progress.hpp"
 #include "course/random.hpp"
 #include "course/reference.hpp"
@@ -51,14 +52,7 @@ constexpr std::size_t kProgramN = std::size_t{1} << 20;
 // Runs of each version with phase events, each paired with a plain call timed just before it.
 constexpr int kPhaseReps = 20;
 
-struct HostInputs {
-  HostInputs(std::size_t n, std::uint64_t seed) : x(course::random_vector(n, seed)), y(course::random_vector(n, seed + 1)) {
-    course::plant_spikes(x, y);  // a lost element cannot hide in the bound
-    ref = course::reference_dot(x.data(), y.data(), n);
-  }
-  std::vector<float> x, y;
-  course::Reference ref;
-};
+using HostInputs = course::HostDotInputs;  // random signed x, y with planted spikes, and the reference
 
 // The plain loop a Go or C++ programmer writes first (float accumulator, one thread).
 float cpu_loop(const float* x, const float* y, std::size_t n) {
@@ -86,9 +80,7 @@ int main(int argc, char** argv) {
                   "chunks with several host threads; the phase breakdown per n, the host link, and the "
                   "motivating program (100 calls on 2^20 floats) against a CPU loop.",
                   std::size_t{1} << 20, 50, 5);
-  std::vector<std::pair<std::string, std::string>> names;
-  for (const auto& v : ch07::versions()) names.emplace_back(v.name, v.description);
-  app.set_versions(names);
+  app.set_versions(ch07::versions());
 
   return app.run(argc, argv, [&](const course::Options& opt) {
     std::vector<std::size_t> sizes;

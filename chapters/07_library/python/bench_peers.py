@@ -127,7 +127,7 @@ def main():
             print(f"{name:10s} {where:13s} n=2^{n.bit_length() - 1:<2d} {med:9.4f} ms")
     ctx.close()
     with open(args.out / "07_library_peers.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()), lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
     print(f"bench_peers: wrote {args.out / '07_library_peers.csv'} and {args.out / '07_library_program_python.csv'}")
@@ -158,7 +158,7 @@ def program(args):
     calls_ms = (time.perf_counter() - t0) * 1e3
     prog.append(["Python", "numpy", n, calls, 0.0, calls_ms, 0.0, calls_ms / calls, abs(got - ref) / abs(ref)])
     with open(args.out / "07_library_program_python.csv", "w", newline="") as f:
-        w = csv.writer(f)
+        w = csv.writer(f, lineterminator="\n")
         w.writerow(["language", "variant", "n", "calls", "init_ms", "calls_ms", "deinit_ms", "per_call_ms", "rel_error"])
         w.writerows(prog)
     print(f"bench_peers: the program from Python: {prog[0][7]:.4f} ms per call (NumPy {prog[1][7]:.4f})")
