@@ -99,7 +99,7 @@ struct DeviceTyped {
 double run_once(const ch10::Pair& p, ch10::Workspace& ws, const void* x, const void* y, std::size_t n,
                 course::test::Guarded<double>& result, std::string* damage = nullptr) {
   course::Context& ctx = ws.ctx;
-  result.fill_bytes(0xFF);
+  result.fill_bytes(0xFF, ctx.stream());
   ws.poison(ctx.stream());
   p.run(x, y, n, result.data(), ws, ctx.stream());
   ctx.synchronize();
@@ -257,7 +257,7 @@ const bool registered = [] {
     const TypedInputs in = make_inputs(*p, n, 16);
     DeviceTyped dx(in.x, 2, 0), dy(in.y, 2, 0);
     const double in_float = run_once(*p, ws, dx.data(), dy.data(), n, result);
-    result.fill_bytes(0xFF);
+    result.fill_bytes(0xFF, ctx.stream());
     ch10::run_f16_in_f16(dx.data(), dy.data(), n, result.data(), ws, ctx.stream());
     ctx.synchronize();
     const double in_half = result.download()[0];
