@@ -1,8 +1,9 @@
 """Chapter 06 plots: the reduction ladder as bars (GB/s and % of the measured read roofline, per
 version, baselines marked), time per call against N for the final kernel, version 11, the baselines
 (cuBLAS, CUB, the atomic kernel) and two classic steps with the launch-latency floor (an empty
-kernel's time per call + bytes / read roofline, from the _sweep CSV), and each one's time as a
-fraction of cuBLAS's."""
+kernel's time per call + bytes / read roofline, from the _sweep CSV) and the read-only kernel (the
+final version's loads without any combine: the floor with memory latency), and each one's time as
+a fraction of cuBLAS's."""
 
 import matplotlib.pyplot as plt
 
@@ -84,6 +85,10 @@ def time_vs_n(rows, sweep, out):
     if floor:
         ax.plot([p[0] for p in floor], [1e3 * p[1] for p in floor], color=cs.COLORS["roofline"], lw=1.6,
                 label="launch-latency floor (empty kernel + bytes / roofline)")
+    read_only = sorted((int(r["n"]), r["read_only_ms"]) for r in sweep if cs.finite(r.get("read_only_ms")))
+    if read_only:  # absent from CSVs written before the read-only kernel was timed
+        ax.plot([p[0] for p in read_only], [1e3 * p[1] for p in read_only], color=cs.COLORS["roofline"], lw=1.2,
+                ls="--", marker="x", ms=4, label="read-only kernel: the final loads, no combine (floor with latency)")
     if roof and all_n:
         floor_us = [8.0 * n / (roof * 1e9) * 1e6 for n in all_n]
         ax.plot(all_n, floor_us, color=cs.COLORS["roofline"], lw=0.8, ls=":",

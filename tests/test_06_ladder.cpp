@@ -295,6 +295,34 @@ TEST_CASE("ch06 Workspace: refuses a call larger than it was made for", "[ch06][
   }
 }
 
+// The read-only kernel is the driver's measuring stick, not a dot product: it must run at any size
+// and alignment, write its one value (a finite one, from finite inputs) and nothing past it, and
+// read no element outside the inputs (NaN lies around them; the sanitizer run checks the rest).
+TEST_CASE("ch06 read-only kernel: runs at awkward sizes and alignments, writes its one value", "[ch06][gpu]") {
+  COURSE_REQUIRE_GPU();
+  course::Context ctx;
+  ch06::Workspace ws(ctx, kMaxTestN);
+  cudaStream_t stream = ctx.stream();
+  for (std::size_t n : course::test::awkward_sizes(ch06::kBlock, 607)) {
+    const auto in = course::test::make_dot_inputs(n, 8000 + n);
+    for (const auto& [off_x, off_y] : {std::pair<std::size_t, std::size_t>{0, 0}, {1, 1}, {1, 2}}) {
+      const OnDevice d(in.x, in.y, off_x, off_y, stream);
+      course::test::Guarded<float> d_result(1);
+      d_result.fill_bytes(0xFF, stream);
+      ch06::run_read_only(d.x, d.y, n, d_result.data(), ws, stream);
+      CUDA_CHECK(cudaStreamSynchronize(stream));
+      const float got = d_result.download()[0];
+      INFO("run_read_only at n = " << n << ", " << offsets_text(off_x, off_y) << ": wrote " << got << "; "
+                                   << d_result.guard_damage());
+      CHECK(std::isfinite(got));
+      CHECK(d_result.guard_damage().empty());
+    }
+  }
+  course::DeviceBuffer<float> d_result(1);
+  CHECK_THROWS_AS(ch06::run_read_only(d_result.data(), d_result.data(), kMaxTestN + 1, d_result.data(), ws, stream),
+                  course::UsageError);
+}
+
 // A result must follow the input: new values in the same device buffers give the new answer (a
 // launcher that caches its result by pointer, or hard-codes the public one, fails).
 namespace {

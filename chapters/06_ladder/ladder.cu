@@ -21,6 +21,8 @@
 //   v11_single_pass    the last block adds the partials: one launch (exercise) 06_ladder --kernel v11_single_pass
 //   v12_tagged_partials tagged partials, the last block reads them at once  06_ladder --kernel v12_tagged_partials
 // The library baselines live in baselines.cu; the atomic baseline (not deterministic) lives here.
+// Beside the versions, two measuring sticks for the driver (not dot products): an empty kernel
+// (the launch-latency floor) and the read-only kernel (the final version's loads, no combine).
 //
 // Versions 1–10 write one partial sum per block; a second, one-block kernel (finish_kernel) adds
 // them, in the same stream, without the host waiting. Versions 11 and 12 need no second launch.
@@ -452,6 +454,21 @@ __global__ void __launch_bounds__(Block, 2) dot_kernel12(const float* __restrict
 }
 // [v12_kernel]
 
+// [read_only_kernel]
+// Not a dot product: the floor with memory latency. Version 12's loop on version 12's grid, each
+// thread's sum and nothing after it: no block reduction, no partials, no combine. One value is
+// written (block 0, thread 0's sum); any thread whose sum has one unlikely bit pattern writes too,
+// so the compiler cannot drop another thread's loads. Its time per call is what the launch, the
+// first trip to DRAM and the bytes cost together; the final version minus this is its combine.
+template <unsigned Block>
+__global__ void __launch_bounds__(Block, 2) read_only_kernel(const float* __restrict__ x, const float* __restrict__ y,
+                                                            std::size_t n, float* __restrict__ result) {
+  const std::size_t thread = blockIdx.x * std::size_t{Block} + threadIdx.x;
+  const float sum = thread_dot_vec4<kUnroll12>(x, y, n, thread, std::size_t{gridDim.x} * Block);
+  if ((blockIdx.x == 0 && threadIdx.x == 0) || __float_as_uint(sum) == 0x7fc0deadu) *result = sum;
+}
+// [read_only_kernel]
+
 // ---------------------------------------------------------------------------------------------
 // Launchers: grid arithmetic, launch, launch check. None of them waits for the GPU.
 // ---------------------------------------------------------------------------------------------
@@ -612,6 +629,15 @@ void run_v12(const float* d_x, const float* d_y, std::size_t n, float* d_result,
 __global__ void empty_kernel() {}
 
 }  // namespace
+
+void run_read_only(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws,
+                   cudaStream_t stream) {
+  const std::size_t wanted = std::max<std::size_t>(1, ceil_div(n, std::size_t{kBlock12} * 4 * kUnroll12));
+  const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>(wanted, static_cast<std::size_t>(ws.grid12)));
+  ws.require(n, 0);
+  read_only_kernel<kBlock12><<<blocks, kBlock12, 0, stream>>>(d_x, d_y, n, d_result);
+  CUDA_CHECK_LAUNCH("read_only_kernel");
+}
 
 // [registry]
 const std::vector<course::Version<Launcher>>& versions() {

@@ -94,6 +94,12 @@ bool is_baseline(const course::Version<Launcher>& version);
 /// An empty kernel, <<<1, 1>>>: its time per call is the launch-latency part of the floor.
 void run_empty(cudaStream_t stream);
 
+/// Not a dot product: the final version's loads on the final version's grid, each thread's sum,
+/// no reduction and no combine, one value written to d_result. Its time per call is the floor with
+/// memory latency (the launch, the first trip to DRAM, the bytes), timed beside the versions.
+void run_read_only(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws,
+                   cudaStream_t stream);
+
 /// The chapter's answer to "how fast can a dot product be": the last registry entry.
 const course::Version<Launcher>& final_version();
 

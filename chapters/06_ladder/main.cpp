@@ -14,7 +14,9 @@
 // before call r + 1 of any). Inputs rotate over enough copies that
 // each size reads at least twice the L2's capacity between two uses of the same copy, so no size is
 // served from the cache. Beside every version, per size: the launch-latency floor, an empty
-// kernel's time per call (timed the same way) plus the bytes over the measured read roofline.
+// kernel's time per call (timed the same way) plus the bytes over the measured read roofline, and
+// the read-only kernel (the final version's loads and grid, no combine): the floor with memory
+// latency.
 
 #include <algorithm>
 #include <chrono>
@@ -109,7 +111,8 @@ course::Verdict validate(const Version& v, const Inputs& in, std::size_t set, co
   return course::check_dot(got, in.ref);
 }
 
-/// Times every version of `vs` at one size, and an empty kernel beside them. One call at a time,
+/// Times every version of `vs` at one size, and beside them an empty kernel and the read-only
+/// kernel (ch06::run_read_only, not validated: it is not a dot product). One call at a time,
 /// each on an idle GPU, timed by its own event pair: the time per call a caller waits, launch
 /// latency included (for small n that latency is the point; see the chapter's text). Round-robin:
 /// call r of every version runs before call r + 1 of any, so a drift of the clocks or the memory
@@ -117,10 +120,11 @@ course::Verdict validate(const Version& v, const Inputs& in, std::size_t set, co
 /// is validated before and after timing: a benchmark must not be able to pass by not running.
 std::vector<course::Measurement> measure_size(const std::vector<const Version*>& vs, const Inputs& in,
                                               ch06::Workspace& ws, const course::Options& opt, int reps,
-                                              std::vector<std::string>& failures, double& empty_ms) {
+                                              std::vector<std::string>& failures, double& empty_ms,
+                                              double& read_only_ms) {
   cudaStream_t stream = ws.ctx.stream();
   course::DeviceBuffer<float> d_result(1);
-  const std::size_t count = vs.size();  // index `count` is the empty kernel
+  const std::size_t count = vs.size();  // index `count` is the empty kernel, `count + 1` the read-only one
   std::vector<course::Verdict> before;
   for (const Version* v : vs) before.push_back(validate(*v, in, 0, d_result, ws));
   std::size_t set = 0;
@@ -128,21 +132,24 @@ std::vector<course::Measurement> measure_size(const std::vector<const Version*>&
     set = (set + 1) % in.sets;
     if (i == count)
       ch06::run_empty(stream);
+    else if (i == count + 1)
+      ch06::run_read_only(in.x(set), in.y(set), in.n, d_result.data(), ws, stream);
     else
       vs[i]->run(in.x(set), in.y(set), in.n, d_result.data(), ws, stream);
   };
   for (int w = 0; w < opt.warmup; ++w)
-    for (std::size_t i = 0; i <= count; ++i) call(i);
+    for (std::size_t i = 0; i <= count + 1; ++i) call(i);
   CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::vector<std::vector<double>> samples(count + 1);
+  std::vector<std::vector<double>> samples(count + 2);
   course::EventTimer timer(stream);
   for (int r = 0; r < reps; ++r)
-    for (std::size_t i = 0; i <= count; ++i) {
+    for (std::size_t i = 0; i <= count + 1; ++i) {
       timer.start();
       call(i);
       samples[i].push_back(timer.stop_ms());  // waits: the next call starts on an idle GPU
     }
   empty_ms = course::summarize(samples[count]).median;
+  read_only_ms = course::summarize(samples[count + 1]).median;
 
   std::vector<course::Measurement> out;
   for (std::size_t i = 0; i < count; ++i) {
@@ -301,14 +308,15 @@ int main(int argc, char** argv) {
     course::Table table = course::measurement_table();
     std::vector<Row> rows;
     std::vector<std::string> failures;
-    std::map<std::size_t, double> empty_ms;  // per size: an empty kernel's median time per call
+    std::map<std::size_t, double> empty_ms;      // per size: an empty kernel's median time per call
+    std::map<std::size_t, double> read_only_ms;  // per size: the read-only kernel's
     {
       course::Progress progress(static_cast<int>(sizes.size()), "06_ladder", !opt.quiet);
       for (std::size_t n : sizes) {
         progress.step("n=" + course::format_size(n));
         const Inputs in(n, facts.l2_bytes, opt.seed, ctx.stream());
         settle(*chosen.front(), in, ws, 20.0);
-        const auto measured = measure_size(chosen, in, ws, opt, reps, failures, empty_ms[n]);
+        const auto measured = measure_size(chosen, in, ws, opt, reps, failures, empty_ms[n], read_only_ms[n]);
         for (std::size_t i = 0; i < chosen.size(); ++i) {
           rows.push_back({chosen[i], measured[i]});
           course::add_measurement(table, measured[i]);
@@ -352,10 +360,12 @@ int main(int argc, char** argv) {
     course::Table targets({"target", "n", "value", "threshold", "met"});
     course::Table sweep({"n", "final_ms", "v11_ms", "atomic_ms", "cublas_ms", "cub_ms", "empty_ms", "floor_ms",
                          "final_vs_cublas", "final_vs_cub", "final_vs_atomic", "final_vs_floor", "v11_vs_floor",
-                         "atomic_vs_floor", "cublas_vs_floor", "cub_vs_floor", "fastest_course"});
+                         "atomic_vs_floor", "cublas_vs_floor", "cub_vs_floor", "fastest_course", "read_only_ms",
+                         "read_only_vs_floor", "final_vs_read_only", "atomic_vs_read_only"});
     for (std::size_t n : sizes) {
       const double mine = time_of(best.name, n), v11 = time_of("v11_single_pass", n), atomic = time_of("atomic_vec4", n),
-                   cublas = time_of("cublas", n), cub = time_of("cub", n), floor = launch_floor_ms(n);
+                   cublas = time_of("cublas", n), cub = time_of("cub", n), floor = launch_floor_ms(n),
+                   read_only = read_only_ms.at(n);
       std::string fastest;
       double fastest_ms = kNone;
       for (const auto& r : rows)
@@ -366,7 +376,8 @@ int main(int argc, char** argv) {
       sweep.add_row({static_cast<long long>(n), number(mine), number(v11), number(atomic), number(cublas), number(cub),
                      empty_ms.at(n), floor, number(mine / cublas), number(mine / cub), number(mine / atomic),
                      number(mine / floor), number(v11 / floor), number(atomic / floor), number(cublas / floor),
-                     number(cub / floor), fastest});
+                     number(cub / floor), fastest, read_only, read_only / floor, number(mine / read_only),
+                     number(atomic / read_only)});
       if (std::isnan(mine)) continue;
       auto target = [&](const std::string& what, double value, double threshold, bool at_most) {
         if (std::isnan(value)) return;  // a baseline that did not run (--kernel runs them all; --list does not)
@@ -387,10 +398,12 @@ int main(int argc, char** argv) {
       }
     }
     std::printf("Time per call, %s against the baselines and the launch-latency floor (an empty kernel's time per "
-                "call + bytes / read roofline); ratio < 1: the course kernel is faster\n",
+                "call + bytes / read roofline), and the read-only kernel (the final version's loads, no combine); "
+                "ratio < 1: the course kernel is faster\n",
                 std::string(best.name).c_str());
-    sweep.print(std::cout, {"n", "final_ms", "v11_ms", "atomic_ms", "cublas_ms", "cub_ms", "floor_ms", "final_vs_cublas",
-                            "final_vs_cub", "final_vs_atomic", "final_vs_floor", "fastest_course"});
+    sweep.print(std::cout, {"n", "final_ms", "v11_ms", "atomic_ms", "cublas_ms", "cub_ms", "floor_ms", "read_only_ms",
+                            "final_vs_cublas", "final_vs_cub", "final_vs_atomic", "final_vs_floor",
+                            "read_only_vs_floor", "fastest_course"});
     std::cout << "\nTargets (H100 goals of the chapter; informational, the exit code depends on validation only)\n";
     targets.print(std::cout);
 

@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
 
     // Every issue order at each size, beside each engine alone, the bound, and the CPU.
     progress.step("issue orders");
-    double bound_large = 0, best_large = 0;
+    double bound_large = 0, best_large = 0, h2d_alone_gbps = 0;
     for (std::size_t n : sizes) {
       host.fill(n, opt.seed + n);
       const ch09::Job job = dot_job(host, n, chunks, streams);
@@ -229,12 +229,21 @@ int main(int argc, char** argv) {
         m.valid = verdict.ok;
         add(table, m);
       }
-      if (n == large) bound_large = bound;
+      if (n == large) {
+        bound_large = bound;
+        h2d_alone_gbps = course::gbps(bytes, h2d);
+      }
     }
     if (best_large > 0) {
+      // The ceiling: the faster of the run's first copy and the copies alone timed beside the
+      // pipelines (the host's memory bandwidth drifts within a run; a ceiling measured while the
+      // host was busy once gave 131% here). Never the slower: that would flatter the pipeline.
       const double g = course::gbps(2.0 * large * sizeof(float), best_large);
+      const double ceiling = std::max(h2d_gbps, h2d_alone_gbps);
+      std::printf("Pinned H2D ceiling for the target: %.1f GB/s (first copy %.1f GB/s, copies alone beside the pipelines %.1f GB/s)\n",
+                  ceiling, h2d_gbps, h2d_alone_gbps);
       targets.add_row({std::string("best pipeline, pinned n=") + course::format_size(large) + " end to end: % of pinned H2D",
-                       100 * g / h2d_gbps, 90.0, static_cast<long long>(g >= 0.9 * h2d_gbps)});
+                       100 * g / ceiling, 90.0, static_cast<long long>(g >= 0.9 * ceiling)});
       targets.add_row({std::string("best pipeline wall / bound (1.10 max(alone) + one chunk)"), best_large / bound_large, 1.0,
                        static_cast<long long>(best_large <= bound_large)});
     }
