@@ -194,8 +194,8 @@ def interleaved_vs_sequential():
 def shuffle_down():
     """Chapter 05: __shfl_down_sync, drawn for 8 lanes with offsets 4, 2, 1 (a warp of 32 uses 16 … 1)."""
     lanes, w, h = 8, 60, 26
-    s = Svg(110 + lanes * w + 60, 365, "Shuffle down: lane l adds the value of lane l + offset")
-    x0 = 110
+    s = Svg(140 + lanes * w + 40, 365, "Shuffle down: lane l adds the value of lane l + offset")
+    x0 = 140
     s.text(20, 22, "value += __shfl_down_sync(mask, value, offset), drawn for 8 lanes",
            anchor="start", size=13, weight="bold")
     s.text(20, 38, "(a warp has 32 lanes and uses offsets 16, 8, 4, 2, 1: five steps)", anchor="start", size=11)
