@@ -24,6 +24,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 mkdir -p "$out"
+out=$(cd "$out" && pwd)  # absolute: ctest writes a relative --output-junit path inside the build folder
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 if [ $cpu_only = 1 ]; then archs=${CUDA_ARCHS:-90-real}; else archs=${CUDA_ARCHS:-native}; fi
 
