@@ -20,11 +20,12 @@ endmacro()
 
 # Registers every Catch2 test case of TARGET with CTest, under LABEL. GPU tests print the marker
 # COURSE-NO-GPU when no GPU is present, and tests that need more device memory than the card has
-# print COURSE-NO-MEMORY; CTest reports both as skipped (never as passed).
+# print COURSE-NO-MEMORY, and tests that need more GPUs than the machine has print COURSE-FEW-GPUS;
+# CTest reports them as skipped (never as passed).
 function(course_add_catch_tests target label)
   catch_discover_tests(${target}
     DISCOVERY_TIMEOUT 60
-    PROPERTIES SKIP_REGULAR_EXPRESSION "COURSE-NO-GPU|COURSE-NO-MEMORY"
+    PROPERTIES SKIP_REGULAR_EXPRESSION "COURSE-NO-GPU|COURSE-NO-MEMORY|COURSE-FEW-GPUS"
                TIMEOUT 1200
                LABELS ${label})
 endfunction()
@@ -68,6 +69,19 @@ function(course_chapter name)
     add_executable(test_${name} "${test_src}")
     target_link_libraries(test_${name} PRIVATE ${name}_lib course_test_support)
     course_add_catch_tests(test_${name} ${label})
+  endif()
+
+  # One source for the list of versions: the executable's --list must print the registry that
+  # tools/version_lists.py reads from the source (and writes into the README). A maintainers' check,
+  # in the solutions build only; it needs no GPU (--list returns before the GPU is touched).
+  if(COURSE_BUILD_TESTS AND COURSE_TREE STREQUAL "solutions")
+    find_package(Python3 COMPONENTS Interpreter QUIET)
+    if(Python3_FOUND)
+      add_test(NAME tools.version_list_${number}
+               COMMAND Python3::Interpreter "${PROJECT_SOURCE_DIR}/tools/version_lists.py" --check-list ${name}
+                       "$<TARGET_FILE:${name}>")
+      set_tests_properties(tools.version_list_${number} PROPERTIES LABELS tools)
+    endif()
   endif()
 endfunction()
 

@@ -9,15 +9,17 @@ A chapter's script does:
     ...
     cs.save(fig, args.out, "05_many_blocks")                  # writes .png and .svg
 
-Every figure save() writes carries a footer naming the machine and the date of the run, from
-RESULTS/run_metadata.json (tools/run_metadata.py writes it beside the CSVs): a plot never claims
-to show an H100 when it was drawn from another card's run.
+Every figure save() writes carries a footer naming the machine and the date of the run, from the
+chapter's record in RESULTS/run_metadata.json (tools/run_metadata.py writes it beside the CSVs,
+one record per chapter, since chapters are measured at different times): a plot never claims to
+show an H100 when it was drawn from another card's run, nor another day's run.
 """
 import argparse
 import csv
 import json
 import math
 import pathlib
+import sys
 
 import matplotlib
 
@@ -37,8 +39,10 @@ PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
            "#bcbd22", "#17becf"]
 
 
-def parse_args(description):
-    """--results DIR (the CSVs) and --out DIR (the images), the arguments of every plot script."""
+def parse_args(description, chapter=None):
+    """--results DIR (the CSVs) and --out DIR (the images), the arguments of every plot script.
+    `chapter` names whose record of RESULTS/run_metadata.json the footers show; by default the
+    script's own name (plots/06_ladder.py: "06_ladder")."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--results", type=pathlib.Path, default=pathlib.Path("results/reference/h100"),
                    help="folder with the chapter's CSV files")
@@ -47,21 +51,27 @@ def parse_args(description):
     if args.out is None:
         args.out = args.results / "plots"
     global RUN
-    RUN = load_metadata(args.results)
+    RUN = load_metadata(args.results, chapter or pathlib.Path(sys.argv[0]).stem)
     return args
 
 
-# The run the plots are drawn from: RESULTS/run_metadata.json, loaded by parse_args().
+# The run the plots are drawn from: the chapter's record of RESULTS/run_metadata.json, loaded by
+# parse_args().
 RUN = {}
 
 
-def load_metadata(results):
-    """The run's metadata (gpu, driver, cuda, commit, date, cpu), {} when the file is absent."""
+def load_metadata(results, chapter):
+    """The metadata of `chapter`'s run (gpu, driver, cuda, commit, date, cpu), {} when the file or
+    the chapter's record is absent. An older file with one record for the whole folder (no
+    "chapters" key) applies to every chapter."""
     path = pathlib.Path(results) / "run_metadata.json"
     try:
-        return json.loads(path.read_text())
+        meta = json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
+    if "chapters" in meta:
+        return meta["chapters"].get(chapter) or {}
+    return meta
 
 
 def gpu_name(default="this GPU"):
@@ -73,7 +83,7 @@ def run_label(meta=None):
     """One line naming where and when the data was measured, for a figure's footer."""
     meta = RUN if meta is None else meta
     if not meta:
-        return "Measured on: unknown (no run_metadata.json beside the CSVs)"
+        return "Measured on: unknown (no record for this chapter in run_metadata.json beside the CSVs)"
     machine = meta.get("gpu") or f"{meta.get('cpu') or 'a CPU'} (no GPU)"
     parts = [f"Measured on {machine}", meta.get("date") or "date unknown"]
     if meta.get("gpu") and meta.get("cpu"):

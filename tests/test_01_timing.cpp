@@ -19,12 +19,14 @@ namespace {
 
 template <class T>
 void check_version(const course::Version<ch01::Runner>& v, std::size_t n, int iters, course::Context* ctx) {
-  ch01::Problem<T> p(n, iters, course::test::seed(1234 + n));  // uploads and poisons, then waits for the device
-  cudaStream_t stream = ctx ? ctx->stream() : nullptr;  // host versions have no context
+  // Uploads and poisons on the context's stream and waits for it; host versions have no context
+  // (host arrays only, and a stream they never use).
+  ch01::Problem<T> p(n, iters, course::test::seed(1234 + n), ctx);
+  cudaStream_t stream = ctx ? ctx->stream() : nullptr;
   if constexpr (sizeof(T) == 4) v.run.f32(p, stream); else v.run.f64(p, stream);
   if (v.run.on_gpu) {
     CHECK_NOTHROW(course::check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize", __FILE__, __LINE__));
-    p.h_out = p.d_out.download();
+    p.h_out = p.d_out.download(stream);
   }
   std::size_t wrong = 0, first = n;
   for (std::size_t i = 0; i < n; ++i) {
@@ -98,7 +100,7 @@ TEST_CASE("ch01 add_gpu: writes nothing past the end of the output", "[ch01][gpu
   course::Context ctx;
   for (std::size_t n : course::test::awkward_sizes(256, 12)) {
     const auto a = course::random_vector(n, course::test::seed(21 + n));
-    const auto b = course::random_vector(n, course::test::seed(22 + n));
+    const auto b = course::random_vector(n, course::seed_y(course::test::seed(21 + n)));
     course::test::Guarded<float> d_a(a), d_b(b), d_out(n);
     ch01::launch_add(d_a.data(), d_b.data(), d_out.data(), n, ctx.stream());
     ctx.synchronize();
@@ -124,7 +126,7 @@ TEST_CASE("ch01 add_gpu: beyond 2^32 elements", "[ch01][gpu][exercise][huge]") {
   if (free_bytes < need)
     COURSE_SKIP_NO_MEMORY("this test needs " + course::format_bytes(need) + " of free device memory and the card has " +
                           course::format_bytes(free_bytes) + ": skipped, not passed");
-  const std::uint64_t seed_a = course::test::seed(101), seed_b = course::test::seed(102);
+  const std::uint64_t seed_a = course::test::seed(101), seed_b = course::seed_y(seed_a);
   course::Context ctx;
   cudaStream_t stream = ctx.stream();
   course::DeviceBuffer<float> d_a(n), d_b(n), d_out(n);

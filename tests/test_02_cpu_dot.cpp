@@ -67,7 +67,7 @@ const bool registered = [] {
       // The bug is certain: every product of [0, 1) data is below 1, and (int)(0 + p) is 0.
       course::test::add_case("ch02 bug_int_accumulator: truncates at every step as the text says", tags, [&v] {
         const auto x = course::random_vector(4096, course::test::seed(7), 0.0f, 1.0f);
-        const auto y = course::random_vector(4096, course::test::seed(8), 0.0f, 1.0f);
+        const auto y = course::random_vector(4096, course::seed_y(course::test::seed(7)), 0.0f, 1.0f);
         INFO("an int accumulator that starts at 0 stays 0 when every product is below 1");
         CHECK(v.run.dot(x.data(), y.data(), x.size(), {}) == 0.0f);
         const auto in = course::test::make_dot_inputs(std::size_t{1} << 16, 9);
@@ -117,7 +117,7 @@ const Positive& positive_2_24() {
     Positive q;
     const std::size_t n = std::size_t{1} << 24;
     q.x = course::random_vector(n, course::test::seed(2024 + 2), 0.0f, 1.0f);
-    q.y = course::random_vector(n, course::test::seed(2024 + 3), 0.0f, 1.0f);
+    q.y = course::random_vector(n, course::seed_y(course::test::seed(2024 + 2)), 0.0f, 1.0f);
     q.ref = course::reference_dot(q.x.data(), q.y.data(), n);
     return q;
   }();

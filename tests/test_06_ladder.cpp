@@ -200,7 +200,7 @@ void test_huge(const Version& v) {
 
   course::Context ctx;
   cudaStream_t stream = ctx.stream();
-  const std::uint64_t seed_x = course::test::seed(31), seed_y = seed_x ^ 0x5DEECE66Dull;
+  const std::uint64_t seed_x = course::test::seed(31), seed_y = course::seed_y(seed_x);
   course::DeviceBuffer<float> d_x(n), d_y(n);
   course::fill_random_device(d_x.data(), n, seed_x, -1.0f, 1.0f, stream);
   course::fill_random_device(d_y.data(), n, seed_y, -1.0f, 1.0f, stream);
@@ -273,9 +273,9 @@ TEST_CASE("ch06 registry: baselines first, the classic seven, four exercises, th
 TEST_CASE("ch06 streamed_reference: equals the reference of the materialized vectors", "[ch06]") {
   for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1000}, (std::size_t{1} << 21) + 7}) {
     const auto x = course::random_vector(n, 5);
-    const auto y = course::random_vector(n, 5 ^ 0x5DEECE66Dull);
+    const auto y = course::random_vector(n, course::seed_y(5));
     const course::Reference a = course::reference_dot(x.data(), y.data(), n);
-    const course::Reference b = ch06::streamed_reference(n, 5, 5 ^ 0x5DEECE66Dull);
+    const course::Reference b = ch06::streamed_reference(n, 5, course::seed_y(5));
     INFO("n = " << n << ": materialized " << a.value << " (sum |x y| " << a.sum_abs << "), streamed " << b.value
                 << " (" << b.sum_abs << ")");
     CHECK(b.n == n);
@@ -321,6 +321,18 @@ TEST_CASE("ch06 read-only kernel: runs at awkward sizes and alignments, writes i
   course::DeviceBuffer<float> d_result(1);
   CHECK_THROWS_AS(ch06::run_read_only(d_result.data(), d_result.data(), kMaxTestN + 1, d_result.data(), ws, stream),
                   course::UsageError);
+}
+
+TEST_CASE("ch06 Workspace: bytes_for bounds what the constructor reserves", "[ch06][gpu]") {
+  COURSE_REQUIRE_GPU();
+  for (std::size_t n : {std::size_t{1}, std::size_t{1} << 20, (std::size_t{1} << 28) + 3}) {
+    course::Context ctx;  // a fresh arena: what it holds is what this Workspace reserved
+    ch06::Workspace ws(ctx, n);
+    INFO("n = " << n << ": the Workspace reserved " << ctx.scratch_bytes() << " bytes, bytes_for says "
+                << ch06::Workspace::bytes_for(n));
+    CHECK(ctx.scratch_bytes() <= ch06::Workspace::bytes_for(n));
+    CHECK(ctx.scratch_bytes() > 0);
+  }
 }
 
 // A result must follow the input: new values in the same device buffers give the new answer (a

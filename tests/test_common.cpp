@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@
 #include "course/cli.hpp"
 #include "course/context.hpp"
 #include "course/device.hpp"
+#include "course/dtype.hpp"
+#include "course/inputs.hpp"
 #include "course/random.hpp"
 #include "course/reference.hpp"
 #include "course/stats.hpp"
@@ -80,6 +83,15 @@ TEST_CASE("common: a table prints aligned and writes CSV with named columns", "[
   std::remove(path.c_str());
   CHECK(course::csv_beside("out/05.csv", "sweep") == "out/05_sweep.csv");
   CHECK(course::csv_beside("results", "sweep") == "results_sweep.csv");
+}
+
+TEST_CASE("common: table column names are snake_case", "[common]") {
+  CHECK_NOTHROW(course::Table({"version", "pct_roofline", "g80_x_prev"}));
+  CHECK_THROWS_AS(course::Table({"what it measures"}), std::invalid_argument);
+  CHECK_THROWS_AS(course::Table({"Version"}), std::invalid_argument);
+  CHECK_THROWS_AS(course::Table({"speedup-vs"}), std::invalid_argument);
+  CHECK_THROWS_AS(course::Table({"n", ""}), std::invalid_argument);
+  CHECK_THROWS_AS(course::Table({"2x"}), std::invalid_argument);
 }
 
 TEST_CASE("common: measurement rows carry GB/s and % of roofline", "[common]") {
@@ -298,6 +310,96 @@ TEST_CASE("common: an App refuses an unwritable --csv with exit code 2 before ru
   std::filesystem::remove(std::filesystem::temp_directory_path() / "course_no_such_file");
 }
 
+namespace {
+// Runs `app` on `args` with a body that records the options it saw; returns the exit code.
+int run_app(course::App& app, std::vector<std::string> args, course::Options* seen = nullptr) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return app.run(static_cast<int>(argv.size()), argv.data(), [&](const course::Options& opt) {
+    if (seen) *seen = opt;
+    return 0;
+  }, false);
+}
+}  // namespace
+
+TEST_CASE("common: parse_sizes reads a comma list and names the option when it refuses one", "[common]") {
+  CHECK(course::parse_sizes("2^20,1024, 3") == std::vector<std::size_t>{std::size_t{1} << 20, 1024, 3});
+  CHECK(course::parse_sizes("2^26,") == std::vector<std::size_t>{std::size_t{1} << 26});
+  CHECK_THROWS_AS(course::parse_sizes(""), course::UsageError);
+  CHECK_THROWS_AS(course::parse_sizes("2^20,0"), course::UsageError);
+  CHECK_THROWS_AS(course::parse_sizes("2^20,,2^22"), course::UsageError);
+  CHECK_THROWS_AS(course::parse_sizes("2^20,lots"), course::UsageError);
+  try {
+    course::parse_sizes("many", "--dot-sizes");
+    FAIL("parse_sizes accepted 'many'");
+  } catch (const course::UsageError& e) {
+    CHECK(std::string(e.what()).find("--dot-sizes") != std::string::npos);
+  }
+}
+
+TEST_CASE("common: an App takes its versions from a registry and checks --sizes while parsing", "[common]") {
+  using Fn = int (*)();
+  const std::vector<course::Version<Fn>> registry = {{"first", "the first", nullptr}, {"second", "the second", nullptr, true}};
+  course::App app("test_app", "test", 16);
+  app.set_versions(registry);
+  std::string sizes;
+  app.add_sizes_option(sizes, "sizes");
+  CHECK(run_app(app, {"test_app", "--kernel", "second"}) == course::kExitOk);
+  course::App other("test_app", "test", 16);
+  other.set_versions(registry);
+  CHECK(run_app(other, {"test_app", "--kernel", "third"}) == course::kExitUsage);
+  course::App bad_sizes("test_app", "test", 16);
+  std::string sizes2;
+  bad_sizes.add_sizes_option(sizes2, "sizes");
+  CHECK(run_app(bad_sizes, {"test_app", "--sizes", "2^20,0"}) == course::kExitUsage);
+}
+
+TEST_CASE("common: an App says whether --n and --reps were given", "[common]") {
+  course::Options seen;
+  course::App a("test_app", "test", 16);
+  REQUIRE(run_app(a, {"test_app"}, &seen) == course::kExitOk);
+  CHECK_FALSE(seen.n_given);
+  CHECK(seen.reps_given == 0);
+  CHECK(seen.n == 16);
+  course::App b("test_app", "test", 16);
+  REQUIRE(run_app(b, {"test_app", "--n", "2^10", "--reps", "7"}, &seen) == course::kExitOk);
+  CHECK(seen.n_given);
+  CHECK(seen.reps_given == 1);
+  CHECK(seen.n == 1024);
+  CHECK(seen.reps == 7);
+}
+
+TEST_CASE("common: dot inputs are made one way: x from the seed, y from seed_y, spikes, the reference", "[common]") {
+  const std::size_t n = (std::size_t{1} << 16) + 3;
+  const course::HostDotInputs in(n, 77);
+  REQUIRE(in.n == n);
+  REQUIRE(in.x.size() == n);
+  REQUIRE(in.y.size() == n);
+  CHECK(course::seed_y(77) != 77);
+  CHECK(course::seed_y(77) != 78);  // not seed + 1: y of one seed is never x of the next
+  auto x = course::random_vector(n, 77);
+  auto y = course::random_vector(n, course::seed_y(77));
+  const auto spikes = course::plant_spikes(x, y);
+  CHECK_FALSE(spikes.empty());
+  CHECK(in.x == x);
+  CHECK(in.y == y);
+  const course::Reference ref = course::reference_dot(x.data(), y.data(), n);
+  CHECK(in.ref.value == ref.value);
+  CHECK(in.ref.sum_abs == ref.sum_abs);
+  CHECK(course::HostDotInputs(n, 78).x != in.x);
+}
+
+TEST_CASE("common: device dot inputs hold the host inputs on the device, copied on the given stream", "[common][gpu]") {
+  COURSE_REQUIRE_GPU();
+  course::Context ctx;
+  const std::size_t n = (std::size_t{1} << 20) + 3;
+  course::DeviceDotInputs in(n, 5, ctx.stream());
+  CHECK(in.d_result.size() == 1);
+  CHECK(in.d_x.download(ctx.stream()) == in.x);
+  CHECK(in.d_y.download(ctx.stream()) == in.y);
+  CHECK(in.x == course::HostDotInputs(n, 5).x);
+}
+
 TEST_CASE("common: without a GPU the message is one plain sentence with the CUDA error in parentheses", "[common]") {
   CHECK(course::no_gpu_message("cudaErrorNoDevice") == "no NVIDIA GPU or driver found (cudaErrorNoDevice)");
   std::string why;
@@ -474,4 +576,55 @@ TEST_CASE("common: the grading seed changes every input, and only when it is set
   setenv("COURSE_GRADING_SEED", "8", 1);
   CHECK(course::test::seed(42) != s7);
   if (before) setenv("COURSE_GRADING_SEED", saved.c_str(), 1); else unsetenv("COURSE_GRADING_SEED");
+}
+
+// ---- element types beyond float (chapter 10) --------------------------------------------------
+
+TEST_CASE("common: typed random values, the typed reference and the bound from the accumulator", "[common]") {
+  using course::Dtype;
+  CHECK(course::dtype_size(Dtype::bf16) == 2);
+  CHECK(course::dtype_size(Dtype::boolean) == 1);
+  CHECK(course::unit_roundoff(Dtype::f32) == std::ldexp(1.0, -24));
+  CHECK(course::unit_roundoff(Dtype::f64) == std::ldexp(1.0, -53));
+  CHECK(course::unit_roundoff(Dtype::i64) == 0.0);
+  const std::size_t n = 5000;
+  for (Dtype tx : {Dtype::f32, Dtype::f64, Dtype::f16, Dtype::bf16, Dtype::i8, Dtype::boolean}) {
+    for (Dtype ty : {Dtype::f32, Dtype::i8, Dtype::boolean}) {
+      const auto x = course::random_bytes(tx, n, 3), y = course::random_bytes(ty, n, 4);
+      const auto held = course::reference_dot_typed(tx, x.data(), ty, y.data(), n);
+      const auto streamed = course::streamed_reference_typed(tx, 3, ty, 4, n);
+      INFO(course::dtype_name(tx) << "*" << course::dtype_name(ty));
+      CHECK(held.exact == streamed.exact);
+      CHECK(held.exact_value == streamed.exact_value);
+      CHECK_THAT(held.ref.value, Catch::Matchers::WithinRel(streamed.ref.value, 1e-12));
+    }
+  }
+  // int8: every value occurs, and the exact sum is exact.
+  std::vector<unsigned char> x(256), y(256, 0x80);
+  for (int i = 0; i < 256; ++i) x[static_cast<std::size_t>(i)] = static_cast<unsigned char>(i);
+  const auto r = course::reference_dot_typed(Dtype::i8, x.data(), Dtype::i8, y.data(), 256);
+  CHECK(r.exact);
+  CHECK(r.exact_value == -128LL * (-128));  // Σ_{v=-128}^{127} v · (−128) = (−128)·(−128)
+  CHECK(course::check_dot_typed(static_cast<double>(r.exact_value), r, 0).ok);
+  CHECK_FALSE(course::check_dot_typed(static_cast<double>(r.exact_value) + 1, r, 0).ok);
+  // The float32 bound is the kit's dot_error_bound, word for word.
+  const course::Reference plain{1.0, 1000.0, 1 << 20};
+  CHECK(course::dot_error_bound(plain, std::ldexp(1.0, -24)) == course::dot_error_bound(plain));
+  CHECK(course::dot_error_bound(plain, std::ldexp(1.0, -53)) < course::dot_error_bound(plain) * 1e-8);
+}
+
+TEST_CASE("common: a typed measurement table has a dtype column; the plain one does not", "[common]") {
+  course::Measurement m;
+  m.version = "course";
+  m.n = 8;
+  m.bytes = 40;
+  m.ms = course::summarize({1.0});
+  m.dtype = "float32*bool";
+  course::Table typed = course::measurement_table_typed(), plain = course::measurement_table();
+  course::add_measurement(typed, m);
+  course::add_measurement(plain, m);
+  CHECK(typed.columns().back() == "dtype");
+  CHECK(std::get<std::string>(typed.rows()[0].back()) == "float32*bool");
+  CHECK(plain.columns().size() + 1 == typed.columns().size());
+  CHECK(plain.rows()[0].size() == plain.columns().size());
 }

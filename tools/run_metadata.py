@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Write a run's metadata beside its CSVs: which GPU, driver, CUDA, commit and date, so every plot
-drawn from them can say where and when it was measured (plots/course_style.py reads it).
+"""Write a run's metadata beside its CSVs, per chapter: which GPU, driver, CUDA, commit and date, so
+every plot drawn from a chapter's CSVs can say where and when that chapter was measured
+(plots/course_style.py reads it). Chapters are measured at different times (a chapter is re-run
+alone after a fix), so the file holds one record per chapter and a run updates only its own:
 
-    tools/run_metadata.py --out results/local/run_metadata.json [--bin build/solutions/bin]
+    tools/run_metadata.py --out results/local/run_metadata.json --chapter 05_many_blocks [--bin build/solutions/bin]
 
-Fields (a missing fact is null, never a guess):
+The file: {"chapters": {"05_many_blocks": {record}, ...}}; the other chapters' records are kept.
+Record fields (a missing fact is null, never a guess):
   gpu     the GPU's name ("NVIDIA H100 80GB HBM3"), null without a GPU
   device  course_info's one-line description (SMs, L2, memory, peak bandwidth), or null
   driver  the NVIDIA driver version (nvidia-smi)
@@ -12,6 +15,8 @@ Fields (a missing fact is null, never a guess):
   cpu     the CPU's model name (/proc/cpuinfo), for the CPU chapters
   commit  the git commit of the course ("-dirty" when the tree had changes)
   date    the date of the run, UTC (YYYY-MM-DD)
+An older file with a single record for the whole folder (no "chapters") is still read by
+for_chapter() as the record of every chapter; writing a chapter's record drops it.
 Standard library only.
 """
 import argparse
@@ -81,15 +86,44 @@ def collect(bin_dir=None):
     }
 
 
+def for_chapter(meta, chapter):
+    """The record of `chapter` (e.g. "06_ladder") in a loaded run_metadata.json, {} when absent."""
+    if "chapters" in meta:
+        return meta["chapters"].get(chapter) or {}
+    return meta  # an older file: one record for every chapter
+
+
+def update(path, chapters, record):
+    """Writes `record` as the record of each of `chapters` into the file at `path`, keeping the
+    records of the other chapters; returns the whole file's content."""
+    path = pathlib.Path(path)
+    try:
+        meta = json.loads(path.read_text())
+    except (OSError, ValueError):
+        meta = {}
+    kept = meta.get("chapters", {}) if isinstance(meta, dict) else {}
+    for ch in chapters:
+        kept[ch] = dict(record)
+    meta = {"chapters": dict(sorted(kept.items()))}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(meta, indent=2) + "\n")
+    return meta
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", type=pathlib.Path, required=True, help="the JSON file to write")
+    p.add_argument("--out", type=pathlib.Path, required=True, help="the JSON file to write (or update)")
+    p.add_argument("--chapter", action="append", required=True,
+                   help="the chapter this run measured (05_many_blocks); repeat for several")
     p.add_argument("--bin", default=None, help="the built course's bin/ (for course_info)")
     args = p.parse_args(argv)
+    for ch in args.chapter:
+        if not re.fullmatch(r"\d\d_\w+", ch):
+            p.error(f"--chapter '{ch}' is not a chapter folder name such as 05_many_blocks")
     meta = collect(args.bin)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(meta, indent=2) + "\n")
-    print(f"run_metadata: {meta['gpu'] or 'no GPU'}, {meta['date']}, commit {meta['commit']} → {args.out}")
+    update(args.out, args.chapter, meta)
+    print(f"run_metadata: {', '.join(args.chapter)}: {meta['gpu'] or 'no GPU'}, {meta['date']}, "
+          f"commit {meta['commit']} → {args.out}")
     return 0
 
 

@@ -49,7 +49,7 @@ std::size_t count_wrong(const ch01::Problem<T>& p, bool intensity) {
 
 template <class T>
 void fetch_output(ch01::Problem<T>& p, const ch01::Runner& r) {
-  if (r.on_gpu) p.h_out = p.d_out.download();
+  if (r.on_gpu) p.h_out = p.d_out.download(p.ctx->stream());
 }
 
 // Runs one version on one problem: validate, time, validate again; returns the row.
@@ -61,7 +61,7 @@ course::Measurement measure(const course::Version<ch01::Runner>& v, ch01::Proble
     if constexpr (sizeof(T) == 4) v.run.f32(p, stream); else v.run.f64(p, stream);
   };
   auto validate = [&](const char* when) {
-    p.poison();  // waits for the whole device: the poison is in place before the run
+    p.poison();  // on the context's stream: the run enqueued after it sees the poison
     run();
     CUDA_CHECK(cudaStreamSynchronize(stream));
     fetch_output(p, v.run);
@@ -150,9 +150,7 @@ int main(int argc, char** argv) {
   app.cli().add_option("--iters", iters_text, "Square roots per element in the intensity sweep (comma list)")
       ->capture_default_str();
   app.cli().add_option("--intensity-n", intensity_n_text, "Elements in the intensity sweep")->capture_default_str();
-  std::vector<std::pair<std::string, std::string>> names;
-  for (const auto& v : ch01::versions()) names.emplace_back(v.name, v.description);
-  app.set_versions(names);
+  app.set_versions(ch01::versions());
 
   return app.run(argc, argv, [&](const course::Options& opt) {
     set.iters = parse_iters(iters_text);
@@ -177,7 +175,7 @@ int main(int argc, char** argv) {
     auto sweep = [&](auto tag) {
       using T = decltype(tag);
       {
-        ch01::Problem<T> p(opt.n, 0, opt.seed);
+        ch01::Problem<T> p(opt.n, 0, opt.seed, &ctx);
         for (const auto& v : ch01::versions())
           if (selected(v) && !v.run.intensity) {
             progress.step(std::string(v.name) + " " + precision_name<T>());
@@ -195,7 +193,7 @@ int main(int argc, char** argv) {
             course::add_measurement(table, m);
           }
       }
-      ch01::Problem<T> q(set.intensity_n, 0, opt.seed);
+      ch01::Problem<T> q(set.intensity_n, 0, opt.seed, &ctx);
       for (int iters : set.iters) {
         q.iters = iters;
         for (const auto& v : ch01::versions())
@@ -215,9 +213,9 @@ int main(int argc, char** argv) {
     table.print(std::cout, course::measurement_screen_columns());
     if (!predictions.empty()) std::cout << "\nPredict, then measure (exercise 3, ch01::predicted_add_ms):\n" << predictions;
 
-    course::Table methods({"method", "what it measures", "ms"});
+    course::Table methods({"method", "what_it_measures", "ms"});
     if (opt.kernel.empty() || opt.kernel == "add_gpu") {
-      ch01::Problem<float> p(opt.n, 0, opt.seed);
+      ch01::Problem<float> p(opt.n, 0, opt.seed, &ctx);
       timing_methods(p, ctx, methods);
       std::cout << "\nThree ways to time one float add kernel, n = " << course::format_size(opt.n) << ":\n";
       methods.print(std::cout);

@@ -26,6 +26,7 @@
 
 #include "course/bench.hpp"
 #include "course/cli.hpp"
+#include "course/inputs.hpp"
 #include "course/context.hpp"
 #include "course/device.hpp"
 #include "course/progress.hpp"
@@ -49,15 +50,6 @@ struct Settings {
   std::size_t accuracy_n = std::size_t{1} << 24;
   ch02::CpuConfig config;
 };
-
-std::vector<std::size_t> parse_sizes(const std::string& text) {
-  std::vector<std::size_t> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) out.push_back(course::parse_size(item));
-  if (out.empty()) throw course::UsageError("--sizes: give at least one size, e.g. 2^16,2^20");
-  return out;
-}
 
 std::string config_of(const Version& v, const ch02::CpuConfig& config, std::size_t n) {
   const unsigned threads = v.run.threaded ? ch02::thread_count(config, n) : 1u;
@@ -125,7 +117,7 @@ course::Table accuracy_sweep(const std::vector<const Version*>& chosen, const Se
   const Data kinds[] = {{"positive", 0.0f, 1.0f}, {"signed", -1.0f, 1.0f}};
   for (const Data& d : kinds) {
     const auto x_all = course::random_vector(set.accuracy_n, seed + 2, d.lo, d.hi);
-    const auto y_all = course::random_vector(set.accuracy_n, seed + 3, d.lo, d.hi);
+    const auto y_all = course::random_vector(set.accuracy_n, course::seed_y(seed + 2), d.lo, d.hi);
     for (const std::size_t n : accuracy_sizes(set.accuracy_n)) {
       const course::Reference ref = course::reference_dot(x_all.data(), y_all.data(), n);
       progress.step(std::string("accuracy, ") + d.name + ", n=" + course::format_size(n));
@@ -163,23 +155,20 @@ int main(int argc, char** argv) {
   Settings set;
   std::string sizes_text;
   std::string accuracy_n_text = "2^24";
-  app.cli().add_option("--sizes", sizes_text,
-                       "Comma list of sizes to time (default: 2^12,2^16,2^20,2^24, or only --n when given)");
+  app.add_sizes_option(sizes_text, "Comma list of sizes to time (default: 2^12,2^16,2^20,2^24, or only --n when given)");
   app.cli().add_option("--accuracy-n", accuracy_n_text,
                        "Largest size of the accuracy sweep (sizes 2^10, 2^12, ... up to it); 0 skips it")
       ->capture_default_str();
   app.cli().add_option("--threads", set.config.threads, "Threads of the threaded versions (0: one per hardware thread)")
       ->check(CLI::Range(0u, 1024u))
       ->capture_default_str();
-  std::vector<std::pair<std::string, std::string>> names;
-  for (const auto& v : ch02::versions()) names.emplace_back(v.name, v.description);
-  app.set_versions(names);
+  app.set_versions(ch02::versions());
 
   return app.run(
       argc, argv,
       [&](const course::Options& opt) {
-        if (!sizes_text.empty()) set.sizes = parse_sizes(sizes_text);
-        else if (app.cli().count("--n") > 0) set.sizes = {opt.n};
+        if (!sizes_text.empty()) set.sizes = course::parse_sizes(sizes_text);
+        else if (opt.n_given) set.sizes = {opt.n};
         else set.sizes = {std::size_t{1} << 12, std::size_t{1} << 16, std::size_t{1} << 20, std::size_t{1} << 24};
         set.accuracy_n = course::parse_size(accuracy_n_text);
         if (set.accuracy_n != 0 && set.accuracy_n < 1024)
@@ -218,12 +207,11 @@ int main(int argc, char** argv) {
 
         course::Table table = course::measurement_table();
         for (const std::size_t n : set.sizes) {
-          auto x = course::random_vector(n, opt.seed);
-          auto y = course::random_vector(n, opt.seed + 1);
-          // Signed data cancels: at large n the answer is far below the tolerance, so even 0 would
-          // pass. Planted spikes, products far above the tolerance, make any lost element show.
-          course::plant_spikes(x, y);
-          const course::Reference ref = course::reference_dot(x.data(), y.data(), n);
+          // Random signed inputs with planted spikes (course::HostDotInputs) and their reference.
+          const course::HostDotInputs in(n, opt.seed);
+          const std::vector<float>& x = in.x;
+          const std::vector<float>& y = in.y;
+          const course::Reference& ref = in.ref;
           for (const Version* v : chosen) {
             progress.step(std::string(v->name) + " n=" + course::format_size(n));
             course::add_measurement(table, measure(*v, x, y, ref, opt, set, roofline_gbps));

@@ -27,6 +27,7 @@
 #include "course/buffer.hpp"
 #include "course/cli.hpp"
 #include "course/context.hpp"
+#include "course/inputs.hpp"
 #include "course/device.hpp"
 #include "course/progress.hpp"
 #include "course/random.hpp"
@@ -43,22 +44,7 @@ using Version = course::Version<ch03::Launcher>;
 constexpr double kBudgetMs = 3000.0;
 constexpr int kMinReps = 3;
 
-std::vector<std::size_t> parse_sizes(const std::string& text) {
-  std::vector<std::size_t> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) out.push_back(course::parse_size(item));
-  if (out.empty()) throw course::UsageError("--sizes: give at least one size, e.g. 2^16,2^20");
-  for (std::size_t n : out)
-    if (n == 0) throw course::UsageError("--sizes: every size must be at least 1");
-  return out;
-}
-
-struct Inputs {
-  std::vector<float> x, y;
-  course::Reference ref;
-  course::DeviceBuffer<float> d_x, d_y, d_result;
-};
+using Inputs = course::DeviceDotInputs;
 
 course::Verdict require_valid(float got, const Inputs& in, const std::string& what) {
   const course::Verdict v = course::check_dot(got, in.ref);
@@ -183,15 +169,13 @@ int main(int argc, char** argv) {
                   "allocate, copy in, launch, copy back, free, on every call, with each step timed.",
                   std::size_t{1} << 20, 50, 3);
   std::string sizes_text;
-  app.cli().add_option("--sizes", sizes_text, "Comma list of sizes (default: 2^16,2^20,2^24, or only --n when given)");
-  std::vector<std::pair<std::string, std::string>> names;
-  for (const auto& v : ch03::versions()) names.emplace_back(v.name, v.description);
-  app.set_versions(names);
+  app.add_sizes_option(sizes_text, "Comma list of sizes (default: 2^16,2^20,2^24, or only --n when given)");
+  app.set_versions(ch03::versions());
 
   return app.run(argc, argv, [&](const course::Options& opt) {
     std::vector<std::size_t> sizes;
-    if (!sizes_text.empty()) sizes = parse_sizes(sizes_text);
-    else if (app.cli().count("--n") > 0) sizes = {opt.n};
+    if (!sizes_text.empty()) sizes = course::parse_sizes(sizes_text);
+    else if (opt.n_given) sizes = {opt.n};
     else sizes = {std::size_t{1} << 16, std::size_t{1} << 20, std::size_t{1} << 24};
     if (std::find(sizes.begin(), sizes.end(), std::size_t{0}) != sizes.end())
       throw course::UsageError("--n must be at least 1");
@@ -216,17 +200,9 @@ int main(int argc, char** argv) {
     course::Table phase_table({"version", "n", "phase", "median_ms", "mean_ms", "sd_ms", "min_ms", "pct_of_total",
                                "gbps", "reps"});
     for (const std::size_t n : sizes) {
-      Inputs in;
-      in.x = course::random_vector(n, opt.seed);
-      in.y = course::random_vector(n, opt.seed + 1);
-      // Signed data cancels: at large n the answer is far below the tolerance, so even 0 would
-      // pass. Planted spikes, products far above the tolerance, make any lost element show.
-      course::plant_spikes(in.x, in.y);
-      in.ref = course::reference_dot(in.x.data(), in.y.data(), n);
-      // Copied on the context's stream, which every kernel-only run uses: ordered, no wait needed.
-      in.d_x = course::DeviceBuffer<float>(in.x, stream);
-      in.d_y = course::DeviceBuffer<float>(in.y, stream);
-      in.d_result = course::DeviceBuffer<float>(1);
+      // Random signed inputs with planted spikes and their reference, copied on the context's
+      // stream, which every kernel-only run uses: ordered, no wait needed.
+      Inputs in(n, opt.seed, stream);
       for (const Version* v : chosen) {
         progress.step(std::string(v->name) + " kernel only, n=" + course::format_size(n));
         course::add_measurement(table, measure_kernel(*v, in, ctx, opt, roof.read_gbps));

@@ -22,6 +22,7 @@
 #include "course/check.hpp"
 #include "course/cli.hpp"
 #include "course/context.hpp"
+#include "course/inputs.hpp"
 #include "course/device.hpp"
 #include "course/progress.hpp"
 #include "course/random.hpp"
@@ -43,22 +44,7 @@ constexpr int kRaceRuns = 10;
 
 // Random signed inputs with planted spikes on the device, their fp64 reference, and the result.
 // Copied on the context's stream, which every run uses.
-struct Inputs {
-  Inputs(std::size_t n_, std::uint64_t seed, cudaStream_t stream) : n(n_), d_x(n_), d_y(n_), d_result(1) {
-    x = course::random_vector(n, seed);
-    y = course::random_vector(n, seed + 1);
-    // Signed data cancels: at large n the answer is far below the tolerance, so even 0 would
-    // pass. Planted spikes, products far above the tolerance, make any lost element show.
-    course::plant_spikes(x, y);
-    ref = course::reference_dot(x.data(), y.data(), n);
-    d_x.upload_async(x.data(), n, stream);  // x and y live as long as the copies may read them
-    d_y.upload_async(y.data(), n, stream);
-  }
-  std::size_t n;
-  std::vector<float> x, y;
-  course::DeviceBuffer<float> d_x, d_y, d_result;
-  course::Reference ref;
-};
+using Inputs = course::DeviceDotInputs;
 
 std::string shape_text(const ch04::Workspace& ws) {
   return "grid=" + std::to_string(ws.grid) + " block=" + std::to_string(ws.block);
@@ -120,14 +106,11 @@ int main(int argc, char** argv) {
                   "atomics races and loses updates; atomicAdd on every product is right but serialized; a "
                   "register sum per thread with one atomicAdd each is right and much faster.",
                   std::size_t{1} << 20);
-  std::vector<std::pair<std::string, std::string>> names;
-  for (const auto& v : ch04::versions()) names.emplace_back(v.name, v.description);
-  app.set_versions(names);
+  app.set_versions(ch04::versions());
 
   return app.run(argc, argv, [&](const course::Options& opt) {
-    const bool n_given = app.cli().get_option("--n")->count() > 0;
     std::vector<std::size_t> sizes = {opt.n};
-    if (!n_given && opt.n < kLargeN) sizes.push_back(kLargeN);
+    if (!opt.n_given && opt.n < kLargeN) sizes.push_back(kLargeN);
     std::vector<const Version*> selected;
     for (const auto& v : ch04::versions())
       if (opt.kernel.empty() || v.name == opt.kernel) selected.push_back(&v);

@@ -26,6 +26,7 @@
 #include "course/check.hpp"
 #include "course/cli.hpp"
 #include "course/context.hpp"
+#include "course/inputs.hpp"
 #include "course/device.hpp"
 #include "course/progress.hpp"
 #include "course/random.hpp"
@@ -49,27 +50,14 @@ const std::vector<int> kPerThreadSweep = {1, 2, 4, 8, 16, 32, 64};
 
 // Random signed inputs with planted spikes on the device, their fp64 reference, and the result.
 // Copied on the context's stream, which every run uses.
-struct Inputs {
-  Inputs(std::size_t n_, std::uint64_t seed, cudaStream_t stream) : n(n_), d_x(n_), d_y(n_), d_result(1) {
-    x = course::random_vector(n, seed);
-    y = course::random_vector(n, seed + 1);
-    // Signed data cancels: at large n the answer is far below the tolerance, so even 0 would
-    // pass. Planted spikes, products far above the tolerance, make any lost element show.
-    course::plant_spikes(x, y);
-    ref = course::reference_dot(x.data(), y.data(), n);
-    d_x.upload_async(x.data(), n, stream);  // x and y live as long as the copies may read them
-    d_y.upload_async(y.data(), n, stream);
-  }
-  float run(const Version& v, ch05::Workspace& ws) {
-    cudaStream_t stream = ws.ctx.stream();
-    v.run.launch(d_x.data(), d_y.data(), n, d_result.data(), ws, stream);
-    return d_result.download(stream)[0];  // waits for the stream
-  }
-  std::size_t n;
-  std::vector<float> x, y;
-  course::DeviceBuffer<float> d_x, d_y, d_result;
-  course::Reference ref;
-};
+using Inputs = course::DeviceDotInputs;
+
+/// One run of `v` on `in`, its result back on the host (waits for the stream).
+float run_once(const Version& v, Inputs& in, ch05::Workspace& ws) {
+  cudaStream_t stream = ws.ctx.stream();
+  v.run.launch(in.d_x.data(), in.d_y.data(), in.n, in.d_result.data(), ws, stream);
+  return in.d_result.download(stream)[0];
+}
 
 std::string shape_text(const Version& v, const ch05::Workspace& ws) {
   if (ws.grid == 0) return "library";
@@ -85,7 +73,7 @@ course::Measurement measure(const Version& v, Inputs& in, ch05::Workspace& ws, c
   cudaStream_t stream = ws.ctx.stream();
   auto run = [&] { v.run.launch(in.d_x.data(), in.d_y.data(), in.n, in.d_result.data(), ws, stream); };
   in.d_result.fill_bytes(0xFF, stream);  // NaN until a run writes it
-  const course::Verdict before = course::check_dot(in.run(v, ws), in.ref);
+  const course::Verdict before = course::check_dot(run_once(v, in, ws), in.ref);
   in.d_result.fill_bytes(0xFF, stream);  // the timed runs must write it again
   const auto samples = course::time_gpu_ms(run, opt.warmup, opt.reps, stream);
   const course::Verdict after = course::check_dot(in.d_result.download(stream)[0], in.ref);
@@ -120,7 +108,7 @@ void determinism_row(const Version& v, Inputs& in, ch05::Workspace& ws, int per_
   bool all_ok = true;
   for (int r = 0; r < kRuns; ++r) {
     in.d_result.fill_bytes(0xFF, ws.ctx.stream());
-    const float got = in.run(v, ws);
+    const float got = run_once(v, in, ws);
     all_ok = all_ok && course::check_dot(got, in.ref).ok;
     distinct.insert(bits(got));
     lo = r == 0 ? got : std::min<double>(lo, got);
@@ -147,15 +135,12 @@ int main(int argc, char** argv) {
                   "Elements each thread of two_level sums before the block reduction (given: no sweep)")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
-  std::vector<std::pair<std::string, std::string>> names;
-  for (const auto& v : ch05::versions()) names.emplace_back(v.name, v.description);
-  app.set_versions(names);
+  app.set_versions(ch05::versions());
 
   return app.run(argc, argv, [&](const course::Options& opt) {
-    const bool n_given = app.cli().get_option("--n")->count() > 0;
     const bool per_thread_given = app.cli().get_option("--per-thread")->count() > 0;
     std::vector<std::size_t> sizes = {opt.n};
-    if (!n_given && opt.n < kLargeN) sizes.push_back(kLargeN);
+    if (!opt.n_given && opt.n < kLargeN) sizes.push_back(kLargeN);
     const std::size_t largest = *std::max_element(sizes.begin(), sizes.end());
     std::vector<const Version*> selected;
     for (const auto& v : ch05::versions())

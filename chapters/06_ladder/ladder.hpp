@@ -35,7 +35,9 @@ struct Workspace {
   Workspace(const Workspace&) = delete;
   Workspace& operator=(const Workspace&) = delete;
 
-  /// Device bytes a Workspace for `max_n` elements needs, at most (for course::require_fits).
+  /// Device bytes a Workspace for `max_n` elements reserves, at most, on any card (for
+  /// course::require_fits, before the Workspace exists): the constructor's own layout with every
+  /// region at its bound.
   static std::size_t bytes_for(std::size_t max_n);
 
   /// Throws course::UsageError when a call with n elements and `blocks` blocks does not fit.
@@ -63,7 +65,7 @@ struct Workspace {
   std::size_t tagged_capacity = 0;    ///< slots in tagged(): version 12's largest grid
   std::size_t cub_temp_bytes = 0;
   int sm_count = 0;
-  int machine_grid = 0;  ///< SMs × resident blocks of the grid-stride kernels of versions 9–11
+  int machine_grid = 0;  ///< SMs × resident blocks of versions 9 and 11 (the fewer): version 10's grid, version 11's unit
   int atomic_grid = 0;   ///< SMs × resident blocks of the atomic baseline
   int grid12 = 0;        ///< SMs × resident blocks of version 12 (its largest grid)
 

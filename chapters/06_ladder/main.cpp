@@ -43,8 +43,6 @@ namespace {
 
 using Version = course::Version<ch06::Launcher>;
 
-constexpr std::uint64_t kSeedY = 0x5DEECE66Dull;  // y's stream is seed ^ kSeedY
-
 // [g80]
 // The 2007 figures (Harris, "Optimizing Parallel Reduction in CUDA"): a sum of 2^22 ints on a
 // G80 (GeForce 8800 GTX, 86.4 GB/s peak), one row per classic kernel. Not measured here: quoted.
@@ -89,12 +87,12 @@ struct Inputs {
   Inputs(std::size_t n_, std::size_t l2_bytes, std::uint64_t seed, cudaStream_t stream)
       : n(n_), stride(stride_for(n_)), sets(sets_for(n_, l2_bytes)), d_x(sets * stride), d_y(sets * stride) {
     course::fill_random_device(d_x.data(), n, seed, -1.0f, 1.0f, stream);
-    course::fill_random_device(d_y.data(), n, seed ^ kSeedY, -1.0f, 1.0f, stream);
+    course::fill_random_device(d_y.data(), n, course::seed_y(seed), -1.0f, 1.0f, stream);
     for (std::size_t s = 1; s < sets; ++s) {
       CUDA_CHECK(cudaMemcpyAsync(d_x.data() + s * stride, d_x.data(), n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
       CUDA_CHECK(cudaMemcpyAsync(d_y.data() + s * stride, d_y.data(), n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
     }
-    ref = ch06::streamed_reference(n, seed, seed ^ kSeedY);  // on the host, while the GPU copies
+    ref = ch06::streamed_reference(n, seed, course::seed_y(seed));  // on the host, while the GPU copies
     CUDA_CHECK(cudaStreamSynchronize(stream));
   }
 };
@@ -185,18 +183,6 @@ void settle(const Version& v, const Inputs& in, ch06::Workspace& ws, double ms) 
   } while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() < ms);
 }
 
-std::vector<std::size_t> parse_sizes(const std::string& text) {
-  std::vector<std::size_t> sizes;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    sizes.push_back(course::parse_size(item));
-    if (sizes.back() == 0) throw course::UsageError("--sizes: sizes must be at least 1");
-  }
-  if (sizes.empty()) throw course::UsageError("--sizes: give at least one size, e.g. 2^20,2^26");
-  return sizes;
-}
-
 const double kNone = std::nan("");
 
 /// A number, or an empty cell where there is none (the CSV stays readable, and the text's tables
@@ -244,30 +230,17 @@ int main(int argc, char** argv) {
   bool quick = false;
   std::string sizes_text;
   app.cli().add_flag("--quick", quick, "Fewer sizes (2^10, 2^14, 2^18, 2^20, 2^24) and 30 repetitions");
-  app.cli()
-      .add_option("--sizes", sizes_text, "Comma list of sizes to sweep, e.g. 2^20,2^26 (default 2^10, 2^12, ..., 2^28)")
-      ->check(CLI::Validator(
-          [](std::string& text) {
-            try {
-              parse_sizes(text);
-            } catch (const std::exception& e) {
-              return std::string(e.what());
-            }
-            return std::string();
-          },
-          "SIZES"));
-  std::vector<std::pair<std::string, std::string>> names;
-  for (const auto& v : ch06::versions()) names.emplace_back(v.name, v.description);
-  app.set_versions(names);
+  app.add_sizes_option(sizes_text, "Comma list of sizes to sweep, e.g. 2^20,2^26 (default 2^10, 2^12, ..., 2^28)");
+  app.set_versions(ch06::versions());
 
   return app.run(argc, argv, [&](const course::Options& opt) {
     // Sizes: --n alone, else --sizes, else the sweep.
     std::vector<std::size_t> sizes;
-    if (app.cli().get_option("--n")->count() > 0) {
+    if (opt.n_given) {
       if (opt.n == 0) throw course::UsageError("--n must be at least 1");
       sizes = {opt.n};
     } else if (!sizes_text.empty()) {
-      sizes = parse_sizes(sizes_text);
+      sizes = course::parse_sizes(sizes_text);
     } else if (quick) {
       sizes = {std::size_t{1} << 10, std::size_t{1} << 14, std::size_t{1} << 18, std::size_t{1} << 20,
                std::size_t{1} << 24};
@@ -276,7 +249,7 @@ int main(int argc, char** argv) {
     }
     std::sort(sizes.begin(), sizes.end());
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());  // one CSV row per version and size
-    const int reps = quick && app.cli().get_option("--reps")->count() == 0 ? 30 : opt.reps;
+    const int reps = quick && opt.reps_given == 0 ? 30 : opt.reps;
 
     // Everything that belongs to the GPU (its stream, facts, roofline, cuBLAS handle, scratch
     // memory) lives in one Context; every launch, copy and timer below runs on its stream.
@@ -382,7 +355,7 @@ int main(int argc, char** argv) {
       auto target = [&](const std::string& what, double value, double threshold, bool at_most) {
         if (std::isnan(value)) return;  // a baseline that did not run (--kernel runs them all; --list does not)
         const bool met = at_most ? value <= threshold : value >= threshold;
-        targets.add_row({what, static_cast<long long>(n), value, threshold, std::string(met ? "yes" : "NO")});
+        targets.add_row({what, static_cast<long long>(n), value, threshold, static_cast<long long>(met ? 1 : 0)});
       };
       target("final time / cuBLAS time <= 1", mine / cublas, 1.0, true);
       target("final time / CUB time <= 1", mine / cub, 1.0, true);

@@ -20,6 +20,7 @@
 #include "course/check.hpp"
 #include "dotcourse.h"
 #include "library.hpp"
+#include "typed.hpp"
 
 struct dotcourse_context {
   ch07::Engine engine;
@@ -109,9 +110,22 @@ dotcourse_status with_context(const char* function, const dotcourse_context* ctx
 
 }  // namespace
 
+// The typed entry points (typed.cu) share this file's handle table and error mapping.
+dotcourse_status ch07::with_engine(const char* function, dotcourse_context* ctx,
+                                   const std::function<void(Engine&)>& body) noexcept {
+  return with_context(function, ctx, [&] {
+    std::lock_guard<std::mutex> guard(ctx->engine.lock);
+    ctx->engine.gpu().activate();
+    body(ctx->engine);
+  });
+}
+dotcourse_status ch07::guarded_call(const char* function, const std::function<void()>& body) noexcept {
+  return guarded(function, body);
+}
+
 extern "C" {
 
-DOTCOURSE_API const char* dotcourse_version(void) { return "0.7.0"; }
+DOTCOURSE_API const char* dotcourse_version(void) { return "0.8.0"; }
 
 DOTCOURSE_API const char* dotcourse_status_string(dotcourse_status status) {
   switch (status) {
@@ -172,10 +186,28 @@ DOTCOURSE_API dotcourse_status dotcourse_dot(dotcourse_context* ctx, const float
     }
     std::lock_guard<std::mutex> guard(ctx->engine.lock);  // one call at a time on this context
     ctx->engine.gpu().activate();                         // this thread may have used another device
-    *result = ch07::fastest(n)(ctx->engine, x, y, n, nullptr);
+    *result = ch07::dot_host(ctx->engine, x, y, n);
   });
 }
 // [c_dot]
+
+// [c_register]
+DOTCOURSE_API dotcourse_status dotcourse_host_register(dotcourse_context* ctx, const void* p, size_t bytes) {
+  return with_context("dotcourse_host_register", ctx, [&] {
+    need(p, "dotcourse_host_register", "p");
+    std::lock_guard<std::mutex> guard(ctx->engine.lock);
+    ctx->engine.register_host(p, bytes);
+  });
+}
+
+DOTCOURSE_API dotcourse_status dotcourse_host_unregister(dotcourse_context* ctx, const void* p) {
+  return with_context("dotcourse_host_unregister", ctx, [&] {
+    need(p, "dotcourse_host_unregister", "p");
+    std::lock_guard<std::mutex> guard(ctx->engine.lock);  // no copy from p is in flight after this
+    ctx->engine.unregister_host(p);
+  });
+}
+// [c_register]
 
 DOTCOURSE_API dotcourse_status dotcourse_dot_device(dotcourse_context* ctx, const float* d_x, const float* d_y,
                                                     size_t n, void* stream, float* result) {

@@ -9,7 +9,7 @@
 set(ch07_tree "${COURSE_TREE_DIR}/07_library")
 set(ch07_dir "${CMAKE_CURRENT_LIST_DIR}")
 
-add_library(dotcourse SHARED "${ch07_tree}/c_api.cpp")
+add_library(dotcourse SHARED "${ch07_tree}/c_api.cpp" "${ch07_tree}/typed.cu")
 target_link_libraries(dotcourse PRIVATE 07_library_lib)
 target_include_directories(dotcourse INTERFACE "${ch07_tree}")
 target_compile_definitions(dotcourse PRIVATE DOTCOURSE_BUILDING)

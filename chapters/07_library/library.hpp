@@ -14,6 +14,7 @@
 #include <exception>
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -126,6 +127,10 @@ class Engine {
   /// needs, once. Throws NoGpuError (no GPU, no such device), UsageError (n_max = 0),
   /// CudaError (out of memory, ...).
   Engine(int device, std::size_t n_max, int stage_threads = 0);
+  /// Unregisters the host ranges still registered (register_host).
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
 
   std::size_t n_max() const noexcept { return n_max_; }
   course::Context& gpu() noexcept { return gpu_; }
@@ -140,13 +145,27 @@ class Engine {
 
   std::mutex lock;  ///< held by every C API call on this engine
 
+  /// Pins the caller's host memory [p, p + bytes) (cudaHostRegister, read-only for the device where
+  /// it can) so that dot_host copies arrays inside it straight to the GPU. The caller keeps the
+  /// memory allocated until unregister_host. Throws UsageError for an empty or overlapping range.
+  void register_host(const void* p, std::size_t bytes);
+  /// Undoes register_host(p, ...) (p as registered). Throws UsageError if p is not registered here.
+  void unregister_host(const void* p);
+  /// Whether [p, p + bytes) lies inside one range registered here.
+  bool is_registered(const void* p, std::size_t bytes) const;
+  std::size_t registered_ranges() const noexcept { return registered_.size(); }
+  /// The device's view of h_result() (pinned memory is mapped): kernels write the result there.
+  float* d_h_result();
+
  private:
   course::Context gpu_;
   std::size_t n_max_ = 0;
   int max_blocks_ = 0;
   std::size_t off_x_ = 0, off_y_ = 0, off_partials_ = 0, off_result_ = 0, bytes_ = 0;
   course::PinnedBuffer<float> h_result_;
+  float* d_h_result_ = nullptr;
   Stager stager_;
+  std::map<const char*, std::size_t> registered_;  // start -> bytes of each registered host range
 };
 
 /// The deterministic two-pass dot of device arrays: x·y into *d_result (device memory),
@@ -167,6 +186,10 @@ const std::vector<course::Version<HostDot>>& versions();
 /// The version the C API's dotcourse_dot uses for n elements: the fastest, reuse_staged, except
 /// for small n where waking threads costs more than it saves (reuse).
 HostDot fastest(std::size_t n);
+
+/// The C API's host-array dot: arrays inside ranges registered with Engine::register_host are
+/// copied straight from there (the pinned rate, no staging); the others as fastest(n) does.
+float dot_host(Engine& e, const float* x, const float* y, std::size_t n);
 
 /// x·y of two arrays in device memory, on the caller's `stream`; returns when the result is on
 /// the host. Checks that x and y are device memory of this engine's device.

@@ -11,7 +11,9 @@
 // Every version is validated against the fp64 reference before and after timing. A call's time is
 // taken on the host clock, from the call to the result in the caller's hands: that is what a
 // caller waits for. The phases (allocate, copy x, copy y, kernel, copy back, free) are timed with
-// events recorded between them, in separate runs.
+// events recorded between them, each such run right after a plain call timed on the host clock
+// (07_library_phases.csv: call_ms is the median of those plain calls, call_minus_phases_ms the
+// median of the per-pair differences).
 
 #include <algorithm>
 #include <chrono>
@@ -30,6 +32,7 @@
 #include "course/check.hpp"
 #include "course/cli.hpp"
 #include "course/context.hpp"
+#include "course/inputs.hpp"
 #include "course/progress.hpp"
 #include "course/random.hpp"
 #include "course/reference.hpp"
@@ -46,17 +49,10 @@ using Version = course::Version<ch07::HostDot>;
 // The motivating program: this many calls on this many floats.
 constexpr int kProgramCalls = 100;
 constexpr std::size_t kProgramN = std::size_t{1} << 20;
-// Runs of each version with phase events.
-constexpr int kPhaseReps = 10;
+// Runs of each version with phase events, each paired with a plain call timed just before it.
+constexpr int kPhaseReps = 20;
 
-struct HostInputs {
-  HostInputs(std::size_t n, std::uint64_t seed) : x(course::random_vector(n, seed)), y(course::random_vector(n, seed + 1)) {
-    course::plant_spikes(x, y);  // a lost element cannot hide in the bound
-    ref = course::reference_dot(x.data(), y.data(), n);
-  }
-  std::vector<float> x, y;
-  course::Reference ref;
-};
+using HostInputs = course::HostDotInputs;  // random signed x, y with planted spikes, and the reference
 
 // The plain loop a Go or C++ programmer writes first (float accumulator, one thread).
 float cpu_loop(const float* x, const float* y, std::size_t n) {
@@ -84,9 +80,7 @@ int main(int argc, char** argv) {
                   "chunks with several host threads; the phase breakdown per n, the host link, and the "
                   "motivating program (100 calls on 2^20 floats) against a CPU loop.",
                   std::size_t{1} << 20, 50, 5);
-  std::vector<std::pair<std::string, std::string>> names;
-  for (const auto& v : ch07::versions()) names.emplace_back(v.name, v.description);
-  app.set_versions(names);
+  app.set_versions(ch07::versions());
 
   return app.run(argc, argv, [&](const course::Options& opt) {
     std::vector<std::size_t> sizes;
@@ -112,7 +106,7 @@ int main(int argc, char** argv) {
 
     course::Table table = course::measurement_table();
     course::Table phases({"version", "config", "n", "mallocs_per_call", "alloc_ms", "copy_x_ms", "copy_y_ms",
-                          "kernel_ms", "copy_back_ms", "free_ms", "phases_ms", "call_ms"});
+                          "kernel_ms", "copy_back_ms", "free_ms", "phases_ms", "call_ms", "call_minus_phases_ms"});
     course::Table link({"what", "n", "bytes", "median_ms", "gbps"});
     course::Table staging({"threads", "chunk_kib", "n", "median_ms", "gbps"});
     course::Table program({"language", "variant", "n", "calls", "init_ms", "calls_ms", "deinit_ms", "per_call_ms",
@@ -151,13 +145,25 @@ int main(int argc, char** argv) {
         const course::Stats call = course::summarize(samples);
         add_row(std::string(v->name), "host arrays, result on the host", n, call, after.rel_error, before.ok && after.ok);
 
-        // The same calls again, with events between the phases.
+        // The same calls again, with events between the phases, each right after a plain call timed
+        // on the host clock: call and phases are compared at the same moments (the host's memory
+        // bandwidth drifts by several percent over seconds), per iteration and as medians.
         std::vector<std::vector<double>> per_phase(ch07::PhaseEvents::kPhases);
+        std::vector<double> paired_call, paired_diff;
         ch07::PhaseEvents clock(gpu.stream());
         for (int r = 0; r < kPhaseReps; ++r) {
+          const auto t0 = std::chrono::steady_clock::now();
+          v->run(engine, in.x.data(), in.y.data(), n, nullptr);
+          const double call_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
           v->run(engine, in.x.data(), in.y.data(), n, &clock);
           const auto ms = clock.phase_ms();
-          for (int k = 0; k < ch07::PhaseEvents::kPhases; ++k) per_phase[static_cast<std::size_t>(k)].push_back(ms[static_cast<std::size_t>(k)]);
+          double sum_r = 0;
+          for (int k = 0; k < ch07::PhaseEvents::kPhases; ++k) {
+            per_phase[static_cast<std::size_t>(k)].push_back(ms[static_cast<std::size_t>(k)]);
+            sum_r += ms[static_cast<std::size_t>(k)];
+          }
+          paired_call.push_back(call_ms);
+          paired_diff.push_back(call_ms - sum_r);
         }
         std::vector<course::Cell> row = {std::string(v->name),
                                          std::string(v->name == "reuse_staged" ? "copy_x holds x and y (one pipeline)" : ""),
@@ -169,8 +175,10 @@ int main(int argc, char** argv) {
           row.emplace_back(med);
         }
         row.emplace_back(sum);
-        row.emplace_back(call.median);
+        row.emplace_back(course::summarize(paired_call).median);
+        row.emplace_back(course::summarize(paired_diff).median);
         phases.add_row(row);
+        (void)call;
       }
 
       // Beside them: the arrays already on the device (no copies), and the CPU loop.

@@ -30,6 +30,7 @@
 #include "course/check.hpp"
 #include "course/cli.hpp"
 #include "course/context.hpp"
+#include "course/inputs.hpp"
 #include "course/progress.hpp"
 #include "course/random.hpp"
 #include "course/reference.hpp"
@@ -192,9 +193,7 @@ int main(int argc, char** argv) {
                   std::size_t{1} << 20, 20, 3);
   bool full = false;
   app.cli().add_flag("--full", full, "The complete sweep: transfers and pinning costs up to 1 GiB (default 256 MiB)");
-  std::vector<std::pair<std::string, std::string>> names;
-  for (const auto& v : ch08::paths()) names.emplace_back(v.name, v.description);
-  app.set_versions(names);
+  app.set_versions(ch08::paths());
 
   return app.run(argc, argv, [&](const course::Options& opt) {
     course::Context ctx(opt.device);
@@ -297,10 +296,10 @@ int main(int argc, char** argv) {
       // The dot of host data, end to end.
       progress.step(std::string(v->name) + " end to end");
       for (std::size_t n : dot_sizes) {
-        auto x = course::random_vector(n, opt.seed);
-        auto y = course::random_vector(n, opt.seed + 1);
-        course::plant_spikes(x, y);
-        const course::Reference ref = course::reference_dot(x.data(), y.data(), n);
+        const course::HostDotInputs in(n, opt.seed);
+        const std::vector<float>& x = in.x;
+        const std::vector<float>& y = in.y;
+        const course::Reference& ref = in.ref;
         path->reset(true, ctx.stream());
         std::memcpy(path->src(), x.data(), n * sizeof(float));
         std::memcpy(path->src() + path_bytes / 2, y.data(), n * sizeof(float));

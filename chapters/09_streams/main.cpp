@@ -25,6 +25,7 @@
 #include "course/check.hpp"
 #include "course/cli.hpp"
 #include "course/context.hpp"
+#include "course/inputs.hpp"
 #include "course/progress.hpp"
 #include "course/random.hpp"
 #include "course/reference.hpp"
@@ -46,12 +47,10 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 struct HostData {
   explicit HostData(std::size_t n_max) : x(n_max), y(n_max), out(n_max) {}
   void fill(std::size_t n, std::uint64_t seed) {
-    auto vx = course::random_vector(n, seed);
-    auto vy = course::random_vector(n, seed + 1);
-    course::plant_spikes(vx, vy);
-    std::memcpy(x.data(), vx.data(), n * sizeof(float));
-    std::memcpy(y.data(), vy.data(), n * sizeof(float));
-    ref = course::reference_dot(vx.data(), vy.data(), n);
+    const course::HostDotInputs in(n, seed);
+    std::memcpy(x.data(), in.x.data(), n * sizeof(float));
+    std::memcpy(y.data(), in.y.data(), n * sizeof(float));
+    ref = in.ref;
   }
   course::PinnedBuffer<float> x, y, out;
   course::Reference ref;
@@ -139,9 +138,7 @@ int main(int argc, char** argv) {
   std::size_t chunks = 16;
   app.cli().add_option("--streams", streams, "Streams of the multi-stream orders")->check(CLI::Range(1, ch09::kMaxStreams))->capture_default_str();
   app.cli().add_option("--chunks", chunks, "Chunks the input is cut into")->check(CLI::Range(1, 4096))->capture_default_str();
-  std::vector<std::pair<std::string, std::string>> names;
-  for (const auto& v : ch09::versions()) names.emplace_back(v.name, v.description);
-  app.set_versions(names);
+  app.set_versions(ch09::versions());
 
   return app.run(argc, argv, [&](const course::Options& opt) {
     course::Context ctx(opt.device);
@@ -263,7 +260,7 @@ int main(int argc, char** argv) {
     // The book's kernel takes neighbours within a chunk: serial (one chunk) has its own answer.
     std::vector<float> book_ref(kBookN), book_ref_whole(kBookN);
     {
-      auto a = course::random_vector(kBookN, opt.seed + 7), b = course::random_vector(kBookN, opt.seed + 8);
+      auto a = course::random_vector(kBookN, opt.seed + 7), b = course::random_vector(kBookN, course::seed_y(opt.seed + 7));
       std::memcpy(host.x.data(), a.data(), kBookN * sizeof(float));
       std::memcpy(host.y.data(), b.data(), kBookN * sizeof(float));
       ch09::book_reference(a.data(), b.data(), book_ref.data(), kBookN, kBookChunk);

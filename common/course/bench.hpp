@@ -24,6 +24,7 @@ struct Measurement {
   double roofline_gbps = 0;  ///< measured read roofline of the card; 0 when there is no GPU
   double rel_error = 0;      ///< relative error against the fp64 reference
   bool valid = false;        ///< validated before and after timing
+  std::string dtype;         ///< the element types, "float32*bool" (chapter 10); only in measurement_table_typed()
 };
 
 /// GB/s (1e9 bytes per second) for `bytes` moved in `ms` milliseconds.
@@ -33,7 +34,12 @@ double gbps(double bytes, double ms);
 /// sd_ms, min_ms, gbps, pct_roofline, rel_error, valid.
 Table measurement_table();
 
-/// Appends `m` to a table made by measurement_table().
+/// measurement_table() plus a last column `dtype`: the element types of the inputs ("float32*int8"),
+/// for tables whose rows differ in type (chapter 10).
+Table measurement_table_typed();
+
+/// Appends `m` to a table made by measurement_table() or measurement_table_typed() (the dtype cell
+/// is written only when the table has that column).
 void add_measurement(Table& table, const Measurement& m);
 
 /// The columns a person wants on screen (the CSV keeps them all).

@@ -78,9 +78,9 @@ class DeviceBuffer {
   }
   /// Fills every byte with `byte` (0xFF makes every float a NaN: a poison that an unwritten
   /// result cannot hide behind), asynchronously on `stream`. Pass the stream the work that reads
-  /// the buffer runs on: the legacy default stream (nullptr, kept for chapter 06 until it moves
-  /// onto course::Context) does not order with a context's non-blocking stream.
-  void fill_bytes(int byte, cudaStream_t stream = nullptr) {
+  /// the buffer runs on (a course::Context's): there is no default, because the legacy default
+  /// stream does not order with a context's non-blocking stream.
+  void fill_bytes(int byte, cudaStream_t stream) {
     if (n_ > 0) CUDA_CHECK(cudaMemsetAsync(ptr_, byte, bytes(), stream));
   }
 

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "course/registry.hpp"
+
 namespace course {
 
 /// The options common to all chapters, after parsing.
@@ -28,11 +30,16 @@ struct Options {
   bool list = false;              ///< print the versions and exit (--list)
   bool quiet = false;             ///< no progress line (--quiet)
   bool n_given = false;           ///< --n was on the command line (else n is the chapter's default)
+  int reps_given = 0;             ///< how often --reps was on the command line (0: the default)
 };
 
 /// Parses "1048576", "2^20", "1<<20", "1e6", "16M", "4Ki" (K/M/G are powers of 1000, Ki/Mi/Gi of
 /// 1024). Throws UsageError with the offending text otherwise.
 std::size_t parse_size(const std::string& text);
+
+/// A comma list of sizes, each as parse_size reads it ("2^20,2^26"). Throws UsageError, naming
+/// `option`, for an empty list, an item that is not a size, or a size of 0.
+std::vector<std::size_t> parse_sizes(const std::string& text, const std::string& option = "--sizes");
 
 /// "2^20" for powers of two, the plain number otherwise.
 std::string format_size(std::size_t n);
@@ -54,6 +61,17 @@ class App {
 
   /// The versions --kernel accepts and --list prints: (name, description) pairs.
   void set_versions(std::vector<std::pair<std::string, std::string>> versions);
+  /// The same, from a chapter's registry (the one list of its versions).
+  template <class Fn>
+  void set_versions(const std::vector<Version<Fn>>& registry) {
+    std::vector<std::pair<std::string, std::string>> versions;
+    for (const auto& v : registry) versions.emplace_back(v.name, v.description);
+    set_versions(std::move(versions));
+  }
+
+  /// Adds `--sizes LIST` (checked with parse_sizes while parsing, so a bad list is refused before
+  /// any work); the chapter reads it with parse_sizes(text) when text is not empty.
+  CLI::Option* add_sizes_option(std::string& text, const std::string& help);
 
   /// Parses, handles --help and --list, checks for a GPU when `needs_gpu`, then calls `body` and
   /// returns its exit code. Maps exceptions to exit codes: UsageError and parse errors → 2,

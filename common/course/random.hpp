@@ -37,6 +37,12 @@ COURSE_HOST_DEVICE inline float random_at(std::uint64_t seed, std::uint64_t i, f
   return fmaf(hi - lo, unit, lo);
 }
 
+/// The seed of the second input of a pair made from `seed`: x is stream `seed`, y is stream
+/// seed_y(seed). The one rule every driver and test uses, so a chapter's inputs for --seed S are
+/// the same pair wherever they are made (host or device), and no pair shares a stream with the
+/// pair of a neighbouring seed (as seed + 1 would: y of S would be x of S + 1).
+constexpr std::uint64_t seed_y(std::uint64_t seed) { return seed ^ 0x5DEECE66Dull; }
+
 /// n values of stream `seed`, uniform in [lo, hi). Signed by default: a dot product of signed
 /// data cancels, which is where summation errors and wrong indices show.
 std::vector<float> random_vector(std::size_t n, std::uint64_t seed, float lo = -1.0f, float hi = 1.0f);
@@ -45,8 +51,8 @@ std::vector<float> random_vector(std::size_t n, std::uint64_t seed, float lo = -
 /// `hardware_threads` (0 means unknown): at least 1, at most 8, 1 below 2^22 values.
 std::size_t fill_threads(std::size_t n, unsigned hardware_threads);
 
-/// Fills d_out[0, n) on the device with the same values random_vector would give. Asynchronous.
-void fill_random_device(float* d_out, std::size_t n, std::uint64_t seed, float lo = -1.0f,
-                        float hi = 1.0f, cudaStream_t stream = nullptr);
+/// Fills d_out[0, n) on the device with the same values random_vector would give, uniform in
+/// [lo, hi), asynchronously on `stream` (a course::Context's: work on it sees the values).
+void fill_random_device(float* d_out, std::size_t n, std::uint64_t seed, float lo, float hi, cudaStream_t stream);
 
 }  // namespace course

@@ -14,8 +14,13 @@ using Cell = std::variant<std::string, double, long long>;
 
 /// Rows of cells under named columns. print() shows numbers with 4 significant digits;
 /// write_csv() keeps full precision. CSV is the only interface between executables and plots/.
+///
+/// The course's CSV conventions, which every chapter gets from here: column names are snake_case
+/// (the constructor refuses others), a missing number (NaN) is an empty field, and a yes/no column
+/// holds 1 or 0 (a whole number, never text such as "yes"/"NO" or "true").
 class Table {
  public:
+  /// Throws std::invalid_argument when a column name is not snake_case ([a-z][a-z0-9_]*).
   explicit Table(std::vector<std::string> columns);
 
   /// Appends a row; throws UsageError unless it has one cell per column.

@@ -15,10 +15,11 @@
 
 namespace course {
 
-/// A pair of CUDA events on one stream, created on construction and destroyed with the timer.
+/// A pair of CUDA events on one stream (a course::Context's: the one the timed work runs on),
+/// created on construction and destroyed with the timer.
 class EventTimer {
  public:
-  explicit EventTimer(cudaStream_t stream = nullptr);
+  explicit EventTimer(cudaStream_t stream);
   ~EventTimer();
   EventTimer(const EventTimer&) = delete;
   EventTimer& operator=(const EventTimer&) = delete;
@@ -51,7 +52,7 @@ class EventTimer {
 /// for the host between samples: for a kernel of a few microseconds, a wait after every run would
 /// add the launch latency to each sample. (Work that synchronizes by itself still works.)
 template <class Work>
-std::vector<double> time_gpu_ms(Work&& work, int warmup, int reps, cudaStream_t stream = nullptr) {
+std::vector<double> time_gpu_ms(Work&& work, int warmup, int reps, cudaStream_t stream) {
   for (int i = 0; i < warmup; ++i) work();
   CUDA_CHECK(cudaStreamSynchronize(stream));
   std::vector<EventTimer> timers;
@@ -72,7 +73,7 @@ std::vector<double> time_gpu_ms(Work&& work, int warmup, int reps, cudaStream_t 
 /// each sample starts on an idle GPU and includes the launch latency a single caller sees. This is
 /// the time per call of a short kernel (latency); time_gpu_ms gives it back-to-back (throughput).
 template <class Work>
-std::vector<double> time_gpu_each_ms(Work&& work, int warmup, int reps, cudaStream_t stream = nullptr) {
+std::vector<double> time_gpu_each_ms(Work&& work, int warmup, int reps, cudaStream_t stream) {
   for (int i = 0; i < warmup; ++i) work();
   CUDA_CHECK(cudaStreamSynchronize(stream));
   std::vector<double> samples;

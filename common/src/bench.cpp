@@ -1,6 +1,7 @@
 #include "course/bench.hpp"
 
 #include <cmath>
+#include <utility>
 
 namespace course {
 
@@ -11,12 +12,21 @@ Table measurement_table() {
                 "pct_roofline", "rel_error", "valid"});
 }
 
+Table measurement_table_typed() {
+  Table t = measurement_table();
+  std::vector<std::string> cols = t.columns();
+  cols.push_back("dtype");
+  return Table(cols);
+}
+
 void add_measurement(Table& table, const Measurement& m) {
   const double rate = gbps(m.bytes, m.ms.median);
   const double pct = m.roofline_gbps > 0 ? 100.0 * rate / m.roofline_gbps : std::nan("");
-  table.add_row({m.version, m.config, static_cast<long long>(m.n), m.bytes, static_cast<long long>(m.ms.count),
-                 m.ms.median, m.ms.mean, m.ms.sd, m.ms.min, rate, pct, m.rel_error,
-                 static_cast<long long>(m.valid ? 1 : 0)});
+  std::vector<Cell> row = {m.version, m.config, static_cast<long long>(m.n), m.bytes, static_cast<long long>(m.ms.count),
+                           m.ms.median, m.ms.mean, m.ms.sd, m.ms.min, rate, pct, m.rel_error,
+                           static_cast<long long>(m.valid ? 1 : 0)};
+  if (table.columns().size() == row.size() + 1 && table.columns().back() == "dtype") row.emplace_back(m.dtype);
+  table.add_row(std::move(row));
 }
 
 const std::vector<std::string>& measurement_screen_columns() {

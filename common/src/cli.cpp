@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <sstream>
 
 #include "course/check.hpp"
 #include "course/device.hpp"
@@ -104,6 +105,22 @@ std::size_t parse_size(const std::string& text) {
   return value;
 }
 
+std::vector<std::size_t> parse_sizes(const std::string& text, const std::string& option) {
+  std::vector<std::size_t> sizes;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      sizes.push_back(parse_size(item));
+    } catch (const UsageError& e) {
+      throw UsageError(option + ": " + e.what());
+    }
+    if (sizes.back() == 0) throw UsageError(option + ": sizes must be at least 1");
+  }
+  if (sizes.empty()) throw UsageError(option + ": give at least one size, e.g. 2^20,2^26");
+  return sizes;
+}
+
 std::string format_size(std::size_t n) {
   if (n >= 1024 && (n & (n - 1)) == 0) {
     int k = 0;
@@ -142,6 +159,20 @@ App::App(std::string name, std::string description, std::size_t default_n, int d
 
 void App::set_versions(std::vector<std::pair<std::string, std::string>> versions) { versions_ = std::move(versions); }
 
+CLI::Option* App::add_sizes_option(std::string& text, const std::string& help) {
+  return app_.add_option("--sizes", text, help)
+      ->check(CLI::Validator(
+          [](std::string& value) {
+            try {
+              parse_sizes(value);
+            } catch (const std::exception& e) {
+              return std::string(e.what());
+            }
+            return std::string();
+          },
+          "SIZES"));
+}
+
 int App::run(int argc, char** argv, const std::function<int(const Options&)>& body, bool needs_gpu) {
   try {
     app_.parse(argc, argv);
@@ -153,6 +184,7 @@ int App::run(int argc, char** argv, const std::function<int(const Options&)>& bo
   try {
     options_.n = parse_size(n_text_);
     options_.n_given = app_.get_option("--n")->count() > 0;
+    options_.reps_given = static_cast<int>(app_.get_option("--reps")->count());
     if (options_.list) {
       std::size_t width = 0;
       for (const auto& v : versions_) width = std::max(width, v.first.size());

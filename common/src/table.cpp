@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <ostream>
+#include <stdexcept>
 
 #include "course/check.hpp"
 
@@ -46,7 +47,17 @@ std::string csv_beside(const std::string& csv, const std::string& what) {
   return stem + "_" + what + ".csv";
 }
 
-Table::Table(std::vector<std::string> columns) : columns_(std::move(columns)) {}
+Table::Table(std::vector<std::string> columns) : columns_(std::move(columns)) {
+  // A programming error, found by the first run of the writer: plots/ and the text's selectors
+  // name columns, and a space or a capital in a name is one more way for them to disagree.
+  for (const auto& name : columns_) {
+    const bool snake = !name.empty() && name[0] >= 'a' && name[0] <= 'z' &&
+                       std::all_of(name.begin(), name.end(), [](char c) {
+                         return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+                       });
+    if (!snake) throw std::invalid_argument("Table: column name '" + name + "' is not snake_case");
+  }
+}
 
 void Table::add_row(std::vector<Cell> row) {
   if (row.size() != columns_.size())

@@ -91,28 +91,27 @@ void launch_sqrt(const T* d_a, const T* d_b, T* d_out, std::size_t n, int iters,
 }
 
 template <class T>
-Problem<T>::Problem(std::size_t n_, int iters_, unsigned long long seed)
-    : n(n_), iters(iters_), h_out(n_) {
+Problem<T>::Problem(std::size_t n_, int iters_, unsigned long long seed, course::Context* ctx_)
+    : n(n_), iters(iters_), h_out(n_), ctx(ctx_) {
   const auto a = course::random_vector(n, seed);
-  const auto b = course::random_vector(n, seed + 1);
+  const auto b = course::random_vector(n, course::seed_y(seed));
   h_a.assign(a.begin(), a.end());
   h_b.assign(b.begin(), b.end());
-  if (course::gpu_available()) {  // the CPU versions need no device: without one, no device buffers
+  if (ctx != nullptr) {  // the CPU versions need no device: without a context, no device buffers
     d_a = course::DeviceBuffer<T>(n);
     d_b = course::DeviceBuffer<T>(n);
     d_out = course::DeviceBuffer<T>(n);
-    d_a.upload(h_a);
-    d_b.upload(h_b);
+    d_a.upload_async(h_a.data(), n, ctx->stream());
+    d_b.upload_async(h_b.data(), n, ctx->stream());
   }
   poison();
+  if (ctx != nullptr) ctx->synchronize();  // the copies from pageable h_a, h_b have landed
 }
 
 template <class T>
 void Problem<T>::poison() {
   std::fill(h_out.begin(), h_out.end(), std::numeric_limits<T>::quiet_NaN());
-  if (!course::gpu_available()) return;
-  d_out.fill_bytes(0xFF);
-  CUDA_CHECK(cudaDeviceSynchronize());
+  if (ctx != nullptr) d_out.fill_bytes(0xFF, ctx->stream());
 }
 
 namespace {

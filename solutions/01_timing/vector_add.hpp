@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "course/buffer.hpp"
+#include "course/context.hpp"
 #include "course/registry.hpp"
 
 namespace ch01 {
@@ -18,11 +19,15 @@ struct Problem {
   std::size_t n = 0;
   int iters = 0;  ///< square roots per element in the arithmetic-intensity experiment
   std::vector<T> h_a, h_b, h_out;
-  course::DeviceBuffer<T> d_a, d_b, d_out;
+  course::DeviceBuffer<T> d_a, d_b, d_out;  ///< empty without a context (the CPU versions need none)
+  course::Context* ctx = nullptr;           ///< the GPU's context: its stream orders every copy and fill
 
-  /// Random signed inputs of n elements (seeded), uploaded once; outputs poisoned with NaN.
-  Problem(std::size_t n, int iters, unsigned long long seed);
-  /// Makes every output NaN on host and device, so a result that was not written cannot pass.
+  /// Random signed inputs of n elements (seeded) and outputs poisoned with NaN. With a context,
+  /// also on its device: uploaded and poisoned on ctx->stream(), which is synchronized once before
+  /// returning. Without one (nullptr), host arrays only.
+  Problem(std::size_t n, int iters, unsigned long long seed, course::Context* ctx);
+  /// Makes every output NaN: on the host at once, on the device enqueued on the context's stream
+  /// (work enqueued after it on that stream sees the poison; no wait).
   void poison();
 };
 

@@ -147,7 +147,7 @@ int one_block_threads(course::Context& ctx) {
 // [registry]
 const std::vector<course::Version<GpuDot>>& versions() {
   static const std::vector<course::Version<GpuDot>> registry = {
-      {"race", "one block, every thread does *result += x[i]*y[i]: a data race, wrong", {run_race, true}, false},
+      {"race", "one block, every thread does `*result += x[i]*y[i]`: a data race, wrong", {run_race, true}, false},
       {"atomic_each", "one block, one atomicAdd per product: right, serialized", {run_atomic_each}, true},
       {"atomic_once", "one block, a register sum per thread, one atomicAdd per thread", {run_atomic_once}, true},
   };

@@ -521,8 +521,9 @@ unsigned blocks_for(std::size_t n, std::size_t per_block, const Workspace& ws) {
   return static_cast<unsigned>(blocks);
 }
 
-/// Versions 9–11 read 4·kUnroll elements per thread per trip; the grid never has more threads
-/// than one trip's worth, and version 10 and 11 never more blocks than the SMs hold at once.
+/// Version 10's grid: 4·kUnroll elements per thread per trip, never more threads than one trip's
+/// worth, and never more blocks than the SMs hold at once (ws.machine_grid). Version 11 sizes its
+/// own grid, up to kWaves machine grids (see run_v11).
 unsigned machine_blocks_for(std::size_t n, const Workspace& ws) {
   const std::size_t wanted = std::max<std::size_t>(1, ceil_div(n, std::size_t{kBlock} * 4 * kUnroll));
   const std::size_t blocks = std::min<std::size_t>(wanted, static_cast<std::size_t>(ws.machine_grid));
@@ -689,7 +690,7 @@ const std::vector<course::Version<Launcher>>& versions() {
       {"v2_bank_conflicts", "interleaved addressing, no divergence, bank conflicts", run_v2},
       {"v3_sequential", "sequential addressing: conflict-free", run_v3, true},
       {"v4_first_add", "first add during load: half the blocks", run_v4, true},
-      {"v5_unroll_warp", "last warp without block barriers (__syncwarp)", run_v5},
+      {"v5_unroll_warp", "last warp without block barriers (`__syncwarp()`)", run_v5},
       {"v6_unroll_all", "complete unrolling, block size as template", run_v6},
       {"v7_many_per_thread", "32 elements per thread, grid-stride loop", run_v7},
       {"v8_shuffle", "warp shuffles instead of shared memory", run_v8, true},
@@ -734,14 +735,32 @@ int per_sm(Kernel kernel, unsigned block) {
   return std::max(1, blocks);
 }
 
-constexpr std::size_t kMaxTagged = 64 * 1024;  // a bound on version 12's grid for bytes_for
+/// bytes_for() runs before any Workspace exists, without the SM count: it sizes the partials for
+/// this many blocks in the machine grid, 32 resident blocks per SM (the most any CUDA card holds)
+/// times 2048 SMs. The constructor refuses a card beyond it rather than overrun the estimate.
+constexpr std::size_t kMaxMachineGrid = 32 * 2048;
+
+/// The arena's regions, in order: the one layout behind both the constructor and bytes_for().
+struct Regions {
+  std::size_t partials = 0, tagged = 0, counter = 0, cub = 0, total = 0;
+};
+Regions layout(std::size_t partials_capacity, std::size_t tagged_capacity, std::size_t cub_temp_bytes) {
+  course::ScratchLayout l;
+  Regions r;
+  r.partials = l.add(partials_capacity * sizeof(float));
+  r.tagged = l.add(tagged_capacity * sizeof(unsigned long long));
+  r.counter = l.add(sizeof(unsigned));
+  r.cub = l.add(cub_temp_bytes);
+  r.total = l.bytes();
+  return r;
+}
 
 }  // namespace
 
 std::size_t Workspace::bytes_for(std::size_t max_n) {
-  // The machine grid is at most 2048 blocks per SM on any card; a bound is enough here.
-  return partials_for(max_n, 0) * sizeof(float) + 64 * 1024 * sizeof(float) + kMaxTagged * sizeof(unsigned long long) +
-         4 * 256 + cub_temp_bytes_for(max_n);
+  // The constructor's layout with each region at its largest: the machine grid at its bound,
+  // version 12's grid at kBlock12 slots (grid12 never exceeds it).
+  return layout(partials_for(max_n, kMaxMachineGrid), kBlock12, std::max<std::size_t>(1, cub_temp_bytes_for(max_n))).total;
 }
 
 Workspace::Workspace(course::Context& context, std::size_t max_elements) : ctx(context), max_n(max_elements) {
@@ -750,16 +769,19 @@ Workspace::Workspace(course::Context& context, std::size_t max_elements) : ctx(c
   machine_grid = sm_count * std::min(per_sm(dot_kernel9<kBlock>, kBlock), per_sm(dot_kernel11<kBlock>, kBlock));
   atomic_grid = sm_count * per_sm(dot_kernel_atomic<kBlock>, kBlock);
   grid12 = std::min<int>(kBlock12, sm_count * std::min(2, per_sm(dot_kernel12<kBlock12>, kBlock12)));
+  if (static_cast<std::size_t>(machine_grid) > kMaxMachineGrid)
+    throw course::UsageError("ch06::Workspace: a machine grid of " + std::to_string(machine_grid) +
+                             " blocks exceeds the bound bytes_for() assumes");
   partials_capacity = partials_for(max_n, static_cast<std::size_t>(machine_grid));
   tagged_capacity = static_cast<std::size_t>(grid12);
   cub_temp_bytes = std::max<std::size_t>(1, cub_temp_bytes_for(max_n));
   // Phase one: add up the regions; phase two: the context reserves the total once.
-  course::ScratchLayout layout;
-  off_partials_ = layout.add(partials_capacity * sizeof(float));
-  off_tagged_ = layout.add(tagged_capacity * sizeof(unsigned long long));
-  off_counter_ = layout.add(sizeof(unsigned));
-  off_cub_ = layout.add(cub_temp_bytes);
-  scratch_bytes_ = layout.bytes();
+  const Regions r = layout(partials_capacity, tagged_capacity, cub_temp_bytes);
+  off_partials_ = r.partials;
+  off_tagged_ = r.tagged;
+  off_counter_ = r.counter;
+  off_cub_ = r.cub;
+  scratch_bytes_ = r.total;
   ctx.reserve_scratch(scratch_bytes_);
   // Version 11's counter starts at zero; version 12's slots carry tag 0, which no call uses.
   CUDA_CHECK(cudaMemsetAsync(counter(), 0, sizeof(unsigned), ctx.stream()));

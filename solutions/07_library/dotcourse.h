@@ -48,7 +48,7 @@ typedef enum dotcourse_status {
 /** Opaque: everything one GPU needs for dot products up to n_max elements. */
 typedef struct dotcourse_context dotcourse_context;
 
-/** "0.7.0": the library's version (a static string). */
+/** "0.8.0": the library's version (a static string). */
 DOTCOURSE_API const char* dotcourse_version(void);
 
 /** A static, one-line description of a status code. */
@@ -69,9 +69,22 @@ DOTCOURSE_API dotcourse_status dotcourse_destroy(dotcourse_context* ctx);
 DOTCOURSE_API dotcourse_status dotcourse_n_max(const dotcourse_context* ctx, size_t* n_max);
 
 /** *result = x·y for two host arrays of n floats (any host memory: pageable or pinned). Copies
- *  included; returns when the result is on the host. n = 0 gives 0. Uses the fastest version. */
+ *  included; returns when the result is on the host. n = 0 gives 0. Uses the fastest version;
+ *  arrays inside ranges registered with dotcourse_host_register are copied without staging. */
 DOTCOURSE_API dotcourse_status dotcourse_dot(dotcourse_context* ctx, const float* x, const float* y, size_t n,
                                              float* result);
+
+/** Pins the host memory [p, p + bytes) for this context (cudaHostRegister): dotcourse_dot then
+ *  copies an array that lies inside it straight to the GPU at the pinned rate, without staging.
+ *  Registering costs far more than one copy: it pays for memory passed in many calls. The caller
+ *  keeps the memory allocated (its values may change) until dotcourse_host_unregister(ctx, p) or
+ *  dotcourse_destroy(ctx), which unregister it. A range that overlaps one registered before, or
+ *  shares a page with memory registered elsewhere, is refused (DOTCOURSE_ERROR_INVALID_ARGUMENT);
+ *  dotcourse_dot still works on it, staged. */
+DOTCOURSE_API dotcourse_status dotcourse_host_register(dotcourse_context* ctx, const void* p, size_t bytes);
+
+/** Undoes dotcourse_host_register(ctx, p, ...): p is the pointer that was registered. */
+DOTCOURSE_API dotcourse_status dotcourse_host_unregister(dotcourse_context* ctx, const void* p);
 
 /** *result = x·y for two arrays of n floats in the context's device memory, computed on the
  *  caller's `stream` (a cudaStream_t; NULL is the legacy default stream). The kernel waits for
@@ -80,6 +93,41 @@ DOTCOURSE_API dotcourse_status dotcourse_dot(dotcourse_context* ctx, const float
  *  n_max. x and y must be device memory of the context's device. n = 0 gives 0. */
 DOTCOURSE_API dotcourse_status dotcourse_dot_device(dotcourse_context* ctx, const float* d_x, const float* d_y,
                                                     size_t n, void* stream, float* result);
+
+/* ---- Any two element types (chapter 10) ------------------------------------------------------- */
+
+/** Element types of dotcourse_dot_typed (NumPy's names). INT64 is only ever an accumulator. */
+typedef enum dotcourse_dtype {
+  DOTCOURSE_FLOAT32 = 0,
+  DOTCOURSE_FLOAT64 = 1,
+  DOTCOURSE_FLOAT16 = 2,
+  DOTCOURSE_BFLOAT16 = 3,
+  DOTCOURSE_INT8 = 4,
+  DOTCOURSE_BOOL = 5, /**< one byte per element, 0 or 1 */
+  DOTCOURSE_INT64 = 6
+} dotcourse_dtype;
+
+/** The accumulator of the pair (x_dtype, y_dtype): two integer types give INT64 (the dot is exact);
+ *  a FLOAT64 input gives FLOAT64; anything else FLOAT32 (float16, bfloat16, int8 and bool are
+ *  exactly float32 values). INVALID_ARGUMENT for an unknown dtype or INT64 as an input. */
+DOTCOURSE_API dotcourse_status dotcourse_accumulator(dotcourse_dtype x_dtype, dotcourse_dtype y_dtype,
+                                                     dotcourse_dtype* acc);
+
+/** *result = x·y for two arrays of n elements of any two dtypes in the context's device memory, on
+ *  the caller's `stream` (as dotcourse_dot_device): each read at its own width, accumulated in
+ *  dotcourse_accumulator's type; returns when the result is on the host. The result is a double:
+ *  the accumulator's value exactly (integer pairs are exact while |x·y| < 2^53, i.e. for every
+ *  int8 pair up to n = 2^39). Each pointer must be aligned to its element size. n is not limited by
+ *  n_max. n = 0 gives 0. Deterministic: the same inputs give the same bits. */
+DOTCOURSE_API dotcourse_status dotcourse_dot_typed(dotcourse_context* ctx, const void* d_x, dotcourse_dtype x_dtype,
+                                                   const void* d_y, dotcourse_dtype y_dtype, size_t n, void* stream,
+                                                   double* result);
+
+/** The same for two host arrays: copied to the device first (device buffers grown on demand and
+ *  kept by the context), on the context's own stream. */
+DOTCOURSE_API dotcourse_status dotcourse_dot_typed_host(dotcourse_context* ctx, const void* x, dotcourse_dtype x_dtype,
+                                                        const void* y, dotcourse_dtype y_dtype, size_t n,
+                                                        double* result);
 
 #ifdef __cplusplus
 }

@@ -73,15 +73,7 @@ std::vector<std::size_t> awkward_sizes(std::size_t block, std::uint64_t seed_bas
   return {0, 1, block - 1, block, block + 1, big, random_n};
 }
 
-DotInputs make_dot_inputs(std::size_t n, std::uint64_t seed_base) {
-  const std::uint64_t seed = course::test::seed(seed_base);
-  DotInputs in;
-  in.x = random_vector(n, seed);
-  in.y = random_vector(n, seed ^ 0x5DEECE66Dull);
-  plant_spikes(in.x, in.y);
-  in.ref = reference_dot(in.x.data(), in.y.data(), n);
-  return in;
-}
+DotInputs make_dot_inputs(std::size_t n, std::uint64_t seed_base) { return HostDotInputs(n, course::test::seed(seed_base)); }
 
 std::string explain(const Verdict& v, std::size_t n, const std::string& version, const std::string& hint) {
   std::ostringstream out;

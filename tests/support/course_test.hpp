@@ -22,6 +22,7 @@
 
 #include "course/buffer.hpp"
 #include "course/device.hpp"
+#include "course/inputs.hpp"
 #include "course/reference.hpp"
 
 // The guard must be the first statement of a GPU test (never after an assertion, never inside a
@@ -74,14 +75,9 @@ std::uint64_t seed(std::uint64_t base);
 /// 2^16+3 and a random size in [2, 2^16].
 std::vector<std::size_t> awkward_sizes(std::size_t block, std::uint64_t seed);
 
-/// Random signed inputs in [−1, 1) for a dot product of n elements (distinct streams for x and
-/// y), with spikes planted by course::plant_spikes (first, middle, last and many pseudo-random
-/// indices): products far larger than the tolerance, so a kernel that drops any cannot pass.
-struct DotInputs {
-  std::vector<float> x;
-  std::vector<float> y;
-  Reference ref;
-};
+/// The drivers' inputs (course::HostDotInputs: random signed x and y, planted spikes, the fp64
+/// reference) for the test seed `seed` (course::test::seed: the grading seed mixed in).
+using DotInputs = HostDotInputs;
 DotInputs make_dot_inputs(std::size_t n, std::uint64_t seed);
 
 /// The address of a small kernel with dynamic shared memory, for tests of course::Context::occupancy.
@@ -96,7 +92,7 @@ class Guarded {
  public:
   static constexpr std::size_t kGuard = 1024;
   explicit Guarded(std::size_t n) : n_(n), buf_(n + 2 * kGuard) {
-    buf_.fill_bytes(0xFF);
+    buf_.fill_bytes(0xFF, cudaStreamLegacy);  // the legacy stream, then the whole device: see above
     device_sync();
   }
   explicit Guarded(const std::vector<T>& host) : Guarded(host.size()) {
@@ -118,7 +114,7 @@ class Guarded {
     device_sync();
   }
   /// Fills the n elements only (the guards keep their poison), then waits for the device.
-  void fill_bytes(int byte, cudaStream_t stream = nullptr) {
+  void fill_bytes(int byte, cudaStream_t stream) {
     device_sync();
     check_cuda(cudaMemsetAsync(data(), byte, n_ * sizeof(T), stream), "cudaMemsetAsync", __FILE__, __LINE__);
     device_sync();

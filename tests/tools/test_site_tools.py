@@ -1,6 +1,7 @@
 """Tests of tools/check_site.py (on small HTML pages), tools/doxygen_filter.py and
 tools/run_metadata.py: no GPU, no Doxygen, no build."""
 import importlib.util
+import json
 import pathlib
 import tempfile
 import unittest
@@ -160,17 +161,44 @@ class DoxygenFilter(unittest.TestCase):
 
 
 class RunMetadata(unittest.TestCase):
-    def test_writes_every_field_and_a_date(self):
+    def test_writes_every_field_and_a_date_for_its_chapter(self):
         rm = load("run_metadata")
         with tempfile.TemporaryDirectory() as tmp:
             out = pathlib.Path(tmp) / "sub" / "run_metadata.json"
-            self.assertEqual(rm.main(["--out", str(out), "--bin", str(pathlib.Path(tmp) / "no-bin")]), 0)
-            import json
+            no_bin = str(pathlib.Path(tmp) / "no-bin")
+            self.assertEqual(rm.main(["--out", str(out), "--bin", no_bin, "--chapter", "05_many_blocks"]), 0)
             meta = json.loads(out.read_text())
-        self.assertEqual(set(meta), {"gpu", "device", "driver", "cuda", "cpu", "commit", "date"})
-        self.assertRegex(meta["date"], r"^\d{4}-\d{2}-\d{2}$")
-        if meta["gpu"] is None:
-            self.assertIsNone(meta["driver"])  # no GPU: no guessed driver either
+        self.assertEqual(set(meta), {"chapters"})
+        record = meta["chapters"]["05_many_blocks"]
+        self.assertEqual(set(record), {"gpu", "device", "driver", "cuda", "cpu", "commit", "date"})
+        self.assertRegex(record["date"], r"^\d{4}-\d{2}-\d{2}$")
+        if record["gpu"] is None:
+            self.assertIsNone(record["driver"])  # no GPU: no guessed driver either
+
+    def test_a_chapter_run_keeps_the_other_chapters_records(self):
+        rm = load("run_metadata")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = pathlib.Path(tmp) / "run_metadata.json"
+            rm.update(out, ["01_timing", "06_ladder"], {"date": "2026-11-22", "commit": "aaa"})
+            meta = rm.update(out, ["06_ladder"], {"date": "2026-11-23", "commit": "bbb"})
+        self.assertEqual(rm.for_chapter(meta, "01_timing")["date"], "2026-11-22")
+        self.assertEqual(rm.for_chapter(meta, "06_ladder")["commit"], "bbb")
+        self.assertEqual(rm.for_chapter(meta, "09_streams"), {})
+        self.assertEqual(rm.for_chapter({"gpu": "old", "date": "x"}, "09_streams")["gpu"], "old")  # older file
+
+    def test_a_chapter_name_is_required(self):
+        rm = load("run_metadata")
+        with self.assertRaises(SystemExit):
+            rm.main(["--out", "x.json", "--chapter", "not a chapter"])
+
+    def test_the_reference_results_have_a_record_per_chapter(self):
+        results = ROOT / "results" / "reference" / "h100"
+        meta = json.loads((results / "run_metadata.json").read_text())
+        chapters = {p.stem for p in results.glob("[0-9][0-9]_*.csv") if (ROOT / "chapters" / p.stem).is_dir()}
+        self.assertTrue(chapters)
+        self.assertEqual(sorted(c for c in chapters if not meta["chapters"].get(c)), [])
+        for ch in chapters:
+            self.assertRegex(meta["chapters"][ch]["date"], r"^\d{4}-\d{2}-\d{2}$", ch)
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ func inputs(n int, seed int64) (x, y []float32, ref, bound float64) {
 }
 
 func TestVersionAndStatuses(t *testing.T) {
-	if Version() != "0.7.0" {
+	if Version() != "0.8.0" {
 		t.Fatalf("version %q", Version())
 	}
 	if TooLarge.String() == "" || NoGPU.String() == "" {

@@ -4,6 +4,8 @@
     with dotcourse.Context(n_max=1 << 20) as ctx:
         r = ctx.dot(x, y)          # NumPy float32 1-D arrays: copied to the GPU, result a float
         r = ctx.dot(dx, dy)        # CuPy / PyTorch CUDA arrays: no copy, on the producer's stream
+        r = ctx.dot(w, mask)       # any two of float64, float32, float16, bfloat16, int8, bool
+                                   # (chapter 10; an integer pair gives an exact Python int)
 
 The library is found, in this order: the file named by the environment variable DOTCOURSE_LIB;
 libdotcourse.so beside this file (an installed wheel); the newest build/*/lib/libdotcourse.so of
@@ -11,11 +13,27 @@ the course repository this package sits in (use it from the build tree without i
 
 A Context may be shared by threads (the library locks it; ctypes releases the GIL during a call);
 threads that should run at the same time use one Context each.
+
+NumPy arrays seen again are pinned (the registration cache). A NumPy array passed to dot a second
+time (the same object, still alive) is registered with the library (cudaHostRegister) and then
+copied straight to the GPU on every call, at the pinned rate, without staging: the motivating
+program's case, the same arrays in every call. The Context keeps a reference to each registered
+array, so its memory cannot be freed while it is registered; at most `pin_arrays` arrays (default
+4) and `pin_bytes` bytes (default 1 GiB) stay registered, the least recently used is unregistered
+and released first, and close() releases them all (ctx.unpin() does it at any time). Arrays
+under 1 MiB are never registered (staging them costs little), nor are arrays seen only once (a
+fresh array in every call pays nothing for the cache), and a Context whose arrays keep pushing
+each other out of the cache stops registering new ones. Context(..., pin_arrays=0) turns it off.
 """
+import collections
 import ctypes
 import os
 import pathlib
+import sys
 import threading
+import weakref
+
+from . import _typed
 
 __all__ = ["Context", "DotcourseError", "library_path", "version", "check_host_arrays"]
 
@@ -80,6 +98,10 @@ def _load():
         lib.dotcourse_n_max.argtypes = [ctx_p, ctypes.POINTER(ctypes.c_size_t)]
         lib.dotcourse_dot.restype = c_status
         lib.dotcourse_dot.argtypes = [ctx_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, fp]
+        lib.dotcourse_host_register.restype = c_status
+        lib.dotcourse_host_register.argtypes = [ctx_p, ctypes.c_void_p, ctypes.c_size_t]
+        lib.dotcourse_host_unregister.restype = c_status
+        lib.dotcourse_host_unregister.argtypes = [ctx_p, ctypes.c_void_p]
         lib.dotcourse_dot_device.restype = c_status
         lib.dotcourse_dot_device.argtypes = [ctx_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
                                              ctypes.c_void_p, fp]
@@ -208,7 +230,44 @@ def _from_dlpack(name, a):
     return _DeviceArray((t.data or 0) + t.byte_offset, n, 0, keep=(a, capsule), release=release)
 
 
+def _torch_stream_getter(torch):
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # an int, without a Stream object
+    if raw is not None:
+        return raw
+    return lambda device: torch.cuda.current_stream(device).cuda_stream
+
+
+_torch_stream = None
+
+
+def _from_torch(name, a):
+    """A PyTorch CUDA tensor read directly (data_ptr(), the current stream of its device): no
+    __cuda_array_interface__ dictionary, no DLPack capsule; a tensor that requires grad is read
+    as it is (dot does not record a gradient)."""
+    global _torch_stream
+    torch = sys.modules["torch"]
+    if not a.is_cuda:
+        return None
+    if a.dtype is not torch.float32:
+        raise TypeError(f"{name} has dtype {a.dtype}; dotcourse computes in float32: convert it with "
+                        f".float() on the device")
+    if a.dim() != 1:
+        raise ValueError(f"{name} has shape {tuple(a.shape)}; dotcourse takes 1-D vectors")
+    n = a.shape[0]
+    if n > 1 and a.stride(0) != 1:
+        raise ValueError(f"{name} is not contiguous (stride {a.stride(0)} elements): make a contiguous copy first")
+    if _torch_stream is None:
+        _torch_stream = _torch_stream_getter(torch)
+    # PyTorch orders its work on the current stream of the tensor's device: the dot runs there too.
+    return _DeviceArray(a.data_ptr(), n, _torch_stream(a.get_device()) or None, keep=a)
+
+
 def _device_view(name, a):
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(a, torch.Tensor):
+        view = _from_torch(name, a)
+        if view is not None:
+            return view
     if hasattr(a, "__cuda_array_interface__"):
         try:
             return _from_cai(name, a)
@@ -219,25 +278,114 @@ def _device_view(name, a):
     return None
 
 
+# ---- the registration cache (see the module's docstring for the policy) ---------------------------
+
+_PIN_MIN = 1 << 20  # bytes: below this a staged copy costs less than registering
+
+
+class _PinCache:
+    """Arrays seen once (weak references: a candidate never keeps memory alive), and arrays
+    registered with the library (strong references, in least-recently-used order)."""
+
+    def __init__(self, lib, handle, capacity, max_bytes):
+        self.lib, self.handle = lib, handle
+        self.capacity, self.max_bytes = capacity, max_bytes
+        self.lock = threading.Lock()
+        self.entries = collections.OrderedDict()  # (ptr, nbytes) -> [array, uses]
+        self.seen = collections.OrderedDict()     # (ptr, nbytes) -> weakref to the array
+        self.refused = collections.OrderedDict()  # (ptr, nbytes) -> weakref: registration failed
+        self.bytes = 0
+        self.churn = 0  # registered arrays evicted after fewer than 4 uses
+        self.stopped = False
+
+    def see(self, a, ptr):
+        key = (ptr, a.nbytes)
+        entry = self.entries.get(key)
+        if entry is not None and entry[0] is a:
+            entry[1] += 1
+            self.entries.move_to_end(key)
+            return
+        if self.stopped or a.nbytes > self.max_bytes:
+            return
+        bad = self.refused.get(key)
+        if bad is not None and bad() is a:
+            return
+        ref = self.seen.get(key)
+        if ref is None or ref() is not a:  # first sighting (or another array at a reused address)
+            self.seen[key] = weakref.ref(a)
+            self.seen.move_to_end(key)
+            while len(self.seen) > 4 * self.capacity:
+                self.seen.popitem(last=False)
+            return
+        del self.seen[key]
+        if entry is not None:  # a dead array's registration at the same address: drop it first
+            self._evict(key)
+        while self.entries and (len(self.entries) >= self.capacity or self.bytes + a.nbytes > self.max_bytes):
+            self._evict(next(iter(self.entries)))
+        if self.stopped:
+            return
+        if self.lib.dotcourse_host_register(self.handle, ptr, a.nbytes) != OK:
+            self.refused[key] = weakref.ref(a)  # e.g. a page shared with a registered array: staged
+            while len(self.refused) > 4 * self.capacity:
+                self.refused.popitem(last=False)
+            return
+        self.entries[key] = [a, 1]
+        self.bytes += a.nbytes
+
+    def _evict(self, key):
+        a, uses = self.entries.pop(key)
+        self.bytes -= a.nbytes
+        _check(self.lib, self.lib.dotcourse_host_unregister(self.handle, key[0]))
+        if uses < 4:
+            self.churn += 1
+            if self.churn >= 3:
+                self.stopped = True  # the arrays rotate through more than the cache holds
+
+    def clear(self):
+        with self.lock:
+            while self.entries:
+                self._evict(next(iter(self.entries)))
+            self.seen.clear()
+            self.refused.clear()
+            self.churn, self.stopped = 0, False
+
+
 class Context:
     """One GPU context of the library: device memory for up to n_max elements, made once.
     Use it as a context manager, or call close()."""
 
-    def __init__(self, n_max, device=0):
+    def __init__(self, n_max, device=0, pin_arrays=4, pin_bytes=1 << 30):
         if not isinstance(n_max, int) or isinstance(n_max, bool) or n_max < 1:
             raise ValueError(f"n_max must be a whole number >= 1 (got {n_max!r})")
+        if not isinstance(pin_arrays, int) or pin_arrays < 0:
+            raise ValueError(f"pin_arrays must be a whole number >= 0 (got {pin_arrays!r})")
         self._lib = _load()
         handle = ctypes.c_void_p()
         _check(self._lib, self._lib.dotcourse_create(int(device), n_max, ctypes.byref(handle)))
         self._handle = handle
         self.n_max = n_max
         self.device = device
+        self._dot_host = self._lib.dotcourse_dot
+        self._dot_device = self._lib.dotcourse_dot_device
+        self._pins = _PinCache(self._lib, handle, pin_arrays, pin_bytes)
 
     def close(self):
-        """Destroys the context (idempotent)."""
+        """Unregisters the pinned arrays and destroys the context (idempotent)."""
         if getattr(self, "_handle", None) is not None:
+            pins = getattr(self, "_pins", None)
+            if pins is not None:
+                pins.clear()
             handle, self._handle = self._handle, None
             _check(self._lib, self._lib.dotcourse_destroy(handle))
+
+    def unpin(self):
+        """Unregisters and releases every array the registration cache holds."""
+        self._live()
+        self._pins.clear()
+
+    def pinned(self):
+        """How many NumPy arrays the registration cache holds registered now."""
+        return len(self._pins.entries)
 
     def __enter__(self):
         return self
@@ -261,12 +409,20 @@ class Context:
         (any __cuda_array_interface__ or DLPack) float32 1-D CUDA arrays (not copied; computed on
         the producer's stream)."""
         handle = self._live()
+        if _typed.wants_typed(x, y):  # any pair but float32 · float32: chapter 10's typed path
+            return _typed.dot(self, x, y)
         result = ctypes.c_float()
         np = _np()
         if isinstance(x, np.ndarray) and isinstance(y, np.ndarray):  # the common case first, cheaply
             n = check_host_arrays(x, y, self.n_max)
-            status = self._lib.dotcourse_dot(handle, x.__array_interface__["data"][0],
-                                             y.__array_interface__["data"][0], n, ctypes.byref(result))
+            px, py = x.ctypes.data, y.ctypes.data
+            pins = self._pins
+            if pins.capacity and x.nbytes >= _PIN_MIN:
+                with pins.lock:  # the cache's bookkeeping; the call itself runs outside the lock
+                    pins.see(x, px)
+                    if py != px:
+                        pins.see(y, py)
+            status = self._dot_host(handle, px, py, n, ctypes.byref(result))
             if status != OK:
                 _check(self._lib, status)
             return float(result.value)
@@ -279,8 +435,8 @@ class Context:
                     raise ValueError(f"x has {dx.n} elements and y has {dy.n}: a dot product needs equal lengths")
                 if dx.stream != dy.stream and dx.stream and dy.stream:
                     raise ValueError("x and y come from different streams: synchronize one of them first")
-                status = self._lib.dotcourse_dot_device(handle, dx.ptr, dy.ptr, dx.n, dx.stream or dy.stream or None,
-                                                        ctypes.byref(result))
+                status = self._dot_device(handle, dx.ptr, dy.ptr, dx.n, dx.stream or dy.stream or None,
+                                          ctypes.byref(result))
                 _check(self._lib, status)
             finally:
                 for d in (dx, dy):

@@ -55,7 +55,7 @@ def test_n_max_check():
 
 
 def test_version_and_statuses(lib_available):
-    assert dotcourse.version() == "0.7.0"
+    assert dotcourse.version() == "0.8.0"
     lib = dotcourse._load()
     for s in range(8):
         assert len(lib.dotcourse_status_string(s)) > 3
@@ -175,8 +175,8 @@ def test_cupy_arrays_no_copy_on_their_stream(ctx, n):
         dx, dy = cp.asarray(x), cp.asarray(y)  # enqueued on `stream`, maybe still running
         got = ctx.dot(dx, dy)                  # must run after them, on the same stream
     assert abs(got - ref) <= bound
-    with pytest.raises(TypeError, match="float32"):
-        ctx.dot(dx.astype(cp.float64), dy.astype(cp.float64))
+    with pytest.raises(TypeError, match="float32"):  # float64 is chapter 10's; int32 no dtype takes
+        ctx.dot(dx.astype(cp.int32), dy.astype(cp.int32))
     if n > 2:
         with pytest.raises(ValueError, match="contiguous"):
             ctx.dot(dx[::2], dy[::2])
@@ -212,3 +212,173 @@ def test_dlpack_only_producer(ctx):
     dx, dy = torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda()
     got = ctx.dot(OnlyDLPack(dx), OnlyDLPack(dy))
     assert abs(got - ref) <= bound
+
+
+# ---- the registration cache: arrays seen again are pinned ---------------------------------------
+
+class _FakeLib:
+    """Stands in for libdotcourse.so: records registrations, refuses the pointers in `refuse`."""
+
+    def __init__(self, refuse=()):
+        self.registered, self.calls, self.refuse = {}, [], set(refuse)
+
+    def dotcourse_host_register(self, handle, ptr, nbytes):
+        self.calls.append(("register", ptr))
+        if ptr in self.refuse:
+            return dotcourse.INVALID_ARGUMENT
+        assert ptr not in self.registered, "registered twice"
+        self.registered[ptr] = nbytes
+        return dotcourse.OK
+
+    def dotcourse_host_unregister(self, handle, ptr):
+        self.calls.append(("unregister", ptr))
+        return dotcourse.OK if self.registered.pop(ptr, None) is not None else dotcourse.INVALID_ARGUMENT
+
+
+def _see(cache, *arrays):
+    with cache.lock:
+        for a in arrays:
+            cache.see(a, a.ctypes.data)
+
+
+def test_pin_policy_second_sighting_bounded_and_released():  # no GPU: the policy alone
+    import gc
+    import weakref
+    lib = _FakeLib()
+    cache = dotcourse._PinCache(lib, None, 2, 1 << 30)
+    a, b, c = (np.zeros(1 << 18, np.float32) for _ in range(3))
+    _see(cache, a)
+    assert lib.registered == {}, "an array seen once must not be registered"
+    _see(cache, a, b, b)
+    assert set(lib.registered) == {a.ctypes.data, b.ctypes.data}
+    for _ in range(5):
+        _see(cache, a, b)  # used often: no churn
+    _see(cache, c, c)      # a third array: the least recently used (a) goes
+    assert set(lib.registered) == {b.ctypes.data, c.ctypes.data}
+    ref = weakref.ref(a)
+    del a
+    gc.collect()
+    assert ref() is None, "an evicted array must be released"
+    cache.clear()
+    assert lib.registered == {} and len(cache.entries) == 0
+
+
+def test_pin_policy_fresh_refused_and_churn():  # no GPU
+    lib = _FakeLib()
+    cache = dotcourse._PinCache(lib, None, 2, 1 << 30)
+    for _ in range(5):
+        _see(cache, np.ones(1 << 18, np.float32))  # a fresh array each time (maybe at the same address)
+    assert lib.registered == {}
+    x = np.ones(1 << 18, np.float32)
+    lib.refuse.add(x.ctypes.data)
+    for _ in range(4):
+        _see(cache, x)
+    assert [c for c in lib.calls if c[0] == "register"] == [("register", x.ctypes.data)], \
+        "a refused array is staged, not offered again"
+    # Three arrays in turn through a cache of two, each used twice: churn, then no more registrations.
+    lib2 = _FakeLib()
+    cache2 = dotcourse._PinCache(lib2, None, 2, 1 << 30)
+    arrays = [np.ones(1 << 18, np.float32) for _ in range(3)]
+    for _ in range(8):
+        for a in arrays:
+            _see(cache2, a)
+    assert cache2.stopped and len(lib2.registered) <= 2
+    # The byte bound: nothing over pin_bytes is registered.
+    lib3 = _FakeLib()
+    cache3 = dotcourse._PinCache(lib3, None, 4, 1 << 20)
+    big = np.ones(1 << 19, np.float32)  # 2 MiB
+    _see(cache3, big, big, big)
+    assert lib3.registered == {}
+
+N_PIN = (1 << 20) + 3  # over the cache's 1 MiB floor
+
+
+def test_pin_cache_same_arrays_registered_and_following_their_values(ctx):
+    x, y, ref, bound = inputs(N_PIN, 11)
+    assert abs(ctx.dot(x, y) - ref) <= bound  # first sighting: staged
+    assert ctx.pinned() == 0
+    for _ in range(3):                         # from the second call on: registered, copied directly
+        assert abs(ctx.dot(x, y) - ref) <= bound
+    assert ctx.pinned() == 2
+    x2, y2, ref2, bound2 = inputs(N_PIN, 12)
+    x[:], y[:] = x2, y2                        # new values in the same (registered) memory
+    assert abs(ctx.dot(x, y) - ref2) <= bound2
+    ctx.unpin()
+    assert ctx.pinned() == 0
+    assert abs(ctx.dot(x, y) - ref2) <= bound2
+
+
+def test_pin_cache_fresh_arrays_are_never_registered(ctx):
+    x, y, ref, bound = inputs(N_PIN, 13)
+    for _ in range(4):
+        assert abs(ctx.dot(x.copy(), y.copy()) - ref) <= bound
+    assert ctx.pinned() == 0
+
+
+def test_pin_cache_is_bounded_and_releases_arrays():
+    import gc
+    import weakref
+    why = gpu_reason()
+    if why:
+        pytest.skip(why)
+    with dotcourse.Context(N_PIN, pin_arrays=2) as c:
+        pairs = [inputs(N_PIN, 20 + k) for k in range(3)]
+        first = weakref.ref(pairs[0][0])
+        for x, y, ref, bound in pairs:
+            for _ in range(6):  # used often enough not to count as churn
+                assert abs(c.dot(x, y) - ref) <= bound
+                assert c.pinned() <= 2
+        del pairs, x, y
+        gc.collect()
+        assert first() is None, "an evicted array must not be kept alive by the cache"
+        assert c.pinned() == 2
+    # close() unregistered the rest: the memory can be registered by a new context.
+
+
+def test_pin_cache_off_and_rotating_arrays(ctx):
+    with dotcourse.Context(N_PIN, pin_arrays=0) as c:
+        x, y, ref, bound = inputs(N_PIN, 30)
+        for _ in range(3):
+            assert abs(c.dot(x, y) - ref) <= bound
+        assert c.pinned() == 0
+    with dotcourse.Context(N_PIN, pin_arrays=2) as c:  # 3 pairs in turn through a cache of 2 arrays
+        pairs = [inputs(N_PIN, 40 + k) for k in range(3)]
+        for _ in range(6):
+            for x, y, ref, bound in pairs:
+                assert abs(c.dot(x, y) - ref) <= bound
+        assert c.pinned() <= 2
+
+
+def test_pin_cache_awkward_arrays(ctx):
+    x, y, ref, bound = inputs(N_PIN, 50)
+    buf = np.concatenate([x, y])           # views of one buffer: they share a page
+    vx, vy = buf[:N_PIN], buf[N_PIN:]
+    ro = x.copy()
+    ro.setflags(write=False)               # read-only memory
+    sq = x.astype(np.float64) ** 2
+    xx = float(sq.sum())
+    xx_bound = (math.exp(8 * math.sqrt(N_PIN) * U + N_PIN * U * U / (1 - U)) - 1) * xx
+    for _ in range(3):
+        assert abs(ctx.dot(vx, vy) - ref) <= bound
+        assert abs(ctx.dot(ro, y) - ref) <= bound
+        assert abs(ctx.dot(x, x) - xx) <= xx_bound
+    with pytest.raises(TypeError, match="float32"):
+        ctx.dot(x.astype(np.float64), y.astype(np.float64))
+    with pytest.raises(ValueError, match="contiguous"):
+        ctx.dot(buf[::2], buf[1::2])
+
+
+def test_torch_fast_path_checks(ctx):
+    torch = _torch()
+    x, y, ref, bound = inputs(5000, 60)
+    dx = torch.from_numpy(x).cuda().requires_grad_()
+    dy = torch.from_numpy(y).cuda()
+    assert abs(ctx.dot(dx, dy) - ref) <= bound    # requires_grad: read as it is
+    with pytest.raises(TypeError, match="float32"):
+        ctx.dot(dy.double(), dy.double())
+    with pytest.raises(ValueError, match="1-D"):
+        ctx.dot(dy.reshape(50, 100), dy.reshape(50, 100))
+    with pytest.raises(ValueError, match="contiguous"):
+        ctx.dot(dy[::2], dy[::2])
+    with pytest.raises(TypeError):
+        ctx.dot(torch.from_numpy(x), torch.from_numpy(y))  # CPU tensors are not NumPy arrays

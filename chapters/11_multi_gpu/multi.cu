@@ -1,0 +1,506 @@
+// Generated from solutions/11_multi_gpu/multi.cu by tools/make_exercises.py. Fill the TODO(student) holes: your code
+// goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
+// code is graded; the rest of the file is taken from the course.
+// Chapter 11 — the dot product on many GPUs with NCCL.
+//
+// Versions (ch11::versions(), the ways to combine the per-GPU partials; 11_multi_gpu --list):
+//   allgather  ncclAllGather of the partials, added in rank order on every GPU (exercise)  11_multi_gpu --kernel allgather
+//   allreduce  ncclAllReduce(sum): NCCL's order, which depends on its algorithm and topology 11_multi_gpu --kernel allreduce
+//   host       partials copied to the host, added there in rank order, copied back          11_multi_gpu --kernel host
+// Every version runs the same partial kernel on each GPU first: chapter 06's version 12, copied
+// here (a chapter depends only on common/). The same code runs under MPI: 11_multi_gpu_mpi.
+
+#include <cuda/atomic>
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "course/check.hpp"
+#include "course/random.hpp"
+#include "course/timer.hpp"
+#include "multi.hpp"
+
+namespace ch11 {
+
+void check_nccl(ncclResult_t code, const char* call, const char* file, int line) {
+  if (code == ncclSuccess) return;
+  throw NcclError(std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " +
+                  ncclGetErrorString(code) + " (NCCL " + std::to_string(NCCL_MAJOR) + "." +
+                  std::to_string(NCCL_MINOR) + "; NCCL_DEBUG=WARN says more)");
+}
+
+void disable_nvls() { setenv("NCCL_NVLS_ENABLE", "0", 1); }
+
+// [slice_of]
+// Rank r of R owns a contiguous slice; the n % R left over go one each to the first ranks, so
+// slices differ by at most one element and no rank is idle while another has two extra.
+Slice slice_of(std::size_t n, int ranks, int rank) {
+  if (ranks < 1 || rank < 0 || rank >= ranks)
+    throw course::UsageError("slice_of: rank " + std::to_string(rank) + " of " + std::to_string(ranks) +
+                             " ranks (need ranks >= 1 and 0 <= rank < ranks)");
+  // [hole 1 begin]
+  // TODO(student): return rank `rank`'s part of [0, n): contiguous slices in rank order that
+  // cover every index exactly once, sizes differing by at most one (the first n % ranks ranks
+  // get one more). Mind n < ranks (some slices are empty) and n not divisible by ranks.
+  (void)n;
+  return Slice{};
+  // [hole 1 end]
+}
+// [slice_of]
+
+std::size_t max_slice(std::size_t n, int ranks) { return slice_of(n, ranks, 0).count; }
+
+namespace {
+
+constexpr unsigned kWarp = 32;
+constexpr unsigned kFullMask = 0xffffffffu;
+constexpr unsigned kBlock = 1024;  // chapter 06's kBlock12
+constexpr int kUnroll = 2;         // chapter 06's kUnroll12
+
+std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+
+// ---------------------------------------------------------------------------------------------
+// The partial kernel: chapter 06's version 12 (float4 grid-stride loop, warp shuffles, tagged
+// partials read by the last block). Read chapter 06 for the why of every line.
+// ---------------------------------------------------------------------------------------------
+
+__device__ __forceinline__ float dot4(float4 a, float4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
+
+// This thread's share, with 16-byte loads where x and y share their alignment (scalar head and tail).
+__device__ __forceinline__ float thread_dot_vec4(const float* __restrict__ x, const float* __restrict__ y,
+                                                 std::size_t n, std::size_t thread, std::size_t threads) {
+  const auto x_off = reinterpret_cast<std::uintptr_t>(x) % 16;
+  const auto y_off = reinterpret_cast<std::uintptr_t>(y) % 16;
+  float sum = 0.0f;
+  if (x_off != y_off) {
+    for (std::size_t i = thread; i < n; i += threads) sum += x[i] * y[i];
+    return sum;
+  }
+  const std::size_t to_boundary = (16 - x_off) % 16 / sizeof(float);
+  const std::size_t head = n < to_boundary ? n : to_boundary;
+  const std::size_t n4 = (n - head) / 4;
+  const std::size_t tail = head + 4 * n4;
+  if (thread < head) sum += x[thread] * y[thread];
+  if (thread < n - tail) sum += x[tail + thread] * y[tail + thread];
+  const float4* x4 = reinterpret_cast<const float4*>(x + head);
+  const float4* y4 = reinterpret_cast<const float4*>(y + head);
+  std::size_t i = thread;
+  for (; i + (kUnroll - 1) * threads < n4; i += kUnroll * threads) {
+    float4 a[kUnroll], b[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      a[u] = __ldg(x4 + i + u * threads);
+      b[u] = __ldg(y4 + i + u * threads);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) sum += dot4(a[u], b[u]);
+  }
+  for (; i < n4; i += threads) sum += dot4(__ldg(x4 + i), __ldg(y4 + i));
+  return sum;
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (unsigned offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_down_sync(kFullMask, v, offset);
+  return v;
+}
+
+// The block's total in thread 0, in an order fixed by thread index.
+__device__ __forceinline__ float block_sum(float v) {
+  __shared__ float s_warp[kBlock / kWarp];
+  const unsigned lane = threadIdx.x % kWarp;
+  const unsigned warp = threadIdx.x / kWarp;
+  v = warp_sum(v);
+  if (lane == 0) s_warp[warp] = v;
+  __syncthreads();
+  if (warp == 0) v = warp_sum(lane < kBlock / kWarp ? s_warp[lane] : 0.0f);
+  return v;
+}
+
+// [partial_kernel]
+// One GPU's partial: chapter 06's final kernel, unchanged. Every block but the last stores its
+// sum with this call's tag in one 8-byte word; the last block waits for each tag and adds the
+// words in block order. Deterministic, one launch, nothing to reset.
+__global__ void __launch_bounds__(kBlock, 2) partial_kernel(const float* __restrict__ x, const float* __restrict__ y,
+                                                            std::size_t n, unsigned long long* tagged, unsigned tag,
+                                                            float* __restrict__ partial) {
+  const std::size_t thread = blockIdx.x * std::size_t{kBlock} + threadIdx.x;
+  float sum = block_sum(thread_dot_vec4(x, y, n, thread, std::size_t{gridDim.x} * kBlock));
+  const unsigned last = gridDim.x - 1;
+  if (blockIdx.x != last) {
+    if (threadIdx.x == 0) {
+      const unsigned long long word = static_cast<unsigned long long>(tag) << 32 | __float_as_uint(sum);
+      cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(tagged[blockIdx.x]).store(word, cuda::memory_order_relaxed);
+    }
+    return;
+  }
+  if (last == 0) {
+    if (threadIdx.x == 0) *partial = sum;
+    return;
+  }
+  __syncthreads();  // block_sum's shared memory is used again
+  float others = 0.0f;
+  for (unsigned b = threadIdx.x; b < last; b += kBlock) {
+    cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> slot(tagged[b]);
+    unsigned long long word = slot.load(cuda::memory_order_relaxed);
+    while (static_cast<unsigned>(word >> 32) != tag) word = slot.load(cuda::memory_order_relaxed);
+    others += __uint_as_float(static_cast<unsigned>(word));
+  }
+  others = block_sum(others);
+  if (threadIdx.x == 0) *partial = others + sum;
+}
+// [partial_kernel]
+
+// [rank_order]
+// The deterministic combine: every GPU holds every rank's partial (in rank order, whatever order
+// they arrived in) and adds them in that order. Float addition is not associative, but one fixed
+// order gives one answer, on every GPU and on every run.
+__device__ float add_in_rank_order(const float* partials, int count) {
+  // [hole 2 begin]
+  // TODO(student): return partials[0] + partials[1] + ... + partials[count - 1], added in
+  // that order starting from 0.0f (the host's add_in_rank_order_host must give the same bits).
+  (void)partials;
+  (void)count;
+  return 0.0f;
+  // [hole 2 end]
+}
+
+__global__ void combine_kernel(const float* gathered, int count, float* result) {
+  if (threadIdx.x == 0 && blockIdx.x == 0) *result = add_in_rank_order(gathered, count);
+}
+// [rank_order]
+
+__global__ void fill_kernel(float* out, std::size_t count, std::uint64_t seed, std::size_t begin) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < count;
+       i += std::size_t{gridDim.x} * blockDim.x)
+    out[i] = course::random_at(seed, begin + i, -1.0f, 1.0f);
+}
+
+__global__ void delay_kernel(unsigned rounds) {
+  for (unsigned r = 0; r < rounds; ++r) __nanosleep(1000);
+}
+
+int partial_grid(const course::DeviceFacts& facts) {
+  int per_sm = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, partial_kernel, kBlock, 0));
+  return std::min<int>(kBlock, facts.sm_count * std::max(1, std::min(2, per_sm)));
+}
+
+// [combine_allgather]
+// Version "allgather": every GPU receives every partial (ncclAllGather puts rank r's float at
+// gathered()[r], whatever order they arrive in), then adds them in rank order itself. In one
+// process that drives several GPUs, their calls go inside one ncclGroupStart/End: NCCL needs every
+// rank's call before any can proceed, and one thread would otherwise wait for itself.
+void combine_allgather(Team& team) {
+  // [hole 3 begin]
+  // TODO(student): between ncclGroupStart() and ncclGroupEnd() (each in NCCL_CHECK), for every
+  // GPU i of the team: ncclAllGather of its 1-float partial() into its gathered(), type
+  // ncclFloat, on communicator team.comms[i] and the GPU's context().stream().
+  // [hole 3 end]
+  for (Gpu* g : team.gpus) {
+    g->context().activate();
+    combine_kernel<<<1, 1, 0, g->context().stream()>>>(g->gathered(), team.ranks, g->result());
+    CUDA_CHECK_LAUNCH("combine_kernel");
+  }
+}
+// [combine_allgather]
+
+// [combine_allreduce]
+// Version "allreduce": the one call every framework uses. Fast and simple, but NCCL chooses the
+// order of the additions (ring, tree, NVLS...; by size, topology and version), so with three or
+// more ranks the bits may change between machines or library versions. With two it is a + b on
+// both, which is commutative: the same bits, but by luck of the count, not by design.
+void combine_allreduce(Team& team) {
+  NCCL_CHECK(ncclGroupStart());
+  for (std::size_t i = 0; i < team.gpus.size(); ++i) {
+    Gpu& g = *team.gpus[i];
+    NCCL_CHECK(ncclAllReduce(g.partial(), g.result(), 1, ncclFloat, ncclSum, team.comms[i], g.context().stream()));
+  }
+  NCCL_CHECK(ncclGroupEnd());
+}
+// [combine_allreduce]
+
+// Version "host": what one would write without NCCL. Each partial crosses PCIe to the host, the
+// host adds them in rank order (across processes through host_allgather, MPI's job), and the
+// result goes back to every GPU. The host waits in the middle: the combine costs two round trips.
+void combine_host(Team& team) {
+  const int local = static_cast<int>(team.gpus.size());
+  std::vector<float> mine(static_cast<std::size_t>(local)), all(static_cast<std::size_t>(team.ranks));
+  for (Gpu* g : team.gpus) {
+    g->context().activate();
+    CUDA_CHECK(cudaMemcpyAsync(g->host_partials(), g->partial(), sizeof(float), cudaMemcpyDeviceToHost, g->context().stream()));
+  }
+  for (int i = 0; i < local; ++i) {
+    team.gpus[static_cast<std::size_t>(i)]->context().synchronize();
+    mine[static_cast<std::size_t>(i)] = team.gpus[static_cast<std::size_t>(i)]->host_partials()[0];
+  }
+  if (team.host_allgather) team.host_allgather(mine.data(), local, all.data());
+  else all = mine;
+  const float total = add_in_rank_order_host(all.data(), team.ranks);
+  for (Gpu* g : team.gpus) {
+    g->context().activate();
+    g->host_partials()[1] = total;  // pinned: the copy is asynchronous and reads it later
+    CUDA_CHECK(cudaMemcpyAsync(g->result(), g->host_partials() + 1, sizeof(float), cudaMemcpyHostToDevice, g->context().stream()));
+  }
+}
+
+}  // namespace
+
+// [registry]
+const std::vector<course::Version<Combine>>& versions() {
+  static const std::vector<course::Version<Combine>> registry = {
+      {"allgather", "ncclAllGather of the partials, added in rank order on every GPU (deterministic)", combine_allgather, true},
+      {"allreduce", "ncclAllReduce(sum) of the partials: NCCL's order, fixed only by algorithm and topology", combine_allreduce},
+      {"host", "partials copied to the host, added in rank order, copied back to every GPU", combine_host},
+  };
+  return registry;
+}
+// [registry]
+
+float add_in_rank_order_host(const float* partials, int count) {
+  float sum = 0.0f;
+  for (int r = 0; r < count; ++r) sum += partials[r];
+  return sum;
+}
+
+Gpu::Gpu(int device, std::size_t capacity, int max_ranks)
+    : ctx_(device), capacity_(capacity), max_ranks_(max_ranks) {
+  if (max_ranks < 1) throw course::UsageError("ch11::Gpu: max_ranks must be at least 1");
+  ctx_.activate();
+  grid_ = partial_grid(ctx_.facts());
+  d_x_ = course::DeviceBuffer<float>(std::max<std::size_t>(capacity, 1));
+  d_y_ = course::DeviceBuffer<float>(std::max<std::size_t>(capacity, 1));
+  d_small_ = course::DeviceBuffer<float>(kGatherOffset + static_cast<std::size_t>(max_ranks));
+  d_tagged_ = course::DeviceBuffer<unsigned long long>(static_cast<std::size_t>(grid_));
+  h_partials_ = course::PinnedBuffer<float>(static_cast<std::size_t>(max_ranks) + 2);
+  // Tag 0 is never handed out: a slot nobody wrote in this call is never taken as written.
+  CUDA_CHECK(cudaMemsetAsync(d_tagged_.data(), 0, d_tagged_.bytes(), ctx_.stream()));
+  d_small_.fill_bytes(0, ctx_.stream());
+  ctx_.synchronize();
+}
+
+// [launch_partial]
+// One trip per thread (8192 elements per block) while that fits on the SMs at once; beyond, two
+// blocks per SM, each looping (chapter 06's grid for version 12).
+void Gpu::launch_partial(std::size_t count) {
+  if (count > capacity_)
+    throw course::UsageError("ch11::Gpu: a slice of " + std::to_string(count) + " elements, the buffers hold " +
+                             std::to_string(capacity_));
+  const std::size_t wanted = std::max<std::size_t>(1, ceil_div(count, std::size_t{kBlock} * 4 * kUnroll));
+  const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>(wanted, static_cast<std::size_t>(grid_)));
+  ctx_.activate();  // the stream and the buffers belong to this device
+  if (++tag_ == 0xFFFFFFFFu || tag_ == 0) {
+    CUDA_CHECK(cudaMemsetAsync(d_tagged_.data(), 0, d_tagged_.bytes(), ctx_.stream()));
+    tag_ = 1;
+  }
+  partial_kernel<<<blocks, kBlock, 0, ctx_.stream()>>>(d_x_.data(), d_y_.data(), count, d_tagged_.data(), tag_, partial());
+  CUDA_CHECK_LAUNCH("partial_kernel");
+}
+// [launch_partial]
+
+void Gpu::poison() {
+  ctx_.activate();
+  d_small_.fill_bytes(0xFF, ctx_.stream());
+  ctx_.synchronize();
+}
+
+Team::Team(Team&& o) noexcept
+    : gpus(std::move(o.gpus)), comms(std::move(o.comms)), first_rank(o.first_rank), ranks(o.ranks),
+      host_allgather(std::move(o.host_allgather)) {
+  o.comms.clear();
+  o.gpus.clear();
+}
+
+Team& Team::operator=(Team&& o) noexcept {
+  if (this != &o) {
+    for (ncclComm_t c : comms) ncclCommDestroy(c);
+    gpus = std::move(o.gpus);
+    comms = std::move(o.comms);
+    first_rank = o.first_rank;
+    ranks = o.ranks;
+    host_allgather = std::move(o.host_allgather);
+    o.comms.clear();
+    o.gpus.clear();
+  }
+  return *this;
+}
+
+Team::~Team() {
+  for (ncclComm_t c : comms) ncclCommDestroy(c);  // a destructor must not throw: errors ignored
+}
+
+// [make_local_team]
+Team make_local_team(const std::vector<std::unique_ptr<Gpu>>& gpus, int count) {
+  if (count < 1 || count > static_cast<int>(gpus.size()))
+    throw course::UsageError("make_local_team: " + std::to_string(count) + " GPUs asked for, " +
+                             std::to_string(gpus.size()) + " prepared");
+  disable_nvls();
+  Team team;
+  std::vector<int> devices;
+  for (int i = 0; i < count; ++i) {
+    Gpu* g = gpus[static_cast<std::size_t>(i)].get();
+    if (g->max_ranks() < count)
+      throw course::UsageError("make_local_team: GPU " + std::to_string(i) + " was prepared for teams of at most " +
+                               std::to_string(g->max_ranks()) + " ranks");
+    team.gpus.push_back(g);
+    devices.push_back(g->context().device());
+  }
+  if (std::set<int>(devices.begin(), devices.end()).size() != devices.size())
+    throw course::UsageError("make_local_team: the same device twice (NCCL needs one rank per GPU)");
+  team.comms.resize(static_cast<std::size_t>(count));
+  NCCL_CHECK(ncclCommInitAll(team.comms.data(), count, devices.data()));
+  team.first_rank = 0;
+  team.ranks = count;
+  return team;
+}
+// [make_local_team]
+
+// [make_rank_team]
+Team make_rank_team(Gpu& gpu, const ncclUniqueId& id, int rank, int ranks) {
+  if (ranks < 1 || rank < 0 || rank >= ranks)
+    throw course::UsageError("make_rank_team: rank " + std::to_string(rank) + " of " + std::to_string(ranks));
+  if (gpu.max_ranks() < ranks)
+    throw course::UsageError("make_rank_team: the GPU was prepared for teams of at most " + std::to_string(gpu.max_ranks()) +
+                             " ranks, not " + std::to_string(ranks));
+  disable_nvls();
+  Team team;
+  team.gpus.push_back(&gpu);
+  team.comms.resize(1);
+  gpu.context().activate();  // ncclCommInitRank joins with the current device
+  NCCL_CHECK(ncclCommInitRank(&team.comms[0], ranks, id, rank));
+  team.first_rank = rank;
+  team.ranks = ranks;
+  return team;
+}
+// [make_rank_team]
+
+void fill_slices(Team& team, std::size_t n, std::uint64_t seed) {
+  for (std::size_t i = 0; i < team.gpus.size(); ++i) {
+    Gpu& g = *team.gpus[i];
+    const Slice s = slice_of(n, team.ranks, team.first_rank + static_cast<int>(i));
+    if (s.count > g.capacity())
+      throw course::UsageError("fill_slices: a slice of " + std::to_string(s.count) + " elements, the buffers hold " +
+                               std::to_string(g.capacity()));
+    if (s.count == 0) continue;
+    g.context().activate();
+    const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>(ceil_div(s.count, 256), 65535));
+    fill_kernel<<<blocks, 256, 0, g.context().stream()>>>(g.x(), s.count, seed, s.begin);
+    CUDA_CHECK_LAUNCH("fill_kernel");
+    fill_kernel<<<blocks, 256, 0, g.context().stream()>>>(g.y(), s.count, seed + 1, s.begin);
+    CUDA_CHECK_LAUNCH("fill_kernel");
+  }
+}
+
+// [upload_slices]
+// Each GPU pulls its own slice over its own link; all copies are enqueued before any is waited
+// for, so with pinned memory they run at the same time.
+void upload_slices(Team& team, const float* h_x, const float* h_y, std::size_t n) {
+  for (std::size_t i = 0; i < team.gpus.size(); ++i) {
+    Gpu& g = *team.gpus[i];
+    const Slice s = slice_of(n, team.ranks, team.first_rank + static_cast<int>(i));
+    if (s.count > g.capacity())
+      throw course::UsageError("upload_slices: a slice of " + std::to_string(s.count) + " elements, the buffers hold " +
+                               std::to_string(g.capacity()));
+    if (s.count == 0) continue;
+    g.context().activate();
+    CUDA_CHECK(cudaMemcpyAsync(g.x(), h_x + s.begin, s.count * sizeof(float), cudaMemcpyHostToDevice, g.context().stream()));
+    CUDA_CHECK(cudaMemcpyAsync(g.y(), h_y + s.begin, s.count * sizeof(float), cudaMemcpyHostToDevice, g.context().stream()));
+  }
+}
+// [upload_slices]
+
+// [dot]
+std::vector<float> dot(Team& team, Combine combine, std::size_t n, Split* split) {
+  if (team.gpus.empty() || team.comms.size() != team.gpus.size() || team.ranks < 1)
+    throw course::UsageError("ch11::dot: an empty or incomplete team");
+  std::vector<std::size_t> counts;
+  for (std::size_t i = 0; i < team.gpus.size(); ++i) {
+    const Slice s = slice_of(n, team.ranks, team.first_rank + static_cast<int>(i));
+    if (s.count > team.gpus[i]->capacity())
+      throw course::UsageError("ch11::dot: n = " + std::to_string(n) + " gives a slice of " + std::to_string(s.count) +
+                               " elements; the GPUs were prepared for " + std::to_string(team.gpus[i]->capacity()));
+    if (team.gpus[i]->max_ranks() < team.ranks)
+      throw course::UsageError("ch11::dot: a GPU prepared for fewer ranks than the team has");
+    counts.push_back(s.count);
+  }
+  std::vector<std::unique_ptr<course::EventTimer>> kernel_t, combine_t;
+  for (std::size_t i = 0; i < team.gpus.size(); ++i) {
+    Gpu& g = *team.gpus[i];
+    g.context().activate();
+    if (split) {
+      kernel_t.push_back(std::make_unique<course::EventTimer>(g.context().stream()));
+      combine_t.push_back(std::make_unique<course::EventTimer>(g.context().stream()));
+      kernel_t.back()->start();
+    }
+    g.launch_partial(counts[i]);
+    if (split) {
+      kernel_t.back()->record_stop();
+      combine_t.back()->start();
+    }
+  }
+  combine(team);
+  std::vector<float> results(team.gpus.size());
+  for (std::size_t i = 0; i < team.gpus.size(); ++i) {
+    Gpu& g = *team.gpus[i];
+    g.context().activate();
+    if (split) combine_t[i]->record_stop();
+    CUDA_CHECK(cudaMemcpyAsync(g.host_partials() + g.max_ranks() + 1, g.result(), sizeof(float), cudaMemcpyDeviceToHost,
+                               g.context().stream()));
+  }
+  for (std::size_t i = 0; i < team.gpus.size(); ++i) {
+    Gpu& g = *team.gpus[i];
+    g.context().synchronize();
+    results[i] = g.host_partials()[g.max_ranks() + 1];
+    if (split) {
+      split->kernel_ms = std::max(split->kernel_ms, static_cast<double>(kernel_t[i]->elapsed_ms()));
+      split->combine_ms = std::max(split->combine_ms, static_cast<double>(combine_t[i]->elapsed_ms()));
+    }
+  }
+  return results;
+}
+// [dot]
+
+void launch_rank_order(Gpu& gpu, const float* d_partials, int count, float* d_result) {
+  gpu.context().activate();
+  combine_kernel<<<1, 1, 0, gpu.context().stream()>>>(d_partials, count, d_result);
+  CUDA_CHECK_LAUNCH("combine_kernel");
+}
+
+void delay(Gpu& gpu, double us) {
+  gpu.context().activate();
+  delay_kernel<<<1, 1, 0, gpu.context().stream()>>>(static_cast<unsigned>(std::max(0.0, us)));
+  CUDA_CHECK_LAUNCH("delay_kernel");
+}
+
+course::Reference reference_from_seed(std::size_t n, std::uint64_t seed, unsigned threads) {
+  threads = std::max(1u, std::min(threads, 64u));
+  std::vector<double> sums(threads, 0.0), abs_sums(threads, 0.0);
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      const std::size_t lo = n / threads * t + std::min<std::size_t>(t, n % threads);
+      const std::size_t hi = lo + n / threads + (t < n % threads ? 1 : 0);
+      double s = 0, a = 0;
+      for (std::size_t i = lo; i < hi; ++i) {
+        const double p = static_cast<double>(course::random_at(seed, i, -1.0f, 1.0f)) *
+                         static_cast<double>(course::random_at(seed + 1, i, -1.0f, 1.0f));
+        s += p;
+        a += p < 0 ? -p : p;
+      }
+      sums[t] = s;
+      abs_sums[t] = a;
+    });
+  for (auto& th : pool) th.join();
+  course::Reference ref;
+  ref.n = n;
+  for (unsigned t = 0; t < threads; ++t) {
+    ref.value += sums[t];
+    ref.sum_abs += abs_sums[t];
+  }
+  return ref;
+}
+
+}  // namespace ch11

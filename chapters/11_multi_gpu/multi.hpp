@@ -1,0 +1,162 @@
+#pragma once
+/// \file
+/// \brief Chapter 11: the dot product on many GPUs. Each GPU owns a slice of x and y, computes its
+/// partial with the course's final kernel (chapter 06's version 12), and NCCL combines the partials.
+///
+/// Two ways to start the same code: one process drives every GPU of the host (ncclCommInitAll,
+/// collectives inside ncclGroupStart/End), or one process per GPU started by mpirun (the NCCL unique
+/// id shared over MPI, ncclCommInitRank). Both build a Team: the GPUs this process drives, their
+/// communicators, and the number of ranks in all. With one GPU the Team is a communicator of one
+/// and runs the same code path.
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "course/buffer.hpp"
+#include "course/context.hpp"
+#include "course/reference.hpp"
+#include "course/registry.hpp"
+
+namespace ch11 {
+
+/// A failing NCCL call: the call as text, file, line and NCCL's message.
+class NcclError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+void check_nccl(ncclResult_t code, const char* call, const char* file, int line);
+#define NCCL_CHECK(call) ::ch11::check_nccl((call), #call, __FILE__, __LINE__)
+
+/// Sets NCCL_NVLS_ENABLE=0 in this process's environment (NVLink multicast off; the shared
+/// machines require it). Every function that creates a communicator calls it first.
+void disable_nvls();
+
+/// The part [begin, begin + count) of n elements that rank `rank` of `ranks` owns.
+struct Slice {
+  std::size_t begin = 0;
+  std::size_t count = 0;
+};
+
+/// Contiguous slices in rank order that cover [0, n) exactly once, sizes differing by at most one
+/// (the first n % ranks ranks get one more). n < ranks leaves the last ranks empty. Throws
+/// UsageError for ranks < 1 or rank outside [0, ranks).
+Slice slice_of(std::size_t n, int ranks, int rank);
+
+/// Largest slice any rank gets for n elements over `ranks`.
+std::size_t max_slice(std::size_t n, int ranks);
+
+/// One GPU's state: its context, its slice of x and y (capacity fixed at construction), the
+/// tagged slots of the partial kernel, its partial, the gathered partials, and the result.
+class Gpu {
+ public:
+  /// Buffers for slices of up to `capacity` elements and teams of up to `max_ranks` ranks.
+  Gpu(int device, std::size_t capacity, int max_ranks);
+  Gpu(const Gpu&) = delete;
+  Gpu& operator=(const Gpu&) = delete;
+
+  course::Context& context() { return ctx_; }
+  std::size_t capacity() const { return capacity_; }
+  int max_ranks() const { return max_ranks_; }
+  float* x() { return d_x_.data(); }
+  float* y() { return d_y_.data(); }
+  float* partial() { return d_small_.data(); }                  ///< this GPU's partial (1 float)
+  float* result() { return d_small_.data() + 1; }               ///< the combined dot (1 float)
+  float* gathered() { return d_small_.data() + kGatherOffset; }  ///< every rank's partial, rank order
+  float* host_partials() { return h_partials_.data(); }         ///< pinned, max_ranks floats
+
+  /// Launches the partial kernel over the first `count` elements of the slice into partial().
+  void launch_partial(std::size_t count);
+  /// Fills the partial, the gathered partials and the result with NaN (tests: a step that does
+  /// not write its output cannot pass with an old value).
+  void poison();
+
+  static constexpr std::size_t kGatherOffset = 4;  // 16-byte aligned, after partial and result
+
+ private:
+  course::Context ctx_;
+  std::size_t capacity_;
+  int max_ranks_;
+  int grid_ = 1;
+  unsigned tag_ = 0;
+  course::DeviceBuffer<float> d_x_, d_y_, d_small_;
+  course::DeviceBuffer<unsigned long long> d_tagged_;
+  course::PinnedBuffer<float> h_partials_;
+};
+
+/// The GPUs this process drives and their communicators. `first_rank` is the rank of gpus[0]; the
+/// others follow it. In one process: every rank. Under MPI: one GPU, first_rank = the MPI rank.
+struct Team {
+  std::vector<Gpu*> gpus;
+  std::vector<ncclComm_t> comms;
+  int first_rank = 0;
+  int ranks = 0;
+  /// The host combine across processes: gathers `mine` (this process's partials, in rank order)
+  /// from every process into `all` (ranks floats). Empty in one process, where there is nothing to
+  /// exchange; the MPI driver sets it to MPI_Allgather.
+  std::function<void(const float* mine, int count, float* all)> host_allgather;
+
+  Team() = default;
+  Team(const Team&) = delete;
+  Team& operator=(const Team&) = delete;
+  Team(Team&& o) noexcept;
+  Team& operator=(Team&& o) noexcept;
+  ~Team();  ///< destroys the communicators
+};
+
+/// A team over gpus[0, count) of this process, one communicator each (ncclCommInitAll).
+Team make_local_team(const std::vector<std::unique_ptr<Gpu>>& gpus, int count);
+
+/// A team of one GPU as rank `rank` of `ranks`, joining the communicator named by `id`
+/// (ncclCommInitRank; every rank must call it with the same id).
+Team make_rank_team(Gpu& gpu, const ncclUniqueId& id, int rank, int ranks);
+
+/// A combine: enqueues on every GPU of the team what turns partial() into result().
+using Combine = void (*)(Team& team);
+
+/// The chapter's registry: the ways to combine the partials.
+const std::vector<course::Version<Combine>>& versions();
+
+/// Fills each GPU's slice of the n-element inputs with values random_vector(n, seed) and
+/// random_vector(n, seed + 1) would hold at those indices (generated on the GPU). Asynchronous.
+void fill_slices(Team& team, std::size_t n, std::uint64_t seed);
+
+/// Copies each GPU's slice of host x and y (n elements) to it, every GPU over its own link at the
+/// same time (pinned host memory makes the copies asynchronous). Asynchronous.
+void upload_slices(Team& team, const float* h_x, const float* h_y, std::size_t n);
+
+/// Times of one call, split (milliseconds, the slowest GPU's; CUDA events on each GPU's stream).
+struct Split {
+  double kernel_ms = 0;   ///< the partial kernel
+  double combine_ms = 0;  ///< from the kernel's end to the result (waits for the slowest rank too)
+};
+
+/// Runs the dot of the n-element inputs already in the slices: every GPU's partial, then the
+/// combine. Waits, and returns the result every local GPU holds (gpus order). Throws UsageError
+/// when n does not fit the team's buffers. With `split`, times the parts with events.
+std::vector<float> dot(Team& team, Combine combine, std::size_t n, Split* split = nullptr);
+
+/// Enqueues work that keeps gpu's stream busy for about `us` microseconds (tests: a rank that
+/// finishes last must not change the result).
+void delay(Gpu& gpu, double us);
+
+/// The fp64 reference of random_vector(n, seed) · random_vector(n, seed + 1), generated on the
+/// host with `threads` threads without storing the vectors (for sizes that do not fit a test).
+course::Reference reference_from_seed(std::size_t n, std::uint64_t seed, unsigned threads);
+
+/// Enqueues the rank-order combine kernel over `count` device floats at d_partials, writing
+/// d_result, on gpu's stream (the tests feed it many partials, not just one per GPU here).
+void launch_rank_order(Gpu& gpu, const float* d_partials, int count, float* d_result);
+
+/// Partials added in rank order on the host: what every deterministic combine must equal, bit
+/// for bit.
+float add_in_rank_order_host(const float* partials, int count);
+
+}  // namespace ch11

@@ -1,0 +1,489 @@
+// Chapter 10 — the dot of any two types, at the speed of their bytes.
+//
+// Pairs (ch10::pairs(); one with `10_dtypes --kernel NAME --n 2^28`, the report with `10_dtypes`):
+//   f32_f32    float32 · float32   -> float32 accumulator   10_dtypes --kernel f32_f32
+//   f64_f64    float64 · float64   -> float64               10_dtypes --kernel f64_f64
+//   f32_f64    float32 · float64   -> float64               10_dtypes --kernel f32_f64
+//   f32_bool   float32 · bool      -> float32               10_dtypes --kernel f32_bool
+//   f32_i8     float32 · int8      -> float32               10_dtypes --kernel f32_i8
+//   f32_f16    float32 · float16   -> float32               10_dtypes --kernel f32_f16
+//   f16_f16    float16 · float16   -> float32 (not float16) 10_dtypes --kernel f16_f16
+//   bf16_bf16  bfloat16 · bfloat16 -> float32               10_dtypes --kernel bf16_bf16
+//   i8_i8      int8 · int8         -> int64, exact          10_dtypes --kernel i8_i8
+// One kernel family, dot<X, Y, Acc>: chapter 06's version 12 (single pass, tagged partials,
+// deterministic) with each input read at its own width. The library baselines live in baselines.cu.
+//
+// Exercises: (1) the generic thread loop, thread_dot; (2) the promotion rule, Promote<X, Y>;
+// (3) the int8 · int8 loop, thread_dot_i8, exact for every n.
+//
+// Copied from chapter 06 (a chapter depends on common/ and on nothing in another chapter): the
+// tagged-partials single pass (dot_kernel12 there, dot_kernel here) and its block reduction, made
+// generic over the accumulator.
+
+#include <cuda/atomic>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+#include "course/check.hpp"
+#include "dtypes.hpp"
+
+namespace ch10 {
+namespace {
+
+using bf16 = __nv_bfloat16;
+using i8 = std::int8_t;
+constexpr unsigned kWarp = 32;
+constexpr unsigned kFullMask = 0xffffffffu;
+
+// [promote]
+// The promotion rule: the type a pair accumulates in. Narrow inputs (bool, int8, float16, bfloat16)
+// are exactly representable in float32, so they count as float32; then C++'s usual arithmetic
+// conversions pick the wider of the two (float32 · float64 -> float64). One exception: two integer
+// inputs accumulate in a 64-bit integer, so the answer is exact (the text says why not int32).
+template <class T>
+struct AsFloat {
+  using type = float;  // bool, int8, float16, bfloat16: every value is a float32
+};
+template <>
+struct AsFloat<double> {
+  using type = double;
+};
+
+template <class X, class Y>
+struct Promote {
+  // BEGIN SOLUTION
+  using type = std::conditional_t<std::is_integral_v<X> && std::is_integral_v<Y>, long long,
+                                  decltype(typename AsFloat<X>::type{} * typename AsFloat<Y>::type{})>;
+  // STUB
+  //> // TODO(student): exercise 2. The accumulator of the pair (X, Y): see the rule above. Two
+  //> // integer types (std::is_integral_v) -> long long; otherwise the type of AsFloat<X>::type{} *
+  //> // AsFloat<Y>::type{} (std::conditional_t and decltype).
+  //> using type = X;
+  // END SOLUTION
+};
+// [promote]
+
+template <class T, class Acc>
+__device__ __forceinline__ Acc widen(T v) {
+  return static_cast<Acc>(v);
+}
+// float16 and bfloat16 reach any accumulator through float32 (exact).
+template <>
+__device__ __forceinline__ float widen<__half, float>(__half v) { return __half2float(v); }
+template <>
+__device__ __forceinline__ float widen<bf16, float>(bf16 v) { return __bfloat162float(v); }
+
+template <class Acc>
+__device__ __forceinline__ double to_double(Acc v) {
+  return static_cast<double>(v);
+}
+template <>
+__device__ __forceinline__ double to_double<__half>(__half v) { return __half2float(v); }
+template <>
+__device__ __forceinline__ double to_double<bf16>(bf16 v) { return __bfloat162float(v); }
+
+template <class Acc>
+__device__ __forceinline__ Acc zero() {
+  return static_cast<Acc>(0.0f);
+}
+
+// [pack]
+// A pack: V consecutive elements read by one load instruction. V is set by the wider input: 16 bytes
+// of it (4 float32, 2 float64, 8 float16, 16 int8); the narrower input's pack is then 4 or 8 bytes
+// (4 bools, 4 int8, 4 float16 beside 4 float32), still one load per pack.
+template <class X, class Y>
+constexpr int kPack = 16 / static_cast<int>(sizeof(X) > sizeof(Y) ? sizeof(X) : sizeof(Y));
+// Packs of x and of y each thread has in flight per trip: at least 64 bytes (chapter 06's version 12
+// had two float4 of each input), at most 4 packs.
+template <class X, class Y>
+constexpr int kUnroll = std::min(4, std::max(1, 64 / (kPack<X, Y> * static_cast<int>(sizeof(X) + sizeof(Y)))));
+
+template <class T, int V>
+struct alignas(sizeof(T) * V) Pack {
+  T e[V];
+};
+
+template <class T, int V>
+__device__ __forceinline__ Pack<T, V> load_pack(const Pack<T, V>* p) {
+  constexpr std::size_t bytes = sizeof(Pack<T, V>);
+  static_assert(bytes == 4 || bytes == 8 || bytes == 16, "a pack is one 4-, 8- or 16-byte load");
+  Pack<T, V> r;
+  if constexpr (bytes == 16) {
+    const uint4 v = __ldg(reinterpret_cast<const uint4*>(p));
+    std::memcpy(&r, &v, bytes);
+  } else if constexpr (bytes == 8) {
+    const uint2 v = __ldg(reinterpret_cast<const uint2*>(p));
+    std::memcpy(&r, &v, bytes);
+  } else {
+    const unsigned v = __ldg(reinterpret_cast<const unsigned*>(p));
+    std::memcpy(&r, &v, bytes);
+  }
+  return r;
+}
+// [pack]
+
+// [thread_dot]
+// This thread's share of Σ x[i]·y[i] in the accumulator Acc. The launcher found `head`: the first
+// index at which both x and y start a whole pack (−1: none does, because x and y are misaligned
+// differently, and a scalar loop reads everything). Elements before `head` and after the last whole
+// pack are read one by one; the rest a pack at a time, kUnroll packs of x and of y in flight before
+// any is used. Every element is widened to Acc before it is multiplied.
+template <class X, class Y, class Acc>
+__device__ __forceinline__ Acc thread_dot(const X* __restrict__ x, const Y* __restrict__ y, std::size_t n,
+                                          long long head, std::size_t thread, std::size_t threads) {
+  constexpr int V = kPack<X, Y>;
+  constexpr int U = kUnroll<X, Y>;
+  Acc sum = zero<Acc>();
+  // BEGIN SOLUTION
+  if (head < 0) {
+    for (std::size_t i = thread; i < n; i += threads) sum += widen<X, Acc>(x[i]) * widen<Y, Acc>(y[i]);
+    return sum;
+  }
+  const std::size_t h = static_cast<std::size_t>(head);
+  const std::size_t packs = (n - h) / V;
+  const std::size_t tail = h + packs * V;
+  for (std::size_t i = thread; i < h; i += threads) sum += widen<X, Acc>(x[i]) * widen<Y, Acc>(y[i]);
+  for (std::size_t i = tail + thread; i < n; i += threads) sum += widen<X, Acc>(x[i]) * widen<Y, Acc>(y[i]);
+  const auto* px = reinterpret_cast<const Pack<X, V>*>(x + h);
+  const auto* py = reinterpret_cast<const Pack<Y, V>*>(y + h);
+  std::size_t p = thread;
+  for (; p + (U - 1) * threads < packs; p += U * threads) {
+    Pack<X, V> a[U];
+    Pack<Y, V> b[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      a[u] = load_pack(px + p + u * threads);
+      b[u] = load_pack(py + p + u * threads);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int e = 0; e < V; ++e) sum += widen<X, Acc>(a[u].e[e]) * widen<Y, Acc>(b[u].e[e]);
+  }
+  for (; p < packs; p += threads) {
+    const Pack<X, V> a = load_pack(px + p);
+    const Pack<Y, V> b = load_pack(py + p);
+#pragma unroll
+    for (int e = 0; e < V; ++e) sum += widen<X, Acc>(a.e[e]) * widen<Y, Acc>(b.e[e]);
+  }
+  // STUB
+  //> // TODO(student): exercise 1. Add x[i]·y[i] for this thread's elements into sum, each widened
+  //> // first (widen<X, Acc>(x[i]) * widen<Y, Acc>(y[i])). head < 0: a grid-stride scalar loop over
+  //> // [0, n). Otherwise: indices below head and from the last whole pack on, one by one; between
+  //> // them, packs (Pack<X, V>, Pack<Y, V> at x + head, y + head; load_pack) in a grid-stride loop,
+  //> // U packs of each input loaded before any is used.
+  //> (void)x; (void)y; (void)n; (void)head; (void)thread; (void)threads; (void)V; (void)U;
+  // END SOLUTION
+  return sum;
+}
+// [thread_dot]
+
+// [thread_dot_i8]
+// int8 · int8, exact for every n. __dp4a(a, b, c) adds the four products of the int8 lanes of a and
+// b to the int32 c in one instruction: four elements per instruction. A product is at most
+// (−128)·(−128) = 2^14, and int32 holds 2^31 − 1.
+__device__ __forceinline__ long long thread_dot_i8(const i8* __restrict__ x, const i8* __restrict__ y, std::size_t n,
+                                                   long long head, std::size_t thread, std::size_t threads) {
+  constexpr int V = kPack<i8, i8>;  // 16: one uint4 of each input
+  constexpr int U = kUnroll<i8, i8>;
+  long long total = 0;
+  // BEGIN SOLUTION
+  // A pack's 16 products sum to at most 2^18 in magnitude, so one trip's U packs stay far inside
+  // int32 (U·2^18 ≤ 2^20); the trip's sum is added to the 64-bit total. Elements read one by one go
+  // straight into the total.
+  auto scalar = [&](std::size_t i) { total += static_cast<int>(x[i]) * static_cast<int>(y[i]); };
+  if (head < 0) {
+    for (std::size_t i = thread; i < n; i += threads) scalar(i);
+    return total;
+  }
+  const std::size_t h = static_cast<std::size_t>(head);
+  const std::size_t packs = (n - h) / V;
+  const std::size_t tail = h + packs * V;
+  for (std::size_t i = thread; i < h; i += threads) scalar(i);
+  for (std::size_t i = tail + thread; i < n; i += threads) scalar(i);
+  const auto* px = reinterpret_cast<const uint4*>(x + h);
+  const auto* py = reinterpret_cast<const uint4*>(y + h);
+  auto dp16 = [](uint4 a, uint4 b, int c) {
+    c = __dp4a(static_cast<int>(a.x), static_cast<int>(b.x), c);
+    c = __dp4a(static_cast<int>(a.y), static_cast<int>(b.y), c);
+    c = __dp4a(static_cast<int>(a.z), static_cast<int>(b.z), c);
+    return __dp4a(static_cast<int>(a.w), static_cast<int>(b.w), c);
+  };
+  std::size_t p = thread;
+  for (; p + (U - 1) * threads < packs; p += U * threads) {
+    uint4 a[U], b[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      a[u] = __ldg(px + p + u * threads);
+      b[u] = __ldg(py + p + u * threads);
+    }
+    int trip = 0;
+#pragma unroll
+    for (int u = 0; u < U; ++u) trip = dp16(a[u], b[u], trip);
+    total += trip;
+  }
+  for (; p < packs; p += threads) total += dp16(__ldg(px + p), __ldg(py + p), 0);
+  // STUB
+  //> // TODO(student): exercise 3. This thread's share of Σ x[i]·y[i], exact for every n, with the
+  //> // same split as thread_dot (head < 0: scalar; else head, tail, and 16-byte packs read as uint4,
+  //> // U of each input in flight). Use __dp4a for the packs (four products per instruction, into an
+  //> // int32). Before you write it, work out how many products an int32 can hold in the worst case,
+  //> // and how many elements one thread handles when the grid is small and n is large.
+  //> (void)x; (void)y; (void)n; (void)head; (void)thread; (void)threads; (void)V; (void)U;
+  // END SOLUTION
+  return total;
+}
+// [thread_dot_i8]
+
+template <class X, class Y, class Acc>
+__device__ __forceinline__ Acc thread_share(const X* __restrict__ x, const Y* __restrict__ y, std::size_t n,
+                                            long long head, std::size_t thread, std::size_t threads) {
+  if constexpr (std::is_same_v<X, i8> && std::is_same_v<Y, i8> && std::is_same_v<Acc, long long>)
+    return thread_dot_i8(x, y, n, head, thread, threads);
+  else
+    return thread_dot<X, Y, Acc>(x, y, n, head, thread, threads);
+}
+
+// [block_sum]
+// Chapter 06's block reduction, for any accumulator of up to 8 bytes: shuffles move its bits.
+template <class T>
+__device__ __forceinline__ T shfl_down(T v, unsigned offset) {
+  static_assert(sizeof(T) <= 8, "accumulators of up to 8 bytes");
+  if constexpr (sizeof(T) <= 4) {
+    unsigned u = 0;
+    std::memcpy(&u, &v, sizeof(T));
+    u = __shfl_down_sync(kFullMask, u, offset);
+    std::memcpy(&v, &u, sizeof(T));
+  } else {
+    unsigned long long u = 0;
+    std::memcpy(&u, &v, sizeof(T));
+    u = __shfl_down_sync(kFullMask, u, offset);
+    std::memcpy(&v, &u, sizeof(T));
+  }
+  return v;
+}
+
+template <class Acc>
+__device__ __forceinline__ Acc warp_sum(Acc v) {
+#pragma unroll
+  for (unsigned offset = kWarp / 2; offset > 0; offset /= 2) v += shfl_down(v, offset);
+  return v;
+}
+
+/// The block's total, valid in thread 0; every thread must call it; a fixed order of additions.
+template <class Acc>
+__device__ __forceinline__ Acc block_sum(Acc v) {
+  __shared__ alignas(8) unsigned char s_raw[kBlock / kWarp * 8];
+  Acc* s_warp = reinterpret_cast<Acc*>(s_raw);
+  const unsigned lane = threadIdx.x % kWarp;
+  const unsigned warp = threadIdx.x / kWarp;
+  v = warp_sum(v);
+  if (lane == 0) s_warp[warp] = v;
+  __syncthreads();
+  if (warp == 0) v = warp_sum(lane < kBlock / kWarp ? s_warp[lane] : zero<Acc>());
+  return v;
+}
+// [block_sum]
+
+// [dot_kernel]
+// Chapter 06's version 12 for any pair: every block but the last publishes its partial with the
+// call's tag and exits; the last block waits for every slot to carry the tag and adds them in a fixed
+// order (deterministic). A partial of 8 bytes (a double, an int64) takes two tagged words, each
+// (tag << 32 | 32 bits): each word is one 8-byte store, seen whole or not at all, so no fence is
+// needed. The result is written as a double: exact for every accumulator here.
+template <class X, class Y, class Acc>
+__global__ void __launch_bounds__(kBlock, 2)
+    dot_kernel(const X* __restrict__ x, const Y* __restrict__ y, std::size_t n, long long head,
+               unsigned long long* tagged, unsigned tag, double* __restrict__ result) {
+  constexpr int kWords = sizeof(Acc) <= 4 ? 1 : 2;
+  const std::size_t thread = blockIdx.x * std::size_t{kBlock} + threadIdx.x;
+  Acc sum = thread_share<X, Y, Acc>(x, y, n, head, thread, std::size_t{gridDim.x} * kBlock);
+  sum = block_sum(sum);  // valid in thread 0
+  const unsigned last = gridDim.x - 1;
+  if (blockIdx.x != last) {
+    if (threadIdx.x == 0) {
+      unsigned words[2] = {0, 0};
+      std::memcpy(words, &sum, sizeof(Acc));
+#pragma unroll
+      for (int w = 0; w < kWords; ++w)
+        cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(tagged[2 * blockIdx.x + w])
+            .store(static_cast<unsigned long long>(tag) << 32 | words[w], cuda::memory_order_relaxed);
+    }
+    return;
+  }
+  if (last == 0) {
+    if (threadIdx.x == 0) *result = to_double(sum);
+    return;
+  }
+  __syncthreads();  // block_sum's shared memory is used again below
+  Acc others = zero<Acc>();
+  for (unsigned b = threadIdx.x; b < last; b += kBlock) {  // one block per thread: the grid is at most kBlock
+    unsigned words[2] = {0, 0};
+#pragma unroll
+    for (int w = 0; w < kWords; ++w) {
+      cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> slot(tagged[2 * b + w]);
+      unsigned long long word = slot.load(cuda::memory_order_relaxed);
+      while (static_cast<unsigned>(word >> 32) != tag) word = slot.load(cuda::memory_order_relaxed);
+      words[w] = static_cast<unsigned>(word);
+    }
+    Acc v;
+    std::memcpy(&v, words, sizeof(Acc));
+    others += v;
+  }
+  others = block_sum(others);
+  if (threadIdx.x == 0) *result = to_double(others + sum);
+}
+// [dot_kernel]
+
+// ---------------------------------------------------------------------------------------------
+// Launchers
+// ---------------------------------------------------------------------------------------------
+
+/// The first index at which x and y both start a whole pack of V elements, or −1 when no index
+/// below V does (then none does: x and y are misaligned differently). At most n.
+long long vector_head(const void* x, std::size_t sx, const void* y, std::size_t sy, int V, std::size_t n) {
+  const auto ax = reinterpret_cast<std::uintptr_t>(x), ay = reinterpret_cast<std::uintptr_t>(y);
+  for (int h = 0; h < V; ++h)
+    if ((ax + h * sx) % (V * sx) == 0 && (ay + h * sy) % (V * sy) == 0)
+      return static_cast<long long>(std::min<std::size_t>(static_cast<std::size_t>(h), n));
+  return -1;
+}
+
+// [launch]
+template <class X, class Y, class Acc>
+void launch(const void* d_x, const void* d_y, std::size_t n, double* d_result, Workspace& ws, cudaStream_t stream) {
+  ws.require(n);
+  constexpr int V = kPack<X, Y>;
+  if (n > 0 && ((reinterpret_cast<std::uintptr_t>(d_x) % sizeof(X)) || (reinterpret_cast<std::uintptr_t>(d_y) % sizeof(Y))))
+    throw course::UsageError("ch10: x or y is not aligned to its element size");
+  const long long head = vector_head(d_x, sizeof(X), d_y, sizeof(Y), V, n);
+  const unsigned blocks = ws.grid_for(n, std::size_t{kBlock} * V * kUnroll<X, Y>);
+  const unsigned tag = ws.next_tag(stream);
+  dot_kernel<X, Y, Acc><<<blocks, kBlock, 0, stream>>>(static_cast<const X*>(d_x), static_cast<const Y*>(d_y), n,
+                                                       head, ws.tagged.data(), tag, d_result);
+  CUDA_CHECK_LAUNCH("ch10::dot_kernel");
+}
+
+/// The course kernel of a pair: dot<X, Y, Acc> with Acc from the promotion rule.
+template <class X, class Y>
+void run_pair(const void* d_x, const void* d_y, std::size_t n, double* d_result, Workspace& ws, cudaStream_t stream) {
+  launch<X, Y, typename Promote<X, Y>::type>(d_x, d_y, n, d_result, ws, stream);
+}
+// [launch]
+
+template <class X, class Y>
+Pair make_pair(const char* name, const char* description, const char* library_name, Launcher library,
+               double library_extra_bytes, bool exercise) {
+  using Acc = typename Promote<X, Y>::type;
+  return Pair{name, description, course::dtype_of<X>(), course::dtype_of<Y>(), course::dtype_of<Acc>(),
+              run_pair<X, Y>, library_name, library, library_extra_bytes,
+              cub_launcher(course::dtype_of<X>(), course::dtype_of<Y>()), exercise};
+}
+
+}  // namespace
+
+// [registry]
+const std::vector<Pair>& pairs() {
+  static const std::vector<Pair> registry = {
+      make_pair<float, float>("f32_f32", "float32 . float32, float32 accumulator (chapter 06's case)", "cublasSdot",
+                              run_cublas_f32, 0, true),
+      make_pair<double, double>("f64_f64", "float64 . float64, float64 accumulator", "cublasDdot", run_cublas_f64, 0,
+                                true),
+      make_pair<float, double>("f32_f64", "float32 . float64: the usual conversions give float64",
+                               "convert x, cublasDdot", run_convert_cublas_f32_f64, 16, true),
+      make_pair<float, bool>("f32_bool", "float32 . bool (a mask): 5 bytes per element", "convert y, cublasSdot",
+                             run_convert_cublas_f32_bool, 8, true),
+      make_pair<float, i8>("f32_i8", "float32 . int8 (quantized weights)", "convert y, cublasSdot",
+                           run_convert_cublas_f32_i8, 8, true),
+      make_pair<float, __half>("f32_f16", "float32 . float16", "convert y, cublasSdot", run_convert_cublas_f32_f16, 8,
+                               true),
+      make_pair<__half, __half>("f16_f16", "float16 . float16, accumulated in float32", "cublasDotEx (16F, fp32 compute)",
+                                run_cublas_f16, 0, true),
+      make_pair<bf16, bf16>("bf16_bf16", "bfloat16 . bfloat16, accumulated in float32",
+                            "cublasDotEx (16BF, fp32 compute)", run_cublas_bf16, 0, true),
+      make_pair<i8, i8>("i8_i8", "int8 . int8, exact (int64 accumulator, dp4a)", "convert both, cublasDdot",
+                        run_convert_cublas_i8_i8, 32, true),
+  };
+  return registry;
+}
+// [registry]
+
+const Pair* find_pair(const std::string& name) {
+  for (const auto& p : pairs())
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+std::string pair_dtype(const Pair& p) { return std::string(course::dtype_name(p.x)) + "*" + course::dtype_name(p.y); }
+
+double pair_bytes(const Pair& p) {
+  return static_cast<double>(course::dtype_size(p.x) + course::dtype_size(p.y));
+}
+
+// [experiments]
+// What the text shows before the rule: float16 and bfloat16 accumulated in their own type, and int8
+// accumulated in int32 all the way (it wraps past 2^31; signed overflow is undefined in C++ too).
+void run_f16_in_f16(const void* d_x, const void* d_y, std::size_t n, double* d_result, Workspace& ws, cudaStream_t stream) {
+  launch<__half, __half, __half>(d_x, d_y, n, d_result, ws, stream);
+}
+void run_bf16_in_bf16(const void* d_x, const void* d_y, std::size_t n, double* d_result, Workspace& ws, cudaStream_t stream) {
+  launch<bf16, bf16, bf16>(d_x, d_y, n, d_result, ws, stream);
+}
+void run_i8_in_i32(const void* d_x, const void* d_y, std::size_t n, double* d_result, Workspace& ws, cudaStream_t stream) {
+  launch<i8, i8, int>(d_x, d_y, n, d_result, ws, stream);
+}
+// [experiments]
+
+// ---------------------------------------------------------------------------------------------
+// Workspace
+// ---------------------------------------------------------------------------------------------
+
+std::size_t Workspace::bytes_for(std::size_t max_n) {
+  return 2 * 4096 * sizeof(unsigned long long) + cub_temp_bytes_for(max_n) + 32 * std::max<std::size_t>(1, max_n) + 64;
+}
+
+Workspace::Workspace(course::Context& context, std::size_t max_elements)
+    : ctx(context),
+      max_n(max_elements),
+      grid_max(std::min<int>(static_cast<int>(kBlock), context.facts().sm_count * 2)),
+      tagged(2 * static_cast<std::size_t>(std::min<int>(static_cast<int>(kBlock), context.facts().sm_count * 2))),
+      cub_temp(std::max<std::size_t>(1, cub_temp_bytes_for(max_elements))),
+      converted(32 * std::max<std::size_t>(1, max_elements)),
+      lib_result(64) {
+  ctx.activate();
+  // __launch_bounds__(kBlock, 2) holds every instantiation to two resident blocks per SM, so the whole
+  // grid (at most grid_max blocks) is resident at once: the last block may wait for the others.
+  CUDA_CHECK(cudaMemsetAsync(tagged.data(), 0, tagged.bytes(), ctx.stream()));
+  ctx.synchronize();
+}
+
+void Workspace::require(std::size_t n) const {
+  if (n > max_n)
+    throw course::UsageError("ch10::Workspace was made for n <= " + std::to_string(max_n) + "; the call has n = " +
+                             std::to_string(n));
+}
+
+void Workspace::poison(cudaStream_t stream) {
+  CUDA_CHECK(cudaMemsetAsync(tagged.data(), 0xFF, tagged.bytes(), stream));
+}
+
+unsigned Workspace::next_tag(cudaStream_t stream) {
+  if (++tag_ == 0xFFFFFFFFu || tag_ == 0) {
+    CUDA_CHECK(cudaMemsetAsync(tagged.data(), 0, tagged.bytes(), stream));
+    tag_ = 1;
+  }
+  return tag_;
+}
+
+unsigned Workspace::grid_for(std::size_t n, std::size_t elements_per_trip) const {
+  const std::size_t wanted = std::max<std::size_t>(1, (n + elements_per_trip - 1) / elements_per_trip);
+  std::size_t blocks = std::min<std::size_t>(wanted, static_cast<std::size_t>(grid_max));
+  if (grid_limit > 0) blocks = std::min<std::size_t>(blocks, grid_limit);
+  return static_cast<unsigned>(blocks);
+}
+
+}  // namespace ch10

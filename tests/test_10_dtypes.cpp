@@ -1,0 +1,273 @@
+// Chapter 10 grading tests: every pair of the registry matches the fp64 reference within the bound
+// of the accumulator the course's rule gives (integer pairs exactly) at awkward sizes and with x and
+// y misaligned alike and differently, gives the same bits on every run, and follows its input; the
+// promotion rule gives each pair its accumulator; int8 · int8 stays exact where an int32 would wrap,
+// in the whole grid and in one thread; float16 accumulation fails where float32 passes.
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "course/check.hpp"
+#include "course/context.hpp"
+#include "course/device.hpp"
+#include "course/dtype.hpp"
+#include "course/random.hpp"
+#include "dtypes.hpp"
+#include "support/course_test.hpp"
+
+namespace {
+
+using course::Dtype;
+
+// The rule, as the course states it (the student's Promote is checked against it): two integer
+// inputs -> int64 (exact); a float64 input -> float64; anything else -> float32.
+Dtype expected_acc(const ch10::Pair& p) {
+  if (course::dtype_is_integer(p.x) && course::dtype_is_integer(p.y)) return Dtype::i64;
+  if (p.x == Dtype::f64 || p.y == Dtype::f64) return Dtype::f64;
+  return Dtype::f32;
+}
+
+std::string hint(const ch10::Pair& p) {
+  std::string h = "thread_dot (exercise 1): every element once, widened to Acc before the multiply; the head "
+                  "(indices below `head`), the whole packs, and the tail after them; head < 0 means a scalar "
+                  "loop over everything. Promote (exercise 2) picks Acc. ";
+  if (p.name == "i8_i8")
+    h += "int8 . int8 runs thread_dot_i8 (exercise 3): __dp4a for the packs, and a sum that cannot leave int32 "
+         "before it reaches the 64-bit total.";
+  return h;
+}
+
+/// Typed inputs of a pair: random values, plus (when x is a floating type) spikes planted at the
+/// indices course::plant_spikes chooses: x large, y one, so no kernel can drop one and pass.
+struct TypedInputs {
+  std::vector<unsigned char> x, y;
+  course::TypedReference ref;
+};
+
+void put_double(Dtype t, std::vector<unsigned char>& bytes, std::size_t i, double v) {
+  switch (t) {
+    case Dtype::f64: { std::memcpy(bytes.data() + 8 * i, &v, 8); break; }
+    case Dtype::f32: { const float f = static_cast<float>(v); std::memcpy(bytes.data() + 4 * i, &f, 4); break; }
+    case Dtype::f16: { const __half h = __float2half_rn(static_cast<float>(std::min(v, 60000.0))); std::memcpy(bytes.data() + 2 * i, &h, 2); break; }
+    case Dtype::bf16: { const __nv_bfloat16 b = __float2bfloat16_rn(static_cast<float>(v)); std::memcpy(bytes.data() + 2 * i, &b, 2); break; }
+    case Dtype::i8: { const std::int8_t c = static_cast<std::int8_t>(v); std::memcpy(bytes.data() + i, &c, 1); break; }
+    case Dtype::boolean: { bytes[i] = v != 0 ? 1 : 0; break; }
+    default: break;
+  }
+}
+
+TypedInputs make_inputs(const ch10::Pair& p, std::size_t n, std::uint64_t base) {
+  const std::uint64_t seed = course::test::seed(base);
+  TypedInputs in;
+  in.x = course::random_bytes(p.x, n, seed);
+  in.y = course::random_bytes(p.y, n, seed ^ 0x5DEECE66Dull);
+  if (!course::dtype_is_integer(p.x) && n >= 64) {
+    std::vector<float> fx(n, 0.5f), fy(n, 0.5f);
+    const auto at = course::plant_spikes(fx, fy);
+    for (std::size_t i : at) {
+      put_double(p.x, in.x, i, fx[i]);
+      put_double(p.y, in.y, i, 1.0);
+    }
+  }
+  in.ref = course::reference_dot_typed(p.x, in.x.data(), p.y, in.y.data(), n);
+  return in;
+}
+
+/// A device copy of typed bytes at an element offset inside a guarded buffer (guards: 0xFF).
+struct DeviceTyped {
+  DeviceTyped(const std::vector<unsigned char>& bytes, std::size_t size, std::size_t offset)
+      : size_(size), offset_(offset), buf_(bytes.size() + 8 * size) {
+    std::vector<unsigned char> all(bytes.size() + 8 * size, 0xFF);
+    std::copy(bytes.begin(), bytes.end(), all.begin() + static_cast<std::ptrdiff_t>(offset * size));
+    buf_.upload(all);
+  }
+  void upload(const std::vector<unsigned char>& bytes) {
+    std::vector<unsigned char> all(buf_.size(), 0xFF);
+    std::copy(bytes.begin(), bytes.end(), all.begin() + static_cast<std::ptrdiff_t>(offset_ * size_));
+    buf_.upload(all);
+  }
+  const void* data() { return buf_.data() + offset_ * size_; }
+  std::size_t size_, offset_;
+  course::test::Guarded<unsigned char> buf_;
+};
+
+/// Runs the pair's course kernel once on a poisoned result and workspace; returns the result.
+double run_once(const ch10::Pair& p, ch10::Workspace& ws, const void* x, const void* y, std::size_t n,
+                course::test::Guarded<double>& result, std::string* damage = nullptr) {
+  course::Context& ctx = ws.ctx;
+  result.fill_bytes(0xFF);
+  ws.poison(ctx.stream());
+  p.run(x, y, n, result.data(), ws, ctx.stream());
+  ctx.synchronize();
+  if (damage) *damage = result.guard_damage();
+  return result.download()[0];
+}
+
+std::uint32_t low_bits(double d) {
+  std::uint64_t u = 0;
+  std::memcpy(&u, &d, 8);
+  return static_cast<std::uint32_t>(u ^ (u >> 32));
+}
+
+const bool registered = [] {
+  // Host only: the rule.
+  course::test::add_case("ch10 promotion: every pair accumulates in the type the rule gives", "[ch10][exercise][promote]", [] {
+    for (const auto& p : ch10::pairs()) {
+      INFO(p.name << ": Promote gives " << course::dtype_name(p.acc) << ", the rule says "
+                  << course::dtype_name(expected_acc(p))
+                  << ". Two integer inputs -> long long; a float64 input -> double; otherwise float (float16, "
+                     "bfloat16, int8 and bool count as float32).");
+      CHECK(p.acc == expected_acc(p));
+    }
+  });
+
+  for (const auto& pr : ch10::pairs()) {
+    const ch10::Pair* p = &pr;
+    const std::string tags = std::string("[ch10][gpu]") + (p->exercise ? "[exercise]" : "");
+    course::test::add_case("ch10 " + p->name + ": matches the reference at awkward sizes and alignments", tags, [p] {
+      COURSE_REQUIRE_GPU();
+      auto sizes = course::test::awkward_sizes(ch10::kBlock, 10);
+      sizes.insert(sizes.end(), {15, 16, 17, 33, 8191, 8192, 8193, 16 * 1024 * 2 + 5});
+      const std::size_t n_max = *std::max_element(sizes.begin(), sizes.end());
+      course::Context ctx;
+      ch10::Workspace ws(ctx, n_max);
+      course::test::Guarded<double> result(1);
+      const double u = course::unit_roundoff(expected_acc(*p));
+      const std::vector<std::pair<std::size_t, std::size_t>> offsets = {{0, 0}, {1, 1}, {1, 0}, {0, 3}, {5, 2}};
+      for (std::size_t n : sizes) {
+        const TypedInputs in = make_inputs(*p, n, 100 + n);
+        for (const auto& [ox, oy] : offsets) {
+          if (n > (std::size_t{1} << 20) && ox + oy != 0 && ox != 1) continue;  // keep the large sizes quick
+          DeviceTyped dx(in.x, course::dtype_size(p->x), ox), dy(in.y, course::dtype_size(p->y), oy);
+          std::string damage;
+          const double got = run_once(*p, ws, dx.data(), dy.data(), n, result, &damage);
+          const course::Verdict v = course::check_dot_typed(got, in.ref, u);
+          INFO(course::test::explain(v, n, p->name + " (x + " + std::to_string(ox) + ", y + " + std::to_string(oy) + " elements)", hint(*p)));
+          CHECK(v.ok);
+          INFO(damage);
+          CHECK(damage.empty());
+        }
+      }
+    });
+    course::test::add_case("ch10 " + p->name + ": the same bits on every run", tags + "[determinism]", [p] {
+      COURSE_REQUIRE_GPU();
+      const auto awkward = course::test::awkward_sizes(ch10::kBlock, 11);
+      const std::size_t n = *std::max_element(awkward.begin(), awkward.end());
+      course::Context ctx;
+      ch10::Workspace ws(ctx, n);
+      course::test::Guarded<double> result(1);
+      const TypedInputs in = make_inputs(*p, n, 11);
+      DeviceTyped dx(in.x, course::dtype_size(p->x), 0), dy(in.y, course::dtype_size(p->y), 0);
+      std::set<std::uint32_t> distinct;
+      for (int r = 0; r < 12; ++r) {
+        const double got = run_once(*p, ws, dx.data(), dy.data(), n, result);
+        const course::Verdict v = course::check_dot_typed(got, in.ref, course::unit_roundoff(expected_acc(*p)));
+        INFO("run " << r << ": " << course::test::explain(v, n, p->name, hint(*p)));
+        CHECK(v.ok);
+        distinct.insert(low_bits(got));
+      }
+      INFO(p->name << ": 12 runs gave " << distinct.size() << " distinct results; the order of the additions must not depend on timing.");
+      CHECK(distinct.size() == 1);
+    });
+    course::test::add_case("ch10 " + p->name + ": follows its input (new values in the same buffers)", tags, [p] {
+      COURSE_REQUIRE_GPU();
+      const std::size_t n = 3 * 8192 + 77;
+      course::Context ctx;
+      ch10::Workspace ws(ctx, n);
+      course::test::Guarded<double> result(1);
+      TypedInputs in = make_inputs(*p, n, 20);
+      DeviceTyped dx(in.x, course::dtype_size(p->x), 0), dy(in.y, course::dtype_size(p->y), 0);
+      for (int round = 0; round < 2; ++round) {
+        if (round == 1) {
+          in = make_inputs(*p, n, 21);
+          dx.upload(in.x);
+          dy.upload(in.y);
+        }
+        const double got = run_once(*p, ws, dx.data(), dy.data(), n, result);
+        const course::Verdict v = course::check_dot_typed(got, in.ref, course::unit_roundoff(expected_acc(*p)));
+        INFO(course::test::explain(v, n, p->name + " (round " + std::to_string(round + 1) + " of 2)",
+                                   "the second round has new values in the same buffers: read x and y on every call. " + hint(*p)));
+        CHECK(v.ok);
+      }
+    });
+  }
+
+  // int8 · int8 where int32 wraps: the whole sum past 2^31 (a full grid), then one thread's share
+  // past 2^31 (a grid of one block, so each thread has n / 1024 elements).
+  course::test::add_case("ch10 i8_i8: exact where the sum leaves int32 (worst case)", "[ch10][gpu][exercise][int8]", [] {
+    COURSE_REQUIRE_GPU();
+    const ch10::Pair* p = ch10::find_pair("i8_i8");
+    REQUIRE(p != nullptr);
+    course::Context ctx;
+    const std::vector<std::size_t> sizes = {(std::size_t{1} << 17) + 1, (std::size_t{1} << 18) + 77, (std::size_t{1} << 20) + 3};
+    ch10::Workspace ws(ctx, sizes.back());
+    course::test::Guarded<double> result(1);
+    for (int sign : {+1, -1}) {
+      for (std::size_t n : sizes) {
+        std::vector<unsigned char> x(n, 0x80), y(n, sign > 0 ? 0x80 : 0x7F);  // −128·−128 = 2^14; −128·127
+        DeviceTyped dx(x, 1, 0), dy(y, 1, 3);
+        DeviceTyped dx2(x, 1, 0), dy2(y, 1, 0);
+        course::TypedReference ref;
+        ref.exact = true;
+        ref.exact_value = static_cast<long long>(n) * (sign > 0 ? 16384 : -128 * 127);
+        for (auto* d : {&dy, &dy2}) {
+          const double got = run_once(*p, ws, (d == &dy ? dx : dx2).data(), d->data(), n, result);
+          const course::Verdict v = course::check_dot_typed(got, ref, 0);
+          INFO(course::test::explain(v, n, "i8_i8 (every x = -128)", "the sum is past 2^31: the total must be 64-bit. " + hint(*p)));
+          CHECK(v.ok);
+        }
+      }
+    }
+  });
+  course::test::add_case("ch10 i8_i8: exact when one thread's share leaves int32 (one block)", "[ch10][gpu][exercise][int8][slow]", [] {
+    COURSE_REQUIRE_GPU();
+    const ch10::Pair* p = ch10::find_pair("i8_i8");
+    REQUIRE(p != nullptr);
+    const std::size_t n = (std::size_t{1} << 27) + (std::size_t{1} << 20) + 9;  // > 1024 threads × 2^17 products of 2^14
+    if (course::free_device_bytes() < 3 * n) COURSE_SKIP_NO_MEMORY("needs " + std::to_string(3 * n) + " bytes");
+    course::Context ctx;
+    ch10::Workspace ws(ctx, n);
+    ws.grid_limit = 1;
+    course::DeviceBuffer<std::int8_t> d_x(n);
+    d_x.fill_bytes(0x80, ctx.stream());
+    course::test::Guarded<double> result(1);
+    const double got = run_once(*p, ws, d_x.data(), d_x.data(), n, result);
+    course::TypedReference ref;
+    ref.exact = true;
+    ref.exact_value = static_cast<long long>(n) * 16384;
+    const course::Verdict v = course::check_dot_typed(got, ref, 0);
+    INFO(course::test::explain(v, n, "i8_i8 on one block (each thread ~2^17 elements of -128 . -128)",
+                               "one thread's own sum passes 2^31 here: an int32 may hold a few packs, never a whole share. " + hint(*p)));
+    CHECK(v.ok);
+  });
+
+  // The text's claim: float16 accumulation fails the bound float32 accumulation meets.
+  course::test::add_case("ch10 f16_f16: float16 accumulation fails where float32 passes", "[ch10][gpu]", [] {
+    COURSE_REQUIRE_GPU();
+    const ch10::Pair* p = ch10::find_pair("f16_f16");
+    REQUIRE(p != nullptr);
+    const std::size_t n = std::size_t{1} << 20;
+    course::Context ctx;
+    ch10::Workspace ws(ctx, n);
+    course::test::Guarded<double> result(1);
+    const TypedInputs in = make_inputs(*p, n, 16);
+    DeviceTyped dx(in.x, 2, 0), dy(in.y, 2, 0);
+    const double in_float = run_once(*p, ws, dx.data(), dy.data(), n, result);
+    result.fill_bytes(0xFF);
+    ch10::run_f16_in_f16(dx.data(), dy.data(), n, result.data(), ws, ctx.stream());
+    ctx.synchronize();
+    const double in_half = result.download()[0];
+    const double u32 = course::unit_roundoff(Dtype::f32);
+    INFO("float32 accumulation: " << course::check_dot_typed(in_float, in.ref, u32).message);
+    CHECK(course::check_dot_typed(in_float, in.ref, u32).ok);
+    INFO("float16 accumulation: " << course::check_dot_typed(in_half, in.ref, u32).message);
+    CHECK_FALSE(course::check_dot_typed(in_half, in.ref, u32).ok);
+  });
+  return true;
+}();
+
+}  // namespace

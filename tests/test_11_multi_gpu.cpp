@@ -1,0 +1,241 @@
+// Chapter 11 grading tests: the slices cover any n exactly once for any GPU count (n = 0, n smaller
+// than the GPU count, n not divisible by it); the rank-order combine adds any number of partials
+// in order, bit for bit like the host; every combine gives the fp64 answer within the bound on one
+// GPU and on two (skipped, with the reason, where fewer GPUs exist); the deterministic combines
+// give the same bits on every GPU and on every run, whichever GPU finishes first; bad input is
+// refused. The MPI form is tested by CTest with 1 and 2 processes (chapters/11_multi_gpu/multi_gpu.cmake).
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "course/buffer.hpp"
+#include "course/check.hpp"
+#include "course/context.hpp"
+#include "course/random.hpp"
+#include "multi.hpp"
+#include "support/course_test.hpp"
+
+// A test that needs more GPUs than the machine has: skipped with the reason, never passed. Same
+// rules as COURSE_REQUIRE_GPU (first statement after it, never inside a SECTION).
+#define COURSE_REQUIRE_GPUS(count)                                                                   \
+  do {                                                                                               \
+    const int course_have_ = ::course::device_count();                                               \
+    if (course_have_ < (count))                                                                      \
+      COURSE_SKIP_TEST("COURSE-FEW-GPUS: needs " + std::to_string(count) + " GPUs, this machine has " + \
+                       std::to_string(course_have_));                                                \
+  } while (0)
+
+namespace {
+
+using Version = course::Version<ch11::Combine>;
+
+std::uint32_t bits(float f) {
+  std::uint32_t u = 0;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+const char* kSliceHint =
+    "slice_of (exercise 1): the slices follow each other in rank order from 0 (each begins where the previous "
+    "ended), cover all n elements, and the first n % ranks ranks hold one element more than the others.";
+
+std::string slice_text(std::size_t n, int ranks, int rank, const ch11::Slice& s) {
+  return "slice_of(n = " + std::to_string(n) + ", ranks = " + std::to_string(ranks) + ", rank = " + std::to_string(rank) +
+         ") = {begin " + std::to_string(s.begin) + ", count " + std::to_string(s.count) + "}. " + kSliceHint;
+}
+
+std::string hint(const Version& v) {
+  if (v.name == "allgather")
+    return "combine_allgather: ncclAllGather of each GPU's partial() into its gathered() inside "
+           "ncclGroupStart/End, then add_in_rank_order (exercise 2); slice_of decides which elements each GPU adds.";
+  return "slice_of decides which elements each GPU adds (exercise 1).";
+}
+
+// GPUs 0..count-1 prepared for slices of up to `capacity` elements.
+std::vector<std::unique_ptr<ch11::Gpu>> make_gpus(int count, std::size_t capacity) {
+  std::vector<std::unique_ptr<ch11::Gpu>> gpus;
+  for (int d = 0; d < count; ++d) gpus.push_back(std::make_unique<ch11::Gpu>(d, capacity, count));
+  return gpus;
+}
+
+// The partials each GPU of the team computed in the last call, in rank order.
+std::vector<float> partials_of(ch11::Team& team) {
+  std::vector<float> out;
+  for (ch11::Gpu* g : team.gpus) {
+    g->context().synchronize();
+    float p = 0;
+    g->context().activate();
+    CUDA_CHECK(cudaMemcpy(&p, g->partial(), sizeof p, cudaMemcpyDeviceToHost));
+    out.push_back(p);
+  }
+  return out;
+}
+
+void poison(ch11::Team& team) {
+  for (ch11::Gpu* g : team.gpus) g->poison();
+}
+
+const bool registered = [] {
+  for (const auto& v : ch11::versions())
+    for (int gpus : {1, 2}) {
+      const std::string name(v.name);
+      const std::string on = " on " + std::to_string(gpus) + " GPU" + (gpus > 1 ? "s" : "");
+      const std::string tags = std::string("[ch11][gpu]") + (gpus > 1 ? "[multi]" : "") + (v.exercise ? "[exercise]" : "");
+      course::test::add_case("ch11 " + name + on + ": matches the fp64 reference at awkward sizes", tags, [&v, gpus] {
+        COURSE_REQUIRE_GPU();
+        COURSE_REQUIRE_GPUS(gpus);
+        std::vector<std::size_t> sizes = course::test::awkward_sizes(8192, 11);
+        sizes.insert(sizes.end(), {static_cast<std::size_t>(gpus) - 1, static_cast<std::size_t>(gpus) + 1, 3, 8192 * 3 + 5});
+        const std::size_t n_max = *std::max_element(sizes.begin(), sizes.end());
+        auto devices = make_gpus(gpus, ch11::max_slice(n_max, 1));
+        ch11::Team team = ch11::make_local_team(devices, gpus);
+        for (std::size_t n : sizes) {
+          const auto in = course::test::make_dot_inputs(n, course::test::seed(1100 + n));
+          ch11::upload_slices(team, in.x.data(), in.y.data(), n);
+          poison(team);
+          const std::vector<float> got = ch11::dot(team, v.run, n);
+          REQUIRE(got.size() == static_cast<std::size_t>(gpus));
+          for (int r = 0; r < gpus; ++r) {
+            const course::Verdict verdict = course::check_dot(got[static_cast<std::size_t>(r)], in.ref);
+            INFO("GPU " << r << " of " << gpus << ": " << course::test::explain(verdict, n, std::string(v.name), hint(v)));
+            REQUIRE(verdict.ok);
+          }
+          if (n == 0) {
+            INFO("n = 0 must give exactly 0 on every GPU. " << hint(v));
+            for (float r : got) REQUIRE(bits(r) == 0u);
+          }
+          if (v.name != "allreduce") {
+            const std::vector<float> partials = partials_of(team);
+            const float expected = ch11::add_in_rank_order_host(partials.data(), gpus);
+            for (int r = 0; r < gpus; ++r) {
+              INFO("GPU " << r << " holds " << got[static_cast<std::size_t>(r)] << ", the partials added in rank order give "
+                          << expected << " (n = " << n << "): every GPU must add the same partials in the same order. "
+                          << hint(v));
+              REQUIRE(bits(got[static_cast<std::size_t>(r)]) == bits(expected));
+            }
+          }
+        }
+      });
+      if (v.name == "allreduce") continue;  // NCCL's order: not promised to be fixed
+      course::test::add_case("ch11 " + name + on + ": the same bits on every run, whichever GPU finishes first", tags,
+                             [&v, gpus] {
+        COURSE_REQUIRE_GPU();
+        COURSE_REQUIRE_GPUS(gpus);
+        const std::size_t n = (std::size_t{1} << 22) + 7;
+        auto devices = make_gpus(gpus, ch11::max_slice(n, gpus));
+        ch11::Team team = ch11::make_local_team(devices, gpus);
+        const std::uint64_t seed = course::test::seed(1111);
+        ch11::fill_slices(team, n, seed);
+        const course::Reference ref = ch11::reference_from_seed(n, seed, 4);
+        std::vector<std::uint32_t> seen;
+        for (int run = 0; run < 6; ++run) {
+          poison(team);
+          // Run 0: no delay; then GPU 0 late, then the last GPU late, ... : a different arrival order.
+          if (run > 0) ch11::delay(*team.gpus[static_cast<std::size_t>(run % gpus)], 500.0 * run);
+          const std::vector<float> got = ch11::dot(team, v.run, n);
+          const course::Verdict verdict = course::check_dot(got[0], ref);
+          INFO(course::test::explain(verdict, n, std::string(v.name), hint(v)));
+          REQUIRE(verdict.ok);
+          for (float r : got) seen.push_back(bits(r));
+        }
+        INFO("the result changed between runs or between GPUs: the combine must not depend on which GPU's partial "
+             "arrives first. "
+             << hint(v));
+        REQUIRE(std::count(seen.begin(), seen.end(), seen[0]) == static_cast<long>(seen.size()));
+      });
+    }
+  return true;
+}();
+
+}  // namespace
+
+TEST_CASE("ch11 slices: cover 0 to n-1 once, in rank order, sizes within one, for any n and GPU count", "[ch11][exercise]") {
+  std::mt19937_64 rng(course::test::seed(1101));
+  std::vector<std::size_t> sizes = {0, 1, 2, 3, 5, 7, 8, 9, 63, 64, 65, 1000, (std::size_t{1} << 20) + 3,
+                                    (std::size_t{1} << 31) + 1, (std::size_t{1} << 62) + 5};
+  for (int k = 0; k < 8; ++k) sizes.push_back(rng() % 100000);
+  for (int ranks : {1, 2, 3, 4, 5, 7, 8, 13, 64}) {
+    for (std::size_t n : sizes) {
+      std::size_t next = 0, smallest = n, largest = 0;
+      for (int r = 0; r < ranks; ++r) {
+        const ch11::Slice s = ch11::slice_of(n, ranks, r);
+        INFO(slice_text(n, ranks, r, s));
+        REQUIRE(s.begin == next);                                   // contiguous, in rank order, from 0
+        REQUIRE(s.count <= n - std::min(n, s.begin));               // never past n
+        next = s.begin + s.count;
+        smallest = std::min(smallest, s.count);
+        largest = std::max(largest, s.count);
+        // The first n % ranks ranks hold the extra elements.
+        REQUIRE(s.count == n / ranks + (static_cast<std::size_t>(r) < n % ranks ? 1 : 0));
+      }
+      INFO("n = " << n << " over " << ranks << " ranks: the slices end at " << next << ", sizes from " << smallest
+                  << " to " << largest << ". " << kSliceHint);
+      REQUIRE(next == n);
+      REQUIRE(largest - std::min(smallest, largest) <= 1);
+      REQUIRE(ch11::max_slice(n, ranks) == largest);
+    }
+  }
+  REQUIRE_THROWS_AS(ch11::slice_of(10, 0, 0), course::UsageError);
+  REQUIRE_THROWS_AS(ch11::slice_of(10, 2, 2), course::UsageError);
+  REQUIRE_THROWS_AS(ch11::slice_of(10, 2, -1), course::UsageError);
+}
+
+TEST_CASE("ch11 rank order: any number of partials added in rank order, bit for bit like the host", "[ch11][gpu][exercise]") {
+  COURSE_REQUIRE_GPU();
+  ch11::Gpu gpu(0, 1, 1);
+  std::mt19937 rng(static_cast<unsigned>(course::test::seed(1102)));
+  for (int count : {1, 2, 3, 7, 8, 33, 64, 257}) {
+    // Magnitudes from 2^-20 to 2^20 and both signs: another order gives other bits almost surely.
+    std::vector<float> partials(static_cast<std::size_t>(count));
+    for (auto& p : partials)
+      p = std::ldexp(std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng), std::uniform_int_distribution<int>(-20, 20)(rng));
+    course::DeviceBuffer<float> d_partials(partials), d_result(1);
+    d_result.fill_bytes(0xFF, gpu.context().stream());
+    ch11::launch_rank_order(gpu, d_partials.data(), count, d_result.data());
+    const float got = d_result.download(gpu.context().stream())[0];
+    const float expected = ch11::add_in_rank_order_host(partials.data(), count);
+    INFO(count << " partials: got " << got << ", in rank order they add up to " << expected
+               << ". add_in_rank_order (exercise 2): start from 0.0f and add partials[0], partials[1], ... in that order.");
+    REQUIRE(bits(got) == bits(expected));
+  }
+}
+
+TEST_CASE("ch11 bad input: sizes the GPUs were not prepared for and impossible teams are refused", "[ch11][gpu]") {
+  COURSE_REQUIRE_GPU();
+  std::vector<std::unique_ptr<ch11::Gpu>> gpus;
+  gpus.push_back(std::make_unique<ch11::Gpu>(0, 1000, 1));
+  REQUIRE_THROWS_AS(ch11::make_local_team(gpus, 0), course::UsageError);
+  REQUIRE_THROWS_AS(ch11::make_local_team(gpus, 2), course::UsageError);
+  ch11::Team team = ch11::make_local_team(gpus, 1);
+  REQUIRE_THROWS_AS(ch11::dot(team, ch11::versions().front().run, 1001), course::UsageError);
+  REQUIRE_THROWS_AS(ch11::fill_slices(team, 1001, 1), course::UsageError);
+  REQUIRE_THROWS_AS(ch11::Gpu(0, 10, 0), course::UsageError);
+  ch11::Team empty;
+  REQUIRE_THROWS_AS(ch11::dot(empty, ch11::versions().front().run, 10), course::UsageError);
+  const char* nvls = std::getenv("NCCL_NVLS_ENABLE");  // set before the first communicator
+  REQUIRE(nvls != nullptr);
+  REQUIRE(std::string(nvls) == "0");
+}
+
+TEST_CASE("ch11 reference_from_seed: the fp64 reference of random_vector's two streams, without storing them", "[ch11]") {
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1000}, (std::size_t{1} << 20) + 3}) {
+    const auto x = course::random_vector(n, 77), y = course::random_vector(n, 78);
+    const course::Reference want = course::reference_dot(x.data(), y.data(), n);
+    for (unsigned threads : {1u, 3u, 8u}) {
+      const course::Reference got = ch11::reference_from_seed(n, 77, threads);
+      INFO("n = " << n << ", " << threads << " threads: " << got.value << " against " << want.value);
+      REQUIRE(got.n == n);
+      // Both are fp64 sums of the same products, in different orders: they agree far inside the
+      // float bound the benchmark holds the GPUs to.
+      REQUIRE(std::abs(got.value - want.value) <= 1e-9 * (1.0 + want.sum_abs));
+      REQUIRE(std::abs(got.sum_abs - want.sum_abs) <= 1e-9 * (1.0 + want.sum_abs));
+    }
+  }
+}
