@@ -239,7 +239,8 @@ def last_block_ticket():
         order = finish.index(b)
         end = x_work + 200 + 50 * order
         s.rect(x_work, y, end - x_work, 24, COLOURS[b])
-        s.text((x_work + end) / 2, y + 16, "its share → block sum", size=10)
+        s.text((x_work + end) / 2, y + 16, "its share → block sum", size=10,
+               colour="white" if COLOURS[b] in ("#0072B2", "#D55E00") else INK)
         s.cell(end + 4, y, 80, 24, f"partial[{b}]", "white", size=10)
         last = order == blocks - 1
         s.cell(end + 90, y, 70, 24, f"ticket {order}", COLOURS[4] if last else IDLE, size=10,
