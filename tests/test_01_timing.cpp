@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -155,4 +156,37 @@ TEST_CASE("ch01 add_gpu: beyond 2^32 elements", "[ch01][gpu][exercise][huge]") {
   check_range((std::size_t{1} << 31) - 4096, 8192);
   check_range((std::size_t{1} << 32) - 4096, 8192);
   for (std::size_t k = 1; k < 16; ++k) check_range(k * (n / 16), 4096);
+}
+
+// Exercise 3 (think): the prediction is arithmetic, so it is checked to rounding, on the host (no
+// GPU): in both precisions, at n = 0, past 2^32 elements (a 32-bit byte count wraps there), and at
+// sizes and bandwidths drawn from the grading seed, so a table of the public answers cannot pass.
+TEST_CASE("ch01 predicted_add_ms: the time to move the add's bytes at the given bandwidth", "[ch01][exercise]") {
+  struct Case {
+    std::size_t n, elem_bytes;
+    double gbps;
+  };
+  std::vector<Case> cases = {{0, 4, 3000.0},
+                             {1, 4, 1.0},
+                             {100000000, 4, 3000.0},
+                             {100000000, 8, 2759.5},
+                             {(std::size_t{3} << 31) + 5, 4, 3352.0},
+                             {std::size_t{1} << 40, 8, 900.0}};
+  std::mt19937_64 rng(course::test::seed(31));
+  for (int k = 0; k < 20; ++k) {
+    const std::size_t n = rng() % (std::size_t{1} << 36);
+    const std::size_t elem = (rng() % 2) ? 4 : 8;
+    const double gbps = 50.0 + static_cast<double>(rng() % 8000);
+    cases.push_back({n, elem, gbps});
+  }
+  for (const Case& c : cases) {
+    // Three arrays of n elements cross the bus: a and b read, out written.
+    const double expected_ms = 3.0 * static_cast<double>(c.n) * static_cast<double>(c.elem_bytes) / (c.gbps * 1e6);
+    const double got = ch01::predicted_add_ms(c.n, c.elem_bytes, c.gbps);
+    INFO("predicted_add_ms(n = " << c.n << ", elem_bytes = " << c.elem_bytes << ", gbps = " << c.gbps << ") returned "
+         << got << " ms; the kernel's traffic at that bandwidth takes " << expected_ms << " ms."
+         << "\nHint: count every array the kernel touches, read or written; 1 GB/s is 10^9 bytes per second; "
+            "the answer is in milliseconds; compute in double (a product of integers wraps past 2^32 in 32 bits).");
+    CHECK(std::fabs(got - expected_ms) <= 1e-9 * expected_ms + 1e-300);
+  }
 }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -205,4 +206,135 @@ TEST_CASE("ch02 bug_int_accumulator: stays defined past INT_MAX (saturates, neve
   const float got = version("bug_int_accumulator").run.dot(x.data(), y.data(), x.size(), {});
   INFO("bug_int_accumulator of four products of 1.6e9 gave " << got);
   CHECK(got == static_cast<float>(std::numeric_limits<int>::max()));
+}
+
+// Exercise 4 (think): compensated summation with the loss of each addition recovered exactly
+// (Neumaier's form of Kahan's idea; Ogita, Rump and Oishi call the exact loss TwoSum). On products
+// that are exact, every loss is recovered, and the only error left is the final rounding and the
+// rounding of the losses' own sum. The tests build such inputs, where the plain loop, the pairwise
+// sum and Kahan's original form (which fails when a term is larger than the running sum) are all far
+// off, and then hold the result to a few roundings of the exact value.
+namespace {
+
+constexpr double kU = 1.0 / 16777216.0;  // 2^-24, the unit roundoff of float
+
+// Runs of small positive integers between a large +B and its -B, where B is so large that each
+// small term is under half the float step at B: a plain float loop drops all of them, the pairwise
+// sum those that share a 32-element leaf with a +B. The products are exact (y = ±1, x = p·y),
+// integers, and so is every rounding loss; the exact dot is the sum of the small terms.
+struct Lopsided {
+  std::vector<float> x, y;
+  double exact = 0, sum_abs = 0;
+};
+
+Lopsided lopsided(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(course::test::seed(seed));
+  Lopsided in;
+  in.x.reserve(n);
+  in.y.reserve(n);
+  auto push = [&](double p) {
+    const float sign = (rng() & 1) ? 1.0f : -1.0f;
+    in.x.push_back(static_cast<float>(p) * sign);
+    in.y.push_back(sign);
+    in.sum_abs += std::fabs(p);
+  };
+  auto small = [&] {
+    const double p = 1.0 + static_cast<double>(rng() % 3);  // 1, 2 or 3: under half the float step at big
+    push(p);
+    in.exact += p;
+  };
+  while (in.x.size() < n) {
+    const double big = std::ldexp(1.0, 26 + static_cast<int>(rng() % 4));  // 2^26..2^29: a float step of 8..64
+    const std::size_t run = 40 + rng() % 400;
+    if (in.x.size() + run + 2 > n) {  // the tail: small terms alone
+      while (in.x.size() < n) small();
+      break;
+    }
+    push(big);
+    for (std::size_t k = 0; k < run; ++k) small();
+    push(-big);
+  }
+  return in;
+}
+
+// The allowed error: two roundings of the result, plus (random data) the products' own rounding.
+double compensated_bound(double exact, double sum_abs, bool exact_products) {
+  return 2.0 * kU * std::fabs(exact) + (exact_products ? 0.0 : 2.0 * kU * sum_abs) + 1e-30;
+}
+
+// Kahan's original compensated sum, written here only as a wrong answer the test must reject: its
+// correction is exact only while the running sum is at least as large as the term.
+float kahan_original(const std::vector<float>& x, const std::vector<float>& y) {
+  float sum = 0.0f, c = 0.0f;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float term = x[i] * y[i] - c;
+    const float next = sum + term;
+    c = (next - sum) - term;
+    sum = next;
+  }
+  return sum;
+}
+
+// The pairwise sum as the chapter defines it (halves down to kPairwiseBase elements), written here so
+// that the premise below does not depend on the student's own pairwise exercise.
+float pairwise_here(const float* x, const float* y, std::size_t n) {
+  if (n <= ch02::kPairwiseBase) return ch02::dot_sequential(x, y, n);
+  const std::size_t half = n / 2;
+  return pairwise_here(x, y, half) + pairwise_here(x + half, y + half, n - half);
+}
+
+void check_compensated(const std::vector<float>& x, const std::vector<float>& y, double exact, double bound,
+                       const std::string& what) {
+  const float got = ch02::dot_compensated(x.data(), y.data(), x.size());
+  const double err = std::fabs(static_cast<double>(got) - exact);
+  INFO("dot_compensated on " << what << " (n = " << x.size() << "): got " << got << ", exact " << exact
+       << ", error " << err << ", allowed " << bound << ".\n"
+       << "Hint: NaN means the function still returns the poison. An error like the plain loop's means the "
+          "losses are not gathered, or not given back. Right on random data but wrong here: the loss of a + b is "
+          "found by undoing the addition in float, starting from the larger of a and b; a large term added to a "
+          "small sum needs the other case.");
+  CHECK(err <= bound);
+}
+
+}  // namespace
+
+TEST_CASE("ch02 compensated: exact to a rounding where the plain and pairwise sums and Kahan's are not",
+          "[ch02][exercise]") {
+  for (std::size_t n : {std::size_t{1000}, std::size_t{65536} + 3, std::size_t{1} << 20}) {
+    const Lopsided in = lopsided(n, 4000 + n);
+    const double bound = compensated_bound(in.exact, in.sum_abs, true);
+    // The premise: the other sums miss this bound on these inputs by far (if they did not, the test
+    // could not tell a compensated sum from them). At small n a few runs may, by luck, round
+    // kindly for the pairwise sum or Kahan's; at 2^20 there are thousands.
+    const double plain = ch02::dot_sequential(in.x.data(), in.y.data(), n);
+    const double pairwise = pairwise_here(in.x.data(), in.y.data(), n);
+    const double kahan = kahan_original(in.x, in.y);
+    INFO("premise at n = " << n << ": errors of the plain loop " << std::fabs(plain - in.exact) << ", the pairwise sum "
+                           << std::fabs(pairwise - in.exact) << ", Kahan's original " << std::fabs(kahan - in.exact)
+                           << "; bound " << bound);
+    REQUIRE(std::fabs(plain - in.exact) > 10 * bound);
+    if (n >= (std::size_t{1} << 20)) {  // many runs: the other two are far off on every seed
+      REQUIRE(std::fabs(pairwise - in.exact) > 10 * bound);
+      REQUIRE(std::fabs(kahan - in.exact) > 10 * bound);
+    }
+    check_compensated(in.x, in.y, in.exact, bound, "runs of small terms between large ones");
+  }
+}
+
+TEST_CASE("ch02 compensated: within its bound on random signed data at awkward sizes", "[ch02][exercise]") {
+  for (std::size_t n : sizes()) {
+    const auto in = course::test::make_dot_inputs(n, 4100 + n);
+    check_compensated(in.x, in.y, in.ref.value, compensated_bound(in.ref.value, in.ref.sum_abs, false),
+                      "random signed data with spikes");
+  }
+}
+
+TEST_CASE("ch02 compensated: follows its input (new values in the same buffers)", "[ch02][exercise]") {
+  const std::size_t n = 4096 + 7;
+  Lopsided in = lopsided(n, 4200);
+  check_compensated(in.x, in.y, in.exact, compensated_bound(in.exact, in.sum_abs, true), "round 1");
+  const Lopsided next = lopsided(n, 4201);
+  std::copy(next.x.begin(), next.x.end(), in.x.begin());
+  std::copy(next.y.begin(), next.y.end(), in.y.begin());
+  check_compensated(in.x, in.y, next.exact, compensated_bound(next.exact, next.sum_abs, true), "round 2, same buffers");
 }

@@ -3,7 +3,11 @@
 // (allocate, copy in, launch, copy back, free), which must give the same answer and leak nothing.
 
 #include <cmath>
+#include <algorithm>
 #include <map>
+#include <random>
+#include <sstream>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -165,3 +169,62 @@ const bool registered_follow = [] {
   return true;
 }();
 }  // namespace
+
+// Exercise 3 (think): chunk_owner inverts chunk_begin. Host only (no GPU). Every element of every
+// split of small n among 1..70 threads (more threads than elements included), then the elements
+// at and around every chunk boundary for large n (past 2^32, where a 32-bit product wraps) and
+// for sizes and thread counts drawn from the grading seed.
+namespace {
+
+void check_owner(std::size_t i, std::size_t threads, std::size_t n, std::size_t& wrong, std::string& first) {
+  const std::size_t t = ch03::chunk_owner(i, threads, n);
+  const bool ok = t < threads && ch03::chunk_begin(t, threads, n) <= i && i < ch03::chunk_begin(t + 1, threads, n);
+  if (!ok && wrong++ == 0) {
+    std::ostringstream msg;
+    msg << "chunk_owner(i = " << i << ", threads = " << threads << ", n = " << n << ") returned " << t;
+    if (t < threads)
+      msg << ", whose chunk is [" << ch03::chunk_begin(t, threads, n) << ", " << ch03::chunk_begin(t + 1, threads, n)
+          << ")";
+    first = msg.str();
+  }
+}
+
+void report(std::size_t wrong, const std::string& first) {
+  INFO(wrong << " wrong answers; the first: " << first
+             << ".\nHint: a result equal to `threads` is the unfilled stub. The chunks have two sizes, q + 1 (the "
+                "first n % threads of them) and q = n / threads: find whether i falls among the long ones first. "
+                "With fewer elements than threads, q is 0.");
+  CHECK(wrong == 0);
+}
+
+}  // namespace
+
+TEST_CASE("ch03 chunk_owner: every element of every small split", "[ch03][exercise]") {
+  std::size_t wrong = 0;
+  std::string first;
+  for (std::size_t n = 1; n <= 300; ++n)
+    for (std::size_t threads = 1; threads <= 70; ++threads)
+      for (std::size_t i = 0; i < n; ++i) check_owner(i, threads, n, wrong, first);
+  report(wrong, first);
+}
+
+TEST_CASE("ch03 chunk_owner: the boundaries of large splits (past 2^32 elements)", "[ch03][exercise]") {
+  std::vector<std::pair<std::size_t, std::size_t>> splits = {
+      {(std::size_t{1} << 32) + 7, 1024}, {(std::size_t{1} << 40) + 12345, 270336}, {std::size_t{1} << 33, 3},
+      {1000003, 999999}, {(std::size_t{5} << 31) + 1, 132 * 2048}};
+  std::mt19937_64 rng(course::test::seed(303));
+  for (int k = 0; k < 20; ++k) splits.emplace_back(1 + rng() % (std::size_t{1} << 41), 1 + rng() % 100000);
+  std::size_t wrong = 0;
+  std::string first;
+  for (const auto& [n, threads] : splits) {
+    const std::size_t samples = std::min<std::size_t>(threads, 2000);
+    for (std::size_t s = 0; s <= samples; ++s) {
+      const std::size_t t = s * threads / samples;  // chunks spread over the whole range, both ends included
+      const std::size_t b = ch03::chunk_begin(std::min(t, threads), threads, n);
+      for (std::size_t i : {b - 1, b, b + 1})
+        if (i < n) check_owner(i, threads, n, wrong, first);
+    }
+    check_owner(rng() % n, threads, n, wrong, first);
+  }
+  report(wrong, first);
+}

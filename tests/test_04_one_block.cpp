@@ -8,10 +8,12 @@
 #include <cmath>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "course/buffer.hpp"
 #include "course/check.hpp"
 #include "course/context.hpp"
+#include "course/random.hpp"
 #include "dot.hpp"
 #include "support/course_test.hpp"
 
@@ -148,3 +150,82 @@ const bool registered_follow = [] {
   return true;
 }();
 }  // namespace
+
+// Exercise 3 (think): a float atomic maximum built from atomicCAS, used by one block of threads
+// that all update the same address at the end. The expected value is the host's maximum of the
+// same float products (a product is rounded the same way on both sides, so the match is exact).
+namespace {
+
+float host_max_product(const std::vector<float>& x, const std::vector<float>& y) {
+  float best = -INFINITY;
+  for (std::size_t i = 0; i < x.size(); ++i) best = std::fmax(best, x[i] * y[i]);
+  return best;
+}
+
+void check_max_product(const std::vector<float>& x, const std::vector<float>& y, course::Context& ctx,
+                       const std::string& what) {
+  course::test::Guarded<float> d_x(x), d_y(y), d_result(1);
+  d_result.fill_bytes(0xFF, ctx.stream());
+  ch04::Workspace ws(ctx);
+  ch04::max_product(d_x.data(), d_y.data(), x.size(), d_result.data(), ws, ctx.stream());
+  ctx.synchronize();
+  const std::string damage = d_result.guard_damage();
+  INFO("max_product on " << what << " at n = " << x.size() << ": " << damage);
+  CHECK(damage.empty());
+  const float got = d_result.download()[0];
+  const float expected = host_max_product(x, y);
+  INFO("max_product on " << what << " at n = " << x.size() << " (one block of " << ws.block << " threads): got "
+       << got << ", expected " << expected
+       << ".\nHint: -inf means atomic_max_float never stored anything (is the TODO empty?). A value that is one of "
+          "the products but not the largest means an update was lost: atomicCAS fails when another thread changed "
+          "the value since you read it, and then you must compare again with what it returned. Wrong only when "
+          "every product is negative: the bits of negative floats do not order like integers.");
+  CHECK(((got == expected) || (std::isinf(got) && std::isinf(expected) && got < 0 && expected < 0)));
+}
+
+}  // namespace
+
+TEST_CASE("ch04 max_product: the largest product at awkward sizes", "[ch04][gpu][exercise]") {
+  COURSE_REQUIRE_GPU();
+  course::Context ctx;
+  for (std::size_t n : course::test::awkward_sizes(1024, 44)) {
+    const auto in = course::test::make_dot_inputs(n, 4400 + n);
+    check_max_product(in.x, in.y, ctx, "random signed data with spikes");
+  }
+}
+
+TEST_CASE("ch04 max_product: every product negative", "[ch04][gpu][exercise]") {
+  COURSE_REQUIRE_GPU();
+  course::Context ctx;
+  for (std::size_t n : {std::size_t{1}, std::size_t{1023}, std::size_t{100000}}) {
+    const auto a = course::random_vector(n, course::test::seed(4500 + n));
+    const auto b = course::random_vector(n, course::test::seed(4600 + n));
+    std::vector<float> x(n), y(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      x[i] = std::fabs(a[i]) + 0.5f;     // in [0.5, 1.5)
+      y[i] = -(std::fabs(b[i]) + 0.5f);  // in (-1.5, -0.5]
+    }
+    check_max_product(x, y, ctx, "products that are all negative");
+  }
+}
+
+TEST_CASE("ch04 max_product: follows its input (new values in the same buffers)", "[ch04][gpu][exercise]") {
+  COURSE_REQUIRE_GPU();
+  course::Context ctx;
+  const std::size_t n = 300000;
+  course::test::Guarded<float> d_x(n), d_y(n), d_result(1);
+  ch04::Workspace ws(ctx);
+  for (int round = 0; round < 2; ++round) {
+    const auto in = course::test::make_dot_inputs(n, 4700 + round);
+    d_x.upload(in.x);
+    d_y.upload(in.y);
+    d_result.fill_bytes(0xFF, ctx.stream());
+    ch04::max_product(d_x.data(), d_y.data(), n, d_result.data(), ws, ctx.stream());
+    ctx.synchronize();
+    const float got = d_result.download()[0];
+    const float expected = host_max_product(in.x, in.y);
+    INFO("round " << round + 1 << ": got " << got << ", expected " << expected
+                  << ". Hint: the result must come from this call's inputs; nothing may be kept between calls.");
+    CHECK(got == expected);
+  }
+}

@@ -5,11 +5,13 @@
 // course's versions); and one size beyond 2^31 elements ([huge]), so that no kernel may index with
 // int. Host-only: the registry's shape and the streamed reference.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <map>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -360,3 +362,42 @@ const bool registered_follow = [] {
   return true;
 }();
 }  // namespace
+
+// Exercise 5 (think): the waves of a grid. Host only (no GPU). Checked against the slot-time a
+// run occupies, worked out here by counting waves one by one for small grids (no formula shared
+// with the solution), and at grids past 2^31 slot-waves (a 32-bit product wraps) for large ones.
+TEST_CASE("ch06 wave_efficiency: the share of slot-time that holds a block", "[ch06][exercise]") {
+  std::size_t wrong = 0;
+  std::string first;
+  auto check = [&](std::size_t blocks, std::size_t slots, double expected) {
+    const double got = ch06::wave_efficiency(blocks, slots);
+    if (!(std::fabs(got - expected) <= 1e-12 * expected) && wrong++ == 0)
+      first = "wave_efficiency(blocks = " + std::to_string(blocks) + ", slots = " + std::to_string(slots) +
+              ") returned " + std::to_string(got) + ", expected " + std::to_string(expected);
+  };
+  // Small grids: run the waves. Each wave starts min(slots, remaining) blocks and lasts one block-time.
+  for (std::size_t slots = 1; slots <= 40; ++slots)
+    for (std::size_t blocks = 1; blocks <= 300; ++blocks) {
+      std::size_t remaining = blocks, slot_time = 0;
+      while (remaining > 0) {
+        remaining -= std::min(remaining, slots);
+        slot_time += slots;
+      }
+      check(blocks, slots, static_cast<double>(blocks) / static_cast<double>(slot_time));
+    }
+  // Large grids: a machine of 132 SMs x 8, a grid of 2^31 - 1 blocks, and grids from the grading seed.
+  // The expected value here uses the fact checked above: full waves, then one part-full wave.
+  std::vector<std::pair<std::size_t, std::size_t>> big = {{0x7fffffffu, 1056}, {0x7fffffffu, 3145729},
+                                                           {1056 * 8 + 1, 1056}, {std::size_t{1} << 40, 1000003}};
+  std::mt19937_64 rng(course::test::seed(606));
+  for (int k = 0; k < 20; ++k) big.emplace_back(1 + rng() % (std::size_t{1} << 40), 1 + rng() % 100000);
+  for (const auto& [blocks, slots] : big) {
+    const std::size_t full = blocks / slots, part = blocks % slots;
+    const double slot_waves = static_cast<double>(full + (part ? 1 : 0)) * static_cast<double>(slots);
+    check(blocks, slots, static_cast<double>(blocks) / slot_waves);
+  }
+  INFO(wrong << " wrong answers; the first: " << first
+             << ".\nHint: -1 is the unfilled stub. Every wave lasts as long as a full one, however few blocks it "
+                "holds; how many waves does a grid of `blocks` need? Compute in std::size_t or double, never int.");
+  CHECK(wrong == 0);
+}

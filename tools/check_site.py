@@ -6,6 +6,8 @@
 Fails on:
   - a local link (href) to a file that is not in the site;
   - an image (img src, object data) that is not in the site;
+  - a `<details>` (a "Check yourself" answer) that does not start with its `<summary>`, or has
+    nothing after it: what Doxygen made of a blank line inside one, before the filter fixed it;
   - an option written as an en dash or em dash ("–help" where the text said "--help"): Markdown
     turns "--" into a dash outside code;
   - markup shown as text outside code: a literal "<tt>", "\\|", "<!--" or entity; a number glued
@@ -49,6 +51,8 @@ class Page(html.parser.HTMLParser):
     def __init__(self):
         super().__init__(convert_charrefs=True)
         self.links, self.images, self.text = [], [], []
+        self.details = []  # open <details>: [line, its first child was a <summary>, summary closed, text after it]
+        self.details_problems = []
         self.stack = []  # (tag, kind) of the open elements; kind: None, "inline" or "block" (code)
 
     def code_kind(self):
@@ -58,6 +62,10 @@ class Page(html.parser.HTMLParser):
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         line = self.getpos()[0]
+        if tag == "details":
+            self.details.append([line, None, False, False])
+        elif self.details and self.details[-1][1] is None:
+            self.details[-1][1] = tag == "summary"
         if tag == "a" and a.get("href"):
             self.links.append((line, a["href"]))
         if tag in ("img", "image") and a.get("src"):
@@ -76,12 +84,26 @@ class Page(html.parser.HTMLParser):
             self.stack.pop()
 
     def handle_endtag(self, tag):
+        if tag == "summary" and self.details:
+            self.details[-1][2] = True
+        if tag == "details" and self.details:
+            line, summary_first, _, body = self.details.pop()
+            if not summary_first:
+                self.details_problems.append((line, "a <details> that does not start with its <summary> (Doxygen "
+                                                    "split a question from its answer? see tools/doxygen_filter.py)"))
+            elif not body:
+                self.details_problems.append((line, "a <details> with a <summary> and nothing to unfold"))
         for k in range(len(self.stack) - 1, -1, -1):  # tolerate unclosed tags
             if self.stack[k][0] == tag:
                 del self.stack[k:]
                 return
 
     def handle_data(self, data):
+        if data.strip() and self.details:
+            if self.details[-1][1] is None:
+                self.details[-1][1] = False  # text before any <summary>
+            elif self.details[-1][2]:
+                self.details[-1][3] = True
         if data.strip() and self.code_kind() != "block":
             self.text.append((self.getpos()[0], data, self.code_kind()))
 
@@ -109,6 +131,8 @@ def check_page(page_path, root):
             problems.append(f"{rel}:{line}: missing image '{url}'")
         elif not is_local(url) and not url.startswith(("http://", "https://", "data:")):
             problems.append(f"{rel}:{line}: image '{url}' is neither in the site nor a web address")
+    for line, what in parser.details_problems:
+        problems.append(f"{rel}:{line}: {what}")
     for line, text, code in parser.text:
         if code == "inline":  # inline code: only what never belongs in code
             if "\\|" in text:

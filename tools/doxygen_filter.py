@@ -14,6 +14,10 @@ Markdown (*.md):
     break and swaps code and prose).
   - `--option` in prose becomes a code span (Markdown made "--" an en dash).
   - a code span in a heading becomes plain text (Doxygen showed "<tt>--out</tt>").
+  - a `<details>` block (the chapters' "Check yourself" answers) loses its blank lines: GitHub needs
+    the one after `</summary>` to render the answer's Markdown, and Doxygen 1.9.4 closed the
+    `<details>` at it, showing the question with no answer and the answer as a second, unlabelled
+    `<details>`. (The answers are single paragraphs; the lines come back after `</details>`.)
   - a code span holding a single quote gets double backticks (Doxygen read `like this' as a
     quotation and swapped code and prose); one holding `\\|` in a table row becomes <code>...</code>
     (Doxygen showed the backslash).
@@ -87,9 +91,34 @@ def odd_backticks(line):
     return len(re.findall(r"(?<!`)`(?!`)", line)) % 2 == 1
 
 
+def details_joined(lines):
+    """The lines with the blank ones inside each <details> ... </details> moved after its end."""
+    out, inside, dropped, fence = [], False, 0, None
+    for line in lines:
+        stripped = line.strip()
+        m = FENCE.match(line)
+        if fence is not None:
+            if m and m.group(2)[0] == fence[0] and len(m.group(2)) >= len(fence) and not m.group(3):
+                fence = None
+        elif m:
+            fence = m.group(2)
+        elif stripped.startswith("<details>"):
+            inside = True
+        if inside and fence is None and not stripped:
+            dropped += 1
+            continue
+        out.append(line)
+        if inside and fence is None and "</details>" in stripped:
+            inside = False
+            out.extend([""] * dropped)
+            dropped = 0
+    out.extend([""] * dropped)
+    return out
+
+
 def filter_markdown(text, md_path):
     out, fence, owed = [], None, 0  # owed: blank lines to add back where a paragraph ends
-    lines = text.split("\n")
+    lines = details_joined(text.split("\n"))
     i = 0
     while i < len(lines):
         line = lines[i]

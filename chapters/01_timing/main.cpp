@@ -170,6 +170,7 @@ int main(int argc, char** argv) {
       if (selected(v)) steps += 2 * (v.run.intensity ? static_cast<int>(set.iters.size()) : 1);
     course::Progress progress(steps, "01_timing", !opt.quiet);
     course::Table table = course::measurement_table();
+    std::string predictions;  // exercise 3's lines, printed after the table
 
     auto sweep = [&](auto tag) {
       using T = decltype(tag);
@@ -178,7 +179,18 @@ int main(int argc, char** argv) {
         for (const auto& v : ch01::versions())
           if (selected(v) && !v.run.intensity) {
             progress.step(std::string(v.name) + " " + precision_name<T>());
-            course::add_measurement(table, measure(v, p, ctx, opt, set, precision_name<T>()));
+            const course::Measurement m = measure(v, p, ctx, opt, set, precision_name<T>());
+            if (v.name == "add_gpu") {  // exercise 3: the prediction, printed beside the measurement
+              const double predicted = ch01::predicted_add_ms(opt.n, sizeof(T), roof.read_gbps);
+              char line[256];
+              std::snprintf(line, sizeof line,
+                            "add_gpu (%s, n = %s): predicted from the measured roofline: %.4f ms; measured: %.4f ms "
+                            "(%.0f%% of the prediction's speed)\n",
+                            precision_name<T>(), course::format_size(opt.n).c_str(), predicted, m.ms.median,
+                            m.ms.median > 0 ? 100.0 * predicted / m.ms.median : 0.0);
+              predictions += line;
+            }
+            course::add_measurement(table, m);
           }
       }
       ch01::Problem<T> q(set.intensity_n, 0, opt.seed, &ctx);
@@ -199,6 +211,7 @@ int main(int argc, char** argv) {
     std::cout << "Every row validated bitwise against the host, before and after timing.\n"
                  "bytes = 3 n sizeof(T): the minimum traffic (read a, b; write out).\n\n";
     table.print(std::cout, course::measurement_screen_columns());
+    if (!predictions.empty()) std::cout << "\nPredict, then measure (exercise 3, ch01::predicted_add_ms):\n" << predictions;
 
     course::Table methods({"method", "what_it_measures", "ms"});
     if (opt.kernel.empty() || opt.kernel == "add_gpu") {

@@ -172,6 +172,21 @@ const std::vector<course::Version<Runner>>& versions() {
   return registry;
 }
 
+// [predicted_add]
+// Exercise 3 (think): predict before you measure. A memory-bound kernel takes (bytes it moves) /
+// (bandwidth); the driver prints this prediction, from the card's measured roofline, beside the
+// measured time. Nothing here is given away: count the bytes yourself, and mind the units.
+double predicted_add_ms(std::size_t n, std::size_t elem_bytes, double gbps) {
+  if (!(gbps > 0.0)) throw course::UsageError("predicted_add_ms: gbps must be positive");
+  // [hole 3 begin]
+  // TODO(student): how many bytes cross the memory bus when launch_add runs on n elements? At
+  // gbps GB/s (1 GB = 10^9 bytes), how many milliseconds does that take?
+  (void)n, (void)elem_bytes;
+  return -1.0;
+  // [hole 3 end]
+}
+// [predicted_add]
+
 template struct Problem<float>;
 template struct Problem<double>;
 template void launch_add<float>(const float*, const float*, float*, std::size_t, cudaStream_t);

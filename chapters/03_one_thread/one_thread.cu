@@ -12,6 +12,7 @@
 
 #include <cublas_v2.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <limits>
@@ -175,5 +176,31 @@ const std::vector<course::Version<Launcher>>& versions() {
   return registry;
 }
 // [registry]
+
+// [chunk_begin]
+// Contiguous chunks, the way chapter 02's threads split the work: q = n / T elements each, and the
+// first r = n % T chunks one more. Chunk t starts after t chunks of q and min(t, r) extra elements.
+std::size_t chunk_begin(std::size_t t, std::size_t threads, std::size_t n) {
+  if (threads == 0 || t > threads) throw course::UsageError("chunk_begin: needs threads >= 1 and t <= threads");
+  const std::size_t q = n / threads, r = n % threads;
+  return t * q + std::min(t, r);
+}
+// [chunk_begin]
+
+// [chunk_owner]
+// Exercise 3 (think): the inverse of chunk_begin. When thread t of a one-block kernel walks its own
+// chunk, which thread is reading element i at a given moment, and which elements do neighbouring
+// threads read at the same moment? This function answers the first question; the chapter's
+// "Check yourself" asks the second.
+std::size_t chunk_owner(std::size_t i, std::size_t threads, std::size_t n) {
+  if (threads == 0 || i >= n) throw course::UsageError("chunk_owner: needs threads >= 1 and i < n");
+  // [hole 8 begin]
+  // TODO(student): return the t with chunk_begin(t, threads, n) <= i < chunk_begin(t + 1, threads, n),
+  // computed directly (mind the chunks of two sizes, and n < threads).
+  (void)i;
+  return threads;
+  // [hole 8 end]
+}
+// [chunk_owner]
 
 }  // namespace ch03

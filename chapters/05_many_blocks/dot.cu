@@ -182,6 +182,51 @@ __global__ void sum_partials(const float* __restrict__ partials, int count, floa
 }
 // [warp_shuffle_kernel]
 
+// [block_sum_any]
+// Exercise 4 (think): block_sum_tree needs blockDim.x to be a power of two; the occupancy API
+// does not promise one (it may suggest 640 or 768 threads), and neither does a caller. Sum the
+// block's values for ANY blockDim.x from 1 to 1024, in about log2(blockDim.x) steps with a barrier
+// between them, touching nothing in s_partial beyond its blockDim.x floats. Every thread of the
+// block calls this; it returns the block's sum in every thread.
+__device__ float block_sum_any(float value, float* s_partial) {
+  const unsigned tid = threadIdx.x;
+  s_partial[tid] = value;
+  __syncthreads();  // every value is in place before anyone reads a neighbour's
+  // [hole 4 begin]
+  // TODO(student): reduce s_partial[0, blockDim.x) to s_partial[0] for any blockDim.x, with a
+  // __syncthreads() between steps that EVERY thread reaches, and no read or write at an index
+  // >= blockDim.x.
+  // [hole 4 end]
+  return s_partial[0];
+}
+// [block_sum_any]
+
+// Exercise 4's test harness: one block; shared memory holds the tree's blockDim.x floats and as many
+// NaN after them, so a tree that reads past its values poisons the sum.
+__global__ void block_sum_any_kernel(const float* __restrict__ values, float* __restrict__ result) {
+  extern __shared__ float s_tree[];  // 2 * blockDim.x floats
+  s_tree[blockDim.x + threadIdx.x] = __int_as_float(0x7fffffff);  // NaN
+  __syncthreads();
+  const float sum = block_sum_any(values[threadIdx.x], s_tree);
+  if (threadIdx.x == 0) *result = sum;
+}
+
+float block_sum_any_on_gpu(const std::vector<float>& values, course::Context& ctx) {
+  if (values.empty() || values.size() > static_cast<std::size_t>(kMaxBlock))
+    throw course::UsageError("block_sum_any_on_gpu: 1 to 1024 values (one per thread of one block)");
+  const unsigned block = static_cast<unsigned>(values.size());
+  cudaStream_t s = ctx.stream();
+  course::DeviceBuffer<float> d_values(values.size()), d_result(1);
+  CUDA_CHECK(cudaMemcpyAsync(d_values.data(), values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice, s));
+  d_result.fill_bytes(0xFF, s);  // NaN unless thread 0 writes
+  block_sum_any_kernel<<<1, block, 2 * block * sizeof(float), s>>>(d_values.data(), d_result.data());
+  CUDA_CHECK_LAUNCH("block_sum_any_kernel");
+  float got = 0.0f;
+  CUDA_CHECK(cudaMemcpyAsync(&got, d_result.data(), sizeof(float), cudaMemcpyDeviceToHost, s));
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  return got;
+}
+
 namespace {
 
 // [occupancy]

@@ -777,4 +777,17 @@ void Workspace::poison(cudaStream_t stream) {
   CUDA_CHECK(cudaMemsetAsync(tagged(), 0xFF, tagged_capacity * sizeof(unsigned long long), stream));
 }
 
+// [wave_efficiency]
+// Exercise 5 (think): why version 10 launches exactly the blocks the SMs hold at once, and version
+// 11 several times that. Nothing below gives the formula away: picture the slots over time.
+double wave_efficiency(std::size_t blocks, std::size_t slots) {
+  if (blocks == 0 || slots == 0) throw course::UsageError("wave_efficiency: blocks and slots must be at least 1");
+  // [hole 5 begin]
+  // TODO(student): how many waves does the run take, and how many slot-waves does it occupy?
+  (void)blocks, (void)slots;
+  return -1.0;
+  // [hole 5 end]
+}
+// [wave_efficiency]
+
 }  // namespace ch06

@@ -119,4 +119,10 @@ void run_cub(const float* d_x, const float* d_y, std::size_t n, float* d_result,
 /// Bytes of scratch memory CUB asks for at n elements.
 std::size_t cub_temp_bytes_for(std::size_t n);
 
+/// Exercise 5 (think): a GPU holds at most `slots` blocks at once (SMs × resident blocks per SM,
+/// from the occupancy API); a grid of `blocks` blocks runs in *waves*, the next block starting when
+/// a slot frees up. If every block takes the same time, what fraction of the slot-time of the whole
+/// run holds a block? 1 means no slot ever idles. Throws course::UsageError when blocks or slots is 0.
+double wave_efficiency(std::size_t blocks, std::size_t slots);
+
 }  // namespace ch06

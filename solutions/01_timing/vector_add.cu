@@ -175,6 +175,26 @@ const std::vector<course::Version<Runner>>& versions() {
   return registry;
 }
 
+// [predicted_add]
+// Exercise 3 (think): predict before you measure. A memory-bound kernel takes (bytes it moves) /
+// (bandwidth); the driver prints this prediction, from the card's measured roofline, beside the
+// measured time. Nothing here is given away: count the bytes yourself, and mind the units.
+double predicted_add_ms(std::size_t n, std::size_t elem_bytes, double gbps) {
+  if (!(gbps > 0.0)) throw course::UsageError("predicted_add_ms: gbps must be positive");
+  // BEGIN SOLUTION
+  // a and b are read, out is written: three arrays of n elements cross the memory bus. In double
+  // from the start, so that no integer product can wrap however large n is.
+  const double bytes = 3.0 * static_cast<double>(n) * static_cast<double>(elem_bytes);
+  return bytes / (gbps * 1e9) * 1e3;
+  // STUB
+  //> // TODO(student): how many bytes cross the memory bus when launch_add runs on n elements? At
+  //> // gbps GB/s (1 GB = 10^9 bytes), how many milliseconds does that take?
+  //> (void)n, (void)elem_bytes;
+  //> return -1.0;
+  // END SOLUTION
+}
+// [predicted_add]
+
 template struct Problem<float>;
 template struct Problem<double>;
 template void launch_add<float>(const float*, const float*, float*, std::size_t, cudaStream_t);

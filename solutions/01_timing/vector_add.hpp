@@ -50,6 +50,12 @@ void launch_add(const T* d_a, const T* d_b, T* d_out, std::size_t n, cudaStream_
 template <class T>
 T sqrt_loop(T a, T b, int iters);
 
+/// Exercise 3 (think): the milliseconds that launch_add on n elements of `elem_bytes` bytes each
+/// would take if the kernel were limited by memory alone, on a card that moves `gbps` GB/s
+/// (10^9 bytes per second). The driver prints it beside the measured time. Throws
+/// course::UsageError unless gbps > 0.
+double predicted_add_ms(std::size_t n, std::size_t elem_bytes, double gbps);
+
 /// Times whatever `launch` enqueues on `stream` with a pair of CUDA events; returns milliseconds
 /// of GPU time (exercise 2).
 float time_with_events_ms(const std::function<void()>& launch, cudaStream_t stream);

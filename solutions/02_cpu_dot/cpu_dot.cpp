@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <limits>
 #include <numeric>
 #include <thread>
@@ -191,5 +192,39 @@ const std::vector<course::Version<CpuVersion>>& versions() {
   return registry;
 }
 // [registry]
+
+// [compensated]
+// Exercise 4 (think): a float accumulator rounds every addition, and when the sum is large a small
+// term loses most of its bits (or all of them). Compensated summation keeps, in a second float,
+// what the additions lost, and adds it back at the end. The loss of one addition a + b can be
+// recovered exactly in float arithmetic, but the formula depends on which of a and b is larger in
+// magnitude: the tests add large terms to small sums and small terms to large sums. Exact arithmetic
+// would make every loss 0: write it so that float arithmetic, rounded at each step, finds it. No
+// wider type (double, long double): the point is to do it in float.
+float dot_compensated(const float* x, const float* y, std::size_t n) {
+  // BEGIN SOLUTION
+  float sum = 0.0f;
+  float lost = 0.0f;  // what the additions dropped, summed
+  for (std::size_t i = 0; i < n; ++i) {
+    const float term = x[i] * y[i];
+    const float next = sum + term;
+    // Subtract the larger operand from the rounded result first: that difference is exact, and
+    // what remains is the part of the smaller operand that did not make it into `next`.
+    if (std::fabs(sum) >= std::fabs(term))
+      lost += (sum - next) + term;
+    else
+      lost += (term - next) + sum;
+    sum = next;
+  }
+  return sum + lost;
+  // STUB
+  //> // TODO(student): sum x[i] * y[i] in a float, and in a second float gather what each addition
+  //> // lost to rounding; return the sum with the losses given back. Work out the formula for one
+  //> // addition's loss yourself (it has two cases); with exact arithmetic it would always be 0.
+  //> (void)x, (void)y, (void)n;
+  //> return kUnfilled;
+  // END SOLUTION
+}
+// [compensated]
 
 }  // namespace ch02

@@ -38,6 +38,12 @@ unsigned thread_count(const CpuConfig& config, std::size_t n);
 /// The sum of x[i]*y[i] in a float, in order. Shared by several versions.
 float dot_sequential(const float* x, const float* y, std::size_t n, const CpuConfig& config = {});
 
+/// Exercise 4 (think): x·y in float only, with compensated summation: gather what every addition
+/// lost to rounding, and give it back at the end. When the products are exact, its error is about
+/// one rounding of the result, however many terms and however large they are. Not in the
+/// registry: it is graded on accuracy, not speed.
+float dot_compensated(const float* x, const float* y, std::size_t n);
+
 /// Below this many elements the pairwise version sums in a plain loop.
 constexpr std::size_t kPairwiseBase = 32;
 

@@ -45,4 +45,14 @@ struct Phases {
 float round_trip(Launcher version, course::Context& ctx, const float* h_x, const float* h_y, std::size_t n,
                  Phases* phases = nullptr);
 
+/// Splitting the work among threads the CPU's way (chapter 02): T threads, each one contiguous
+/// chunk of [0, n). Thread t takes [chunk_begin(t, T, n), chunk_begin(t + 1, T, n)); the chunks'
+/// sizes differ by at most one, and the first n % T chunks are the longer ones. t may equal T
+/// (the end, n). Throws course::UsageError when threads is 0 or t > threads.
+std::size_t chunk_begin(std::size_t t, std::size_t threads, std::size_t n);
+
+/// Exercise 3 (think): the thread whose chunk holds element i (i < n), in constant time (no loop
+/// over threads, no search). Throws course::UsageError when threads is 0 or i >= n.
+std::size_t chunk_owner(std::size_t i, std::size_t threads, std::size_t n);
+
 }  // namespace ch03

@@ -9,6 +9,7 @@
 // the vectors with a stride of blockDim.x, so thread t takes elements t, t + blockDim.x, ...
 
 #include <algorithm>
+#include <cmath>
 
 #include "course/check.hpp"
 #include "dot.hpp"
@@ -58,6 +59,39 @@ __global__ void dot_atomic_once(const float* x, const float* y, std::size_t n, f
 }
 // [atomic_once_kernel]
 
+// [atomic_max]
+// Exercise 3 (think): atomicAdd exists for float; atomicMax does not (it exists for integers only).
+// Every atomic read-modify-write can be built from one primitive: atomicCAS(address, compare, val)
+// stores val at *address only if *address still equals compare, and returns the value *address
+// held, all in one indivisible step. Its unsigned int overload works on a float's bits:
+// __float_as_uint and __uint_as_float reinterpret them without changing them. Make *address the
+// larger of itself and value, losing no other thread's update.
+__device__ void atomic_max_float(float* address, float value) {
+  // BEGIN SOLUTION
+  unsigned* const bits = reinterpret_cast<unsigned*>(address);
+  unsigned seen = *bits;  // a first guess; atomicCAS tells us when it was out of date
+  while (__uint_as_float(seen) < value) {
+    const unsigned before = atomicCAS(bits, seen, __float_as_uint(value));
+    if (before == seen) break;  // ours went in: nobody changed *address between our read and the swap
+    seen = before;              // somebody did: compare again with what is there now
+  }
+  // STUB
+  //> // TODO(student): make *address the larger of itself and value so that no other thread's update
+  //> // is lost when many threads do this at once. atomicCAS is the tool; what if it fails?
+  // END SOLUTION
+}
+// [atomic_max]
+
+// The largest single product x[i] * y[i] (what an error bound is scaled by): a register maximum per
+// thread, then one atomic_max_float per thread into *result, which the launcher set to -infinity.
+__global__ void max_product_kernel(const float* x, const float* y, std::size_t n, float* result) {
+  float best = -INFINITY;
+  for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) best = fmaxf(best, x[i] * y[i]);
+  atomic_max_float(result, best);
+}
+
+__global__ void set_kernel(float* where, float value) { *where = value; }
+
 namespace {
 
 // Every launcher: zero the result (it is added into), then one block of one_block_threads().
@@ -87,6 +121,18 @@ void run_atomic_once(const float* d_x, const float* d_y, std::size_t n, float* d
 }
 
 }  // namespace
+
+// Exercise 3's launcher: *d_result = -infinity, then one block finds the largest product.
+void max_product(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws,
+                 cudaStream_t stream) {
+  const int block = ws.ctx.occupancy(max_product_kernel).block;
+  set_kernel<<<1, 1, 0, stream>>>(d_result, -INFINITY);
+  CUDA_CHECK_LAUNCH("set_kernel");
+  max_product_kernel<<<1, block, 0, stream>>>(d_x, d_y, n, d_result);
+  CUDA_CHECK_LAUNCH("max_product_kernel");
+  ws.grid = 1;
+  ws.block = block;
+}
 
 // [occupancy]
 // The block size that keeps the most warps resident on an SM for each kernel (its registers and

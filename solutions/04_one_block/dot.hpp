@@ -46,4 +46,11 @@ const std::vector<course::Version<GpuDot>>& versions();
 /// per context, which caches it.
 int one_block_threads(course::Context& ctx);
 
+/// Exercise 3 (think): the largest product x[i] * y[i] over n elements into *d_result (device
+/// memory; -infinity when n is 0), by one block whose threads combine their maxima with
+/// atomic_max_float, built from atomicCAS. Asynchronous on `stream`. Not in the registry: it is
+/// not a dot product.
+void max_product(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws,
+                 cudaStream_t stream);
+
 }  // namespace ch04

@@ -77,4 +77,9 @@ struct GpuDot {
 /// The chapter's registry, in the order the text tells the story; cuBLAS first, as the baseline.
 const std::vector<course::Version<GpuDot>>& versions();
 
+/// Exercise 4 (think): the sum of `values` (1 to 1024 of them) by one block of values.size()
+/// threads, thread t holding values[t], through the device function block_sum_any (a tree for any
+/// block size). Waits for the result. For the tests.
+float block_sum_any_on_gpu(const std::vector<float>& values, course::Context& ctx);
+
 }  // namespace ch05

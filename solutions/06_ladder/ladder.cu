@@ -817,4 +817,21 @@ void Workspace::poison(cudaStream_t stream) {
   CUDA_CHECK(cudaMemsetAsync(tagged(), 0xFF, tagged_capacity * sizeof(unsigned long long), stream));
 }
 
+// [wave_efficiency]
+// Exercise 5 (think): why version 10 launches exactly the blocks the SMs hold at once, and version
+// 11 several times that. Nothing below gives the formula away: picture the slots over time.
+double wave_efficiency(std::size_t blocks, std::size_t slots) {
+  if (blocks == 0 || slots == 0) throw course::UsageError("wave_efficiency: blocks and slots must be at least 1");
+  // BEGIN SOLUTION
+  // The run lasts ceil(blocks / slots) waves of the same length; the last one may be part-full.
+  const std::size_t waves = ceil_div(blocks, slots);
+  return static_cast<double>(blocks) / (static_cast<double>(waves) * static_cast<double>(slots));
+  // STUB
+  //> // TODO(student): how many waves does the run take, and how many slot-waves does it occupy?
+  //> (void)blocks, (void)slots;
+  //> return -1.0;
+  // END SOLUTION
+}
+// [wave_efficiency]
+
 }  // namespace ch06

@@ -46,6 +46,7 @@ CRASH = "ch01 sqrt_gpu: matches the host bitwise at awkward sizes"
 MISSING = "ch01 sqrt_gpu_copies: matches the host bitwise at awkward sizes"
 ADD_GUARD = "ch01 add_gpu: writes nothing past the end of the output"
 ADD_HUGE = "ch01 add_gpu: beyond 2^32 elements"
+PREDICT = "ch01 predicted_add_ms: the time to move the add's bytes at the given bandwidth"
 
 
 def manifest(correctness=None, performance=None, chapter="01_timing"):
@@ -224,9 +225,9 @@ class Manifests(unittest.TestCase):
 
     def test_chapter_01_grades_its_exercises_and_the_add_kernels_roofline(self):
         m = chapter01()
-        tests = passing(ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS, ADD_CPU)
+        tests = passing(ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS, PREDICT, ADD_CPU)
         graded, others = grade.grade_correctness([m], tests)
-        self.assertEqual({i.name for i in graded}, {ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS})
+        self.assertEqual({i.name for i in graded}, {ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS, PREDICT})
         self.assertEqual([i.name for i in others], [ADD_CPU])
         self.assertTrue(all(i.max_points > 0 for i in graded))
         (perf,) = m.performance
@@ -778,7 +779,7 @@ class Splice(unittest.TestCase):
 
     def test_hole_markers_are_stable_and_numbered(self):
         hs = ME.holes(COURSE[LADDER])
-        self.assertEqual(sorted(hs), [1, 2, 3, 4])
+        self.assertEqual(sorted(hs), [1, 2, 3, 4, 5])
         for k, h in hs.items():
             self.assertIn("TODO(student)", h.body)
             self.assertLess(h.begin_line, h.end_line)
@@ -883,13 +884,14 @@ class HonestResults(unittest.TestCase):
         out = "warning:\n  COURSE-NO-GPU: no usable CUDA GPU (none)\n"
         tests = [result(ADD, "passed"), result(ADD_GUARD, "failed", "boom"), result(ADD_HUGE, "passed"),
                  result(COPIES, "skipped", out, "SKIP_REGULAR_EXPRESSION_MATCHED", True),
-                 result(EVENTS, "skipped", out, "SKIP_REGULAR_EXPRESSION_MATCHED", True)]
+                 result(EVENTS, "skipped", out, "SKIP_REGULAR_EXPRESSION_MATCHED", True),
+                 result(PREDICT, "passed")]
         g = grade.assemble([m], tests, None, cores=4)
         r = grade.gradescope_results(g)
         names = {t["name"] for t in r["tests"]}
-        self.assertEqual(names, {ADD, ADD_GUARD, ADD_HUGE})
-        self.assertEqual(r["score"], 4.0)
-        self.assertIn("Score of what ran: 4 of 6 points", r["output"])
+        self.assertEqual(names, {ADD, ADD_GUARD, ADD_HUGE, PREDICT})
+        self.assertEqual(r["score"], 6.0)
+        self.assertIn("Score of what ran: 6 of 8 points", r["output"])
         self.assertEqual(len(r["extra_data"]["not_assessed"]), 2)
         for t in r["tests"]:
             self.assertLessEqual(set(t), {"name", "number", "score", "max_score", "status", "output", "tags",
@@ -927,7 +929,7 @@ class Sanitizer(unittest.TestCase):
 
     def test_no_tool_or_no_gpu_is_said_and_is_not_a_failure(self):
         m = chapter01()
-        g = grade.assemble([m], passing(ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS), None, cores=4)
+        g = grade.assemble([m], passing(ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS, PREDICT), None, cores=4)
         g.gpu_visible = None
         real = grade.shutil.which
         grade.shutil.which = lambda name: "/usr/bin/compute-sanitizer"

@@ -80,6 +80,16 @@ class CheckSite(unittest.TestCase):
         self.assertIn("glued to its unit: '9GB/s'", text)
         self.assertIn("quotation", text)
 
+    def test_details_split_from_their_summary_fail(self):
+        good = "<details>\n <summary>Why?</summary>\nBecause. <code>x</code></details>"
+        self.assertEqual(self.site({"index.html": good}), [])
+        split = ("<p><details>\n <summary>Why?</summary></details></p>"
+                 "<p><details>\nBecause.</details></p>")
+        problems = self.site({"index.html": split})
+        self.assertEqual(len(problems), 2)
+        self.assertIn("nothing to unfold", problems[0])
+        self.assertIn("does not start with its <summary>", problems[1])
+
     def test_main_exit_codes(self):
         with tempfile.TemporaryDirectory() as tmp:
             (pathlib.Path(tmp) / "index.html").write_text(page("<p>ok</p>"))
@@ -100,6 +110,14 @@ class DoxygenFilter(unittest.TestCase):
             (root / f).parent.mkdir(parents=True, exist_ok=True)
             (root / f).write_bytes(b"")
         return df.filter_markdown(text, md)
+
+    def test_details_lose_their_blank_lines_and_keep_the_line_count(self):
+        text = "a\n\n<details>\n<summary>Q?</summary>\n\nThe answer,\n`code`.\n</details>\n\nb\n"
+        out = self.md(text)
+        self.assertIn("<details>\n<summary>Q?</summary>\nThe answer,\n`code`.\n</details>\n", out)
+        self.assertEqual(out.count("\n"), text.count("\n"))
+        fenced = "```\n<details>\n\nx\n```\n"
+        self.assertEqual(self.md(fenced).split("\n")[:4], ["```", "<details>", "", "x"])
 
     def test_local_image_becomes_its_file_name(self):
         out = self.md("![a plot](../../results/plots/01_x.png)\n![web](https://x.org/a.png)\n",
