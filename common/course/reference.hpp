@@ -3,6 +3,7 @@
 /// \brief The fp64 reference dot product and the error bound that tests use as tolerance.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,13 @@ struct Reference {
 
 /// Computes the reference in fp64. NaN and infinity propagate as IEEE arithmetic says.
 Reference reference_dot(const float* x, const float* y, std::size_t n);
+
+/// The fp64 reference of x·y where x and y are the streams course::random_at(seed, i, -1, 1) gives
+/// (what fill_random_device and random_vector write), recomputed on the host element by element:
+/// a dot product of 2^32 elements made on the device needs no 34 GB of host memory for its
+/// reference, only time (about a second per 2^28 elements and core; up to 16 threads). Fixed
+/// chunks, each summed in order and combined in order: the same value on every run.
+Reference reference_dot_from_seeds(std::size_t n, std::uint64_t seed_x, std::uint64_t seed_y);
 
 /// The tolerance for a float32 dot product of `ref.n` terms, summed in any order.
 ///

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <algorithm>
 #include <limits>
+#include <thread>
+#include <vector>
 
 #include "course/random.hpp"
 
@@ -88,6 +90,41 @@ Verdict check_dot(double got, const Reference& ref) {
   }
   v.message = buf;
   return v;
+}
+
+Reference reference_dot_from_seeds(std::size_t n, std::uint64_t seed_x, std::uint64_t seed_y) {
+  // Fixed chunks, each summed in order and combined in order: the same value on every run.
+  const std::size_t chunks = n < (std::size_t{1} << 20) ? 1 : 16;
+  const unsigned workers = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  std::vector<double> value(chunks, 0.0), sum_abs(chunks, 0.0);
+  auto work = [&](unsigned first) {
+    for (std::size_t c = first; c < chunks; c += workers) {
+      const std::size_t begin = n * c / chunks, end = n * (c + 1) / chunks;
+      double s = 0.0, a = 0.0;
+      for (std::size_t i = begin; i < end; ++i) {
+        const double p = static_cast<double>(random_at(seed_x, i, -1.0f, 1.0f)) *
+                         static_cast<double>(random_at(seed_y, i, -1.0f, 1.0f));
+        s += p;
+        a += std::fabs(p);
+      }
+      value[c] = s;
+      sum_abs[c] = a;
+    }
+  };
+  if (chunks == 1) {
+    work(0);
+  } else {
+    std::vector<std::thread> threads;
+    for (unsigned w = 0; w < workers; ++w) threads.emplace_back(work, w);
+    for (auto& t : threads) t.join();
+  }
+  Reference ref;
+  ref.n = n;
+  for (std::size_t c = 0; c < chunks; ++c) {
+    ref.value += value[c];
+    ref.sum_abs += sum_abs[c];
+  }
+  return ref;
 }
 
 }  // namespace course
