@@ -53,6 +53,20 @@ class Registry(unittest.TestCase):
         self.assertEqual(versions[2].description, "split literal")
         self.assertEqual([v.exercise for v in versions], [False, True, False])
 
+    def test_a_pairs_registry_of_make_pair_calls_is_parsed(self):
+        text = """const std::vector<Pair>& pairs() {
+  static const std::vector<Pair> registry = {
+      make_pair<float, float>("f32_f32", "float32 . float32, float32", "cublasSdot", run_a, 0, true),
+      make_pair<float, bool>("f32_bool", "float32 . bool (a mask)", "convert y, cublasSdot",
+                             run_b, 8, false),
+  };
+  return registry;
+}"""
+        function, versions = vl.parse_registry(text)
+        self.assertEqual(function, "pairs")
+        self.assertEqual([(v.name, v.description, v.exercise) for v in versions],
+                         [("f32_f32", "float32 . float32, float32", True), ("f32_bool", "float32 . bool (a mask)", False)])
+
     def test_duplicate_name_is_refused(self):
         with self.assertRaises(vl.ListError):
             vl.parse_registry(SOURCE.replace('{"third"', '{"first"'))
