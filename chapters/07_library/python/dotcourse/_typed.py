@@ -7,6 +7,7 @@ float32, float16, bfloat16 (PyTorch), int8 and bool. The result is a Python floa
 for two integer inputs (exact).
 """
 import ctypes
+import sys
 
 # dotcourse_dtype (dotcourse.h)
 FLOAT32, FLOAT64, FLOAT16, BFLOAT16, INT8, BOOL, INT64 = range(7)
@@ -18,6 +19,7 @@ _SIZE = {FLOAT32: 4, FLOAT64: 8, FLOAT16: 2, BFLOAT16: 2, INT8: 1, BOOL: 1}
 _TYPESTR = {"f4": FLOAT32, "f8": FLOAT64, "f2": FLOAT16, "i1": INT8, "b1": BOOL}
 
 _declared = set()
+_torch_stream = None
 
 
 def _declare(lib):
@@ -60,10 +62,18 @@ def wants_typed(x, y):
     return (tx is not None and tx != FLOAT32) or (ty is not None and ty != FLOAT32)
 
 
+_accumulators = {}  # (id(lib), tx, ty) -> the library's answer: the rule is fixed, one C call per pair
+
+
 def accumulator(lib, tx, ty):
+    key = (id(lib), tx, ty)
+    if key in _accumulators:
+        return 0, _accumulators[key]
     _declare(lib)
     acc = ctypes.c_int()
     status = lib.dotcourse_accumulator(tx, ty, ctypes.byref(acc))
+    if status == 0:
+        _accumulators[key] = acc.value
     return status, acc.value
 
 
@@ -88,9 +98,11 @@ def _device_view(name, a):
             raise ValueError(f"{name} has shape {tuple(a.shape)}; dotcourse takes 1-D vectors")
         if a.numel() > 1 and a.stride(0) != 1:
             raise ValueError(f"{name} is not contiguous (stride {a.stride(0)}): pass {name}.contiguous()")
-        import torch
-        stream = torch.cuda.current_stream(a.device).cuda_stream
-        return a.data_ptr(), a.numel(), t, stream
+        global _torch_stream
+        if _torch_stream is None:  # the raw stream as an int: no Stream object per call (see __init__)
+            from . import _torch_stream_getter
+            _torch_stream = _torch_stream_getter(sys.modules["torch"])
+        return a.data_ptr(), a.numel(), t, _torch_stream(a.get_device())
     if mod == "numpy":
         return None
     cai = getattr(a, "__cuda_array_interface__", None)

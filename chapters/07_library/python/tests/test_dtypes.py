@@ -102,3 +102,24 @@ def test_cupy_pairs_on_device(ctx, tx, ty):
     xs, ys = _random(tx, N, rng), _random(ty, N, rng)
     got = ctx.dot(cp.asarray(xs), cp.asarray(ys))
     _check(got, xs, ys, tx, ty)
+
+
+def test_the_accumulator_is_asked_of_the_library_once_per_pair():
+    """The promotion rule lives in the library (dotcourse_accumulator); the binding asks once per pair
+    and remembers the answer, so a call pays one C call, not two. No GPU: a stand-in library."""
+    import types
+    from dotcourse import _typed
+
+    calls = []
+
+    class Fn:
+        def __call__(self, tx, ty, out):
+            calls.append((tx, ty))
+            out._obj.value = _typed.INT64 if (tx, ty) == (_typed.INT8, _typed.INT8) else _typed.FLOAT32
+            return 0
+
+    lib = types.SimpleNamespace(dotcourse_accumulator=Fn(), dotcourse_dot_typed=Fn(), dotcourse_dot_typed_host=Fn())
+    for _ in range(3):
+        assert _typed.accumulator(lib, _typed.INT8, _typed.INT8) == (0, _typed.INT64)
+        assert _typed.accumulator(lib, _typed.FLOAT32, _typed.BOOL) == (0, _typed.FLOAT32)
+    assert calls == [(_typed.INT8, _typed.INT8), (_typed.FLOAT32, _typed.BOOL)]
