@@ -228,6 +228,27 @@ TEST_CASE("ch07 context: two hundred create and destroy cycles leak nothing", "[
   CHECK(after + (std::size_t{64} << 20) >= before);
 }
 
+// Chapter 10's typed dot keeps state per context (its tagged partials, and the host form's copies of
+// x and y, n elements each): destroying the context must free it. 20 contexts that each copy 2 × 16
+// MiB of int8 would hold 640 MiB if the state outlived them.
+TEST_CASE("ch07 typed: a destroyed context frees what its typed calls kept", "[ch07][gpu]") {
+  COURSE_REQUIRE_GPU();
+  const std::size_t n = std::size_t{1} << 24;
+  std::vector<std::int8_t> x(n, 1), y(n, -1);
+  const std::size_t before = course::free_device_bytes();
+  for (int i = 0; i < 20; ++i) {
+    Ctx c(n);
+    REQUIRE(c.status == DOTCOURSE_OK);
+    double result = 0;
+    REQUIRE(dotcourse_dot_typed_host(c.ctx, x.data(), DOTCOURSE_INT8, y.data(), DOTCOURSE_INT8, n, &result) ==
+            DOTCOURSE_OK);
+    CHECK(result == -static_cast<double>(n));
+  }
+  const std::size_t after = course::free_device_bytes();
+  INFO("free device memory before " << before << " bytes, after 20 contexts with a typed call of 2^24 int8 " << after);
+  CHECK(after + (std::size_t{64} << 20) >= before);
+}
+
 // ---- the boundary: bad input, everywhere -------------------------------------------------------
 
 TEST_CASE("ch07 c_api: status strings and the version need no GPU", "[ch07]") {

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -156,6 +157,9 @@ class Engine {
   std::size_t registered_ranges() const noexcept { return registered_.size(); }
   /// The device's view of h_result() (pinned memory is mapped): kernels write the result there.
   float* d_h_result();
+  /// What chapter 10's typed dot (typed.cu) keeps between calls, made on its first call; it is
+  /// freed with the engine, before the engine's context.
+  std::shared_ptr<void>& typed_state() noexcept { return typed_; }
 
  private:
   course::Context gpu_;
@@ -166,6 +170,7 @@ class Engine {
   float* d_h_result_ = nullptr;
   Stager stager_;
   std::map<const char*, std::size_t> registered_;  // start -> bytes of each registered host range
+  std::shared_ptr<void> typed_;                    // last: destroyed first
 };
 
 /// The deterministic two-pass dot of device arrays: x·y into *d_result (device memory),

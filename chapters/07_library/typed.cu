@@ -14,9 +14,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <type_traits>
 
@@ -256,20 +254,13 @@ struct TypedState {
   unsigned tag = 0;
 };
 
-// One state per engine, made on its first typed call. The C API serializes calls on an engine, so
-// only the table itself needs a lock. A destroyed context's state stays (a few kilobytes, and the
-// host form's buffers) until the process ends; a new engine at the same address on the same device
-// may take it over, which is harmless (the state holds nothing of the old engine's data).
-std::mutex& table_mutex() {
-  static std::mutex m;
-  return m;
-}
+// One state per engine, made on its first typed call and owned by the engine, so destroying the
+// context frees it (the host form's copies can be n_max elements each). The C API serializes calls
+// on an engine (Engine::lock): no other lock is needed.
 TypedState& state_of(Engine& e) {
-  static std::map<std::pair<const Engine*, int>, std::unique_ptr<TypedState>> table;
-  std::lock_guard<std::mutex> guard(table_mutex());
-  auto& slot = table[{&e, e.gpu().device()}];
-  if (!slot) slot = std::make_unique<TypedState>(e.gpu());
-  return *slot;
+  std::shared_ptr<void>& slot = e.typed_state();
+  if (!slot) slot = std::make_shared<TypedState>(e.gpu());
+  return *static_cast<TypedState*>(slot.get());
 }
 
 std::size_t dtype_size(dotcourse_dtype t) {
