@@ -36,7 +36,8 @@ def throughput(rows):
     ax_b.axhline(roof, color=cs.COLORS["roofline"], linestyle="--", label=f"measured read roofline ({roof:.0f} GB/s)")
     ax_b.set_ylabel("GB/s (the pair's own bytes)")
     ax_b.set_title(f"Each pair at n = {cs.size_label(n)} on {cs.gpu_name()}")
-    ax_b.legend(fontsize=8, loc="lower right")
+    ax_b.set_ylim(0, roof * 1.35)  # room above the roofline for the legend, clear of every bar
+    ax_b.legend(fontsize=8, loc="upper center", ncol=2)
     # The roofline in elements: roofline / (bytes per element of the pair).
     for i, p in enumerate(pairs):
         r = next(r for r in sel if r["dtype"] == p)
