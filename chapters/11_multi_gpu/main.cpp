@@ -98,7 +98,7 @@ Row measure(ch11::Team& team, const Version& v, std::size_t n, const course::Ref
   return row;
 }
 
-// Fills x, y (pinned) with random_vector(n, seed) and random_vector(n, seed + 1), with threads.
+// Fills x, y (pinned) with random_vector(n, seed) and random_vector(n, course::seed_y(seed)), with threads.
 void fill_host(float* x, float* y, std::size_t n, std::uint64_t seed, unsigned threads) {
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < threads; ++t)
@@ -106,7 +106,7 @@ void fill_host(float* x, float* y, std::size_t n, std::uint64_t seed, unsigned t
       const ch11::Slice s{n / threads * t + std::min<std::size_t>(t, n % threads), n / threads + (t < n % threads ? 1 : 0)};
       for (std::size_t i = s.begin; i < s.begin + s.count; ++i) {
         x[i] = course::random_at(seed, i, -1.0f, 1.0f);
-        y[i] = course::random_at(seed + 1, i, -1.0f, 1.0f);
+        y[i] = course::random_at(course::seed_y(seed), i, -1.0f, 1.0f);
       }
     });
   for (auto& th : pool) th.join();
@@ -211,7 +211,7 @@ int main(int argc, char** argv) {
         const std::size_t n = per * static_cast<std::size_t>(g);
         const std::uint64_t seed = opt.seed + 2 * (++seed_n);
         ch11::fill_slices(team, n, seed);
-        const course::Reference ref = ch11::reference_from_seed(n, seed, cores);
+        const course::Reference ref = ch11::reference_from_seed(n, seed);
         const int reps = n >= (std::size_t{1} << 26) ? opt.reps : std::max(opt.reps, 100);
         for (const Version* v : selected)
           add(std::string(v->name), "resident gpus=" + std::to_string(g), g, n, measure(team, *v, n, ref, reps, opt.warmup));
@@ -228,7 +228,7 @@ int main(int argc, char** argv) {
         ch11::Team team = ch11::make_local_team(devices, g);
         const std::uint64_t seed = opt.seed + 1000 + 2 * static_cast<std::uint64_t>(g);
         ch11::fill_slices(team, n, seed);
-        const course::Reference ref = ch11::reference_from_seed(n, seed, cores);
+        const course::Reference ref = ch11::reference_from_seed(n, seed);
         const Row r = measure(team, *allgather, n, ref, opt.reps, opt.warmup);
         if (!r.valid) failed.insert(std::string(kind) + " scaling");
         const double gb = course::gbps(2.0 * n * sizeof(float), r.ms.median);

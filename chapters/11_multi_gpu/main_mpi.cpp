@@ -109,7 +109,6 @@ int main(int argc, char** argv) {
     // [unique_id]
     if (rank == 0)
       std::printf("%d rank(s); rank 0 on GPU %d: %s\n", ranks, local_rank, course::describe_device(gpu.context().facts()).c_str());
-    const unsigned cores = std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(local_ranks));
 
     if (test_mode) {
       // n = 0, fewer elements than ranks, not divisible by the rank count, around one block, large.
@@ -120,7 +119,7 @@ int main(int argc, char** argv) {
         for (std::size_t n : sizes) {
           const std::uint64_t seed = opt.seed + 7 * n + 1;
           ch11::fill_slices(team, n, seed);
-          const course::Reference ref = ch11::reference_from_seed(n, seed, cores);
+          const course::Reference ref = ch11::reference_from_seed(n, seed);
           gpu.poison();
           const std::vector<float> first = gather_results(ch11::dot(team, v.run, n)[0], ranks);
           gpu.poison();
@@ -157,7 +156,7 @@ int main(int argc, char** argv) {
       const std::size_t n = per * static_cast<std::size_t>(ranks);
       const std::uint64_t seed = opt.seed + 2 * per;
       ch11::fill_slices(team, n, seed);
-      const course::Reference ref = ch11::reference_from_seed(n, seed, cores);
+      const course::Reference ref = ch11::reference_from_seed(n, seed);
       for (const auto& v : ch11::versions()) {
         if (!opt.kernel.empty() && v.name != opt.kernel) continue;
         bool ok = course::check_dot(ch11::dot(team, v.run, n)[0], ref).ok;

@@ -125,7 +125,7 @@ using Combine = void (*)(Team& team);
 const std::vector<course::Version<Combine>>& versions();
 
 /// Fills each GPU's slice of the n-element inputs with values random_vector(n, seed) and
-/// random_vector(n, seed + 1) would hold at those indices (generated on the GPU). Asynchronous.
+/// random_vector(n, course::seed_y(seed)) would hold at those indices (generated on the GPU). Asynchronous.
 void fill_slices(Team& team, std::size_t n, std::uint64_t seed);
 
 /// Copies each GPU's slice of host x and y (n elements) to it, every GPU over its own link at the
@@ -147,9 +147,9 @@ std::vector<float> dot(Team& team, Combine combine, std::size_t n, Split* split 
 /// finishes last must not change the result).
 void delay(Gpu& gpu, double us);
 
-/// The fp64 reference of random_vector(n, seed) · random_vector(n, seed + 1), generated on the
-/// host with `threads` threads without storing the vectors (for sizes that do not fit a test).
-course::Reference reference_from_seed(std::size_t n, std::uint64_t seed, unsigned threads);
+/// The fp64 reference of random_vector(n, seed) · random_vector(n, course::seed_y(seed)), generated on the
+/// host without storing the vectors (course::reference_dot_from_seeds: for sizes that do not fit a test).
+course::Reference reference_from_seed(std::size_t n, std::uint64_t seed);
 
 /// Enqueues the rank-order combine kernel over `count` device floats at d_partials, writing
 /// d_result, on gpu's stream (the tests feed it many partials, not just one per GPU here).

@@ -17,6 +17,7 @@
 
 #include "course/check.hpp"
 #include "course/random.hpp"
+#include "course/reference.hpp"
 #include "course/timer.hpp"
 #include "multi.hpp"
 
@@ -405,7 +406,7 @@ void fill_slices(Team& team, std::size_t n, std::uint64_t seed) {
     const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>(ceil_div(s.count, 256), 65535));
     fill_kernel<<<blocks, 256, 0, g.context().stream()>>>(g.x(), s.count, seed, s.begin);
     CUDA_CHECK_LAUNCH("fill_kernel");
-    fill_kernel<<<blocks, 256, 0, g.context().stream()>>>(g.y(), s.count, seed + 1, s.begin);
+    fill_kernel<<<blocks, 256, 0, g.context().stream()>>>(g.y(), s.count, course::seed_y(seed), s.begin);
     CUDA_CHECK_LAUNCH("fill_kernel");
   }
 }
@@ -491,32 +492,8 @@ void delay(Gpu& gpu, double us) {
   CUDA_CHECK_LAUNCH("delay_kernel");
 }
 
-course::Reference reference_from_seed(std::size_t n, std::uint64_t seed, unsigned threads) {
-  threads = std::max(1u, std::min(threads, 64u));
-  std::vector<double> sums(threads, 0.0), abs_sums(threads, 0.0);
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      const std::size_t lo = n / threads * t + std::min<std::size_t>(t, n % threads);
-      const std::size_t hi = lo + n / threads + (t < n % threads ? 1 : 0);
-      double s = 0, a = 0;
-      for (std::size_t i = lo; i < hi; ++i) {
-        const double p = static_cast<double>(course::random_at(seed, i, -1.0f, 1.0f)) *
-                         static_cast<double>(course::random_at(seed + 1, i, -1.0f, 1.0f));
-        s += p;
-        a += p < 0 ? -p : p;
-      }
-      sums[t] = s;
-      abs_sums[t] = a;
-    });
-  for (auto& th : pool) th.join();
-  course::Reference ref;
-  ref.n = n;
-  for (unsigned t = 0; t < threads; ++t) {
-    ref.value += sums[t];
-    ref.sum_abs += abs_sums[t];
-  }
-  return ref;
+course::Reference reference_from_seed(std::size_t n, std::uint64_t seed) {
+  return course::reference_dot_from_seeds(n, seed, course::seed_y(seed));
 }
 
 }  // namespace ch11
