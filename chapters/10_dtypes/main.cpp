@@ -31,13 +31,13 @@
 #include "course/device.hpp"
 #include "course/dtype.hpp"
 #include "course/progress.hpp"
+#include "course/random.hpp"
 #include "course/stats.hpp"
 #include "course/timer.hpp"
 #include "dtypes.hpp"
 
 namespace {
 
-constexpr std::uint64_t kSeedY = 0x5DEECE66Dull;  // y's stream is seed ^ kSeedY
 
 /// `sets` copies of the same random x and y of a pair (each copy on a 256-byte boundary) and their
 /// reference. Calls rotate over the copies.
@@ -62,12 +62,12 @@ struct Inputs {
         d_x(sets * stride_x),
         d_y(sets * stride_y) {
     course::fill_random_device_typed(p.x, d_x.data(), n, seed, stream);
-    course::fill_random_device_typed(p.y, d_y.data(), n, seed ^ kSeedY, stream);
+    course::fill_random_device_typed(p.y, d_y.data(), n, course::seed_y(seed), stream);
     for (std::size_t s = 1; s < sets; ++s) {
       CUDA_CHECK(cudaMemcpyAsync(d_x.data() + s * stride_x, d_x.data(), stride_x, cudaMemcpyDeviceToDevice, stream));
       CUDA_CHECK(cudaMemcpyAsync(d_y.data() + s * stride_y, d_y.data(), stride_y, cudaMemcpyDeviceToDevice, stream));
     }
-    ref = course::streamed_reference_typed(p.x, seed, p.y, seed ^ kSeedY, n);  // on the host, while the GPU fills
+    ref = course::streamed_reference_typed(p.x, seed, p.y, course::seed_y(seed), n);  // on the host, while the GPU fills
     CUDA_CHECK(cudaStreamSynchronize(stream));
   }
   const void* x(std::size_t s) const { return d_x.data() + s * stride_x; }
