@@ -362,8 +362,8 @@ def test_pin_cache_awkward_arrays(ctx):
         assert abs(ctx.dot(vx, vy) - ref) <= bound
         assert abs(ctx.dot(ro, y) - ref) <= bound
         assert abs(ctx.dot(x, x) - xx) <= xx_bound
-    with pytest.raises(TypeError, match="float32"):
-        ctx.dot(x.astype(np.float64), y.astype(np.float64))
+    with pytest.raises(TypeError, match="float32"):   # a dtype outside chapter 10's pairs
+        ctx.dot(x.astype(np.int64), y.astype(np.int64))
     with pytest.raises(ValueError, match="contiguous"):
         ctx.dot(buf[::2], buf[1::2])
 
@@ -374,8 +374,8 @@ def test_torch_fast_path_checks(ctx):
     dx = torch.from_numpy(x).cuda().requires_grad_()
     dy = torch.from_numpy(y).cuda()
     assert abs(ctx.dot(dx, dy) - ref) <= bound    # requires_grad: read as it is
-    with pytest.raises(TypeError, match="float32"):
-        ctx.dot(dy.double(), dy.double())
+    with pytest.raises(TypeError, match="float32"):   # a dtype outside chapter 10's pairs
+        ctx.dot(dy.long(), dy.long())
     with pytest.raises(ValueError, match="1-D"):
         ctx.dot(dy.reshape(50, 100), dy.reshape(50, 100))
     with pytest.raises(ValueError, match="contiguous"):
