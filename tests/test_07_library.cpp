@@ -215,7 +215,7 @@ TEST_CASE("ch07 context: create dot destroy and a destroyed handle is refused", 
   CHECK(dotcourse_destroy(ctx) == DOTCOURSE_ERROR_INVALID_HANDLE);  // destroyed twice
 }
 
-TEST_CASE("ch07 context: two hundred create and destroy cycles leak nothing", "[ch07][gpu][exercise][slow]") {
+TEST_CASE("ch07 context: two hundred create and destroy cycles leak nothing", "[ch07][gpu][exercise][slow][free_memory]") {
   COURSE_REQUIRE_GPU();
   const std::size_t before = course::free_device_bytes();
   for (int i = 0; i < 200; ++i) {
@@ -231,7 +231,7 @@ TEST_CASE("ch07 context: two hundred create and destroy cycles leak nothing", "[
 // Chapter 10's typed dot keeps state per context (its tagged partials, and the host form's copies of
 // x and y, n elements each): destroying the context must free it. 20 contexts that each copy 2 × 16
 // MiB of int8 would hold 640 MiB if the state outlived them.
-TEST_CASE("ch07 typed: a destroyed context frees what its typed calls kept", "[ch07][gpu]") {
+TEST_CASE("ch07 typed: a destroyed context frees what its typed calls kept", "[ch07][gpu][free_memory]") {
   COURSE_REQUIRE_GPU();
   const std::size_t n = std::size_t{1} << 24;
   std::vector<std::int8_t> x(n, 1), y(n, -1);

@@ -242,6 +242,7 @@ def main():
         caught_by = "; ".join(n for n, o in results if o == "failed") + (
             f" (under compute-sanitizer {c['sanitize']})" if c.get("sanitize") else "")
         rows.append((c["name"], c.get("class", ""), caught_by, "caught" if not missed else "NOT CAUGHT: " + "; ".join(missed)))
+        print(f"[check_negatives] {c['name']}: {rows[-1][3]} ({caught_by or 'no test failed'})", file=sys.stderr, flush=True)
         bad += bool(missed)
     write_tree(case_tree(None, course, ROOT / "solutions"), staging)  # leave the tree unbroken
     print("\n| case | class | caught by | result |\n| --- | --- | --- | --- |")

@@ -100,6 +100,15 @@ if ! skipped sanitize; then
       extra=()
       [ "$tool" = racecheck ] && filter="~[huge]~[slow]~[race]"
       [ "$tool" = memcheck ] && { extra=(--leak-check full); filter="$filter~[api_error]"; }
+      # Tests that count free device memory ([free_memory]) read the tool's own bookkeeping under
+      # initcheck (20 typed contexts "lost" 320 MiB there, while memcheck's --leak-check full found no
+      # leak): memcheck checks them.
+      [ "$tool" = initcheck ] && filter="$filter~[free_memory]"
+      # NCCL probes each of its kernels with cudaFuncGetAttributes at communicator set-up and ignores
+      # the "no kernel image" answers (NVIDIA/nccl#1864); memcheck reports those API errors as the
+      # program's. Chapter 11's own CUDA calls are all checked in the code, so its memcheck run
+      # reports device-side errors and leaks only.
+      [ "$tool" = memcheck ] && [ "$name" = test_11_multi_gpu ] && extra+=(--report-api-errors no)
       t0=$SECONDS
       log="$out/sanitize-$name-$tool.log"
       COURSE_TEST_SMALL=1 timeout "${SANITIZE_TIMEOUT:-300}" \

@@ -245,6 +245,8 @@ class Manifests(unittest.TestCase):
             {"chapter": "01_timing", "performance": [perf_rule(args=["--csv", "x.csv"])]},
             {"chapter": "01_timing", "performance": [perf_rule(row={"config": "float"})]},
             {"chapter": "02_cpu_dot"},                       # file is 01_timing.json
+            {"chapter": "01_timing", "sanitize_args": {"memchek": ["--x"]}},
+            {"chapter": "01_timing", "sanitize_args": {"memcheck": "--report-api-errors no"}},
             {"chapter": "timing"},
         ]
         for data in bad:
@@ -966,6 +968,32 @@ class Sanitizer(unittest.TestCase):
         self.assertEqual(by[ADD].status, "passed")
         self.assertEqual(by[ADD_HUGE].sanitize, [])   # sanitize_exclude: meaningless at small sizes
         self.assertIn("1 item(s) failed by the tool", g.sanitizer[-1])
+
+    def test_the_manifests_sanitizer_arguments_reach_the_tool(self):
+        m = chapter01()
+        m.sanitize_args = {"memcheck": ["--report-api-errors", "no"]}
+        g = grade.assemble([m], passing(ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS), None, cores=4)
+        g.gpu_visible = "GPU 0: NVIDIA H100"
+        listing = json.dumps({"tests": [{"name": n, "command": ["/bin/t", n]} for n in (ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS)]})
+        seen = []
+
+        def fake(cmd, log, timeout=None, cwd=None, env=None):
+            if cmd[0] == "ctest":
+                return 0, listing
+            seen.append(cmd)
+            return 0, self.CLEAN
+        real_run, real_which = grade.run_logged, grade.shutil.which
+        grade.run_logged, grade.shutil.which = fake, (lambda name: "/usr/bin/compute-sanitizer")
+        try:
+            with tempfile.TemporaryDirectory() as d, redirect_stderr(io.StringIO()):
+                grade.run_sanitizer(g, Path(d), Path(d), Path(d) / "log", {}, 10)
+        finally:
+            grade.run_logged, grade.shutil.which = real_run, real_which
+        memchecks = [c for c in seen if c[2] == "memcheck"]
+        self.assertTrue(memchecks)
+        self.assertTrue(all(c[3:7] == ["--error-exitcode", "99", "--report-api-errors", "no"] for c in memchecks))
+        m11 = next(m for m in grade.load_manifests() if m.chapter == "11_multi_gpu")
+        self.assertEqual(m11.sanitize_args, {"memcheck": ["--report-api-errors", "no"]})
 
     def test_cpu_rules_and_excluded_tests_are_not_sanitized(self):
         m02 = next(m for m in grade.load_manifests() if m.chapter == "02_cpu_dot")
