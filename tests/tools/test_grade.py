@@ -11,6 +11,7 @@ import importlib.machinery
 import importlib.util
 import io
 import json
+import os
 import re
 import sys
 import xml.etree.ElementTree as ET
@@ -1092,6 +1093,69 @@ class ExtrasAndRepeats(unittest.TestCase):
             grade.run_logged = real
         self.assertEqual(seen["env"], {"COURSE_GRADING_SEED": "99"})
         self.assertIn("grading seed: 99", report)
+
+
+class ReuseTests(unittest.TestCase):
+    """--reuse-tests: a --repeat run of the measurements takes an earlier grade's test results, from
+    the same build folder only."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        d = Path(self.dir.name)
+        self.build, self.earlier, self.out = d / "b", d / "earlier", d / "o"
+        (self.build / "bin").mkdir(parents=True)
+        (self.build / "CTestTestfile.cmake").write_text("")
+        (self.build / "bin" / "test_01_timing").write_text("")
+        self.earlier.mkdir()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def grade_main(self, argv):
+        calls = []
+
+        def fake_run_logged(cmd, log, timeout=None, cwd=None, env=None):
+            calls.append(cmd)
+            return 0, ""
+        real = grade.run_logged
+        grade.run_logged = fake_run_logged
+        try:
+            with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()) as err:
+                code = grade.main(argv)
+        finally:
+            grade.run_logged = real
+        return code, calls, err.getvalue()
+
+    def argv(self):
+        return ["--no-build", "--build-dir", str(self.build), "--out", str(self.out), "--chapter", "01",
+                "--reuse-tests", str(self.earlier), "--no-sanitize", "--no-performance"]
+
+    def test_the_earlier_results_are_graded_and_ctest_is_not_run(self):
+        (self.earlier / "junit.xml").write_text((FIXTURES / "ctest_mixed.xml").read_text())
+        (self.earlier / "test.log").write_text((FIXTURES / "ctest_mixed_console.txt").read_text())
+        code, calls, _ = self.grade_main(self.argv())
+        self.assertFalse([c for c in calls if c[0] == "ctest"])
+        report = (self.out / "report.md").read_text()
+        self.assertIn("--reuse-tests", report)
+        self.assertTrue((self.out / "junit.xml").is_file())
+        results = json.loads((self.out / "results.json").read_text())
+        self.assertGreater(results["extra_data"]["correctness"]["max_score"], 0)
+
+    def test_results_older_than_a_test_binary_are_refused(self):
+        for f in ("junit.xml", "test.log"):
+            (self.earlier / f).write_text("")
+            os.utime(self.earlier / f, (1, 1))
+        code, calls, err = self.grade_main(self.argv())
+        self.assertEqual(code, grade.EXIT_USAGE)
+        self.assertIn("newer than those results", err)
+        self.assertFalse(calls)
+
+    def test_it_needs_no_build_and_both_files(self):
+        for argv in (["--reuse-tests", str(self.earlier)],
+                     ["--no-build", "--build-dir", str(self.build), "--reuse-tests", str(self.earlier)]):
+            with self.subTest(argv=argv), redirect_stderr(io.StringIO()), self.assertRaises(SystemExit) as e:
+                grade.main(argv)
+            self.assertEqual(e.exception.code, grade.EXIT_USAGE)
 
 
 class TestSummary(unittest.TestCase):
