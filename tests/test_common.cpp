@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -351,7 +352,14 @@ TEST_CASE("common: an App takes its versions from a registry and checks --sizes 
   course::App bad_sizes("test_app", "test", 16);
   std::string sizes2;
   bad_sizes.add_sizes_option(sizes2, "sizes");
-  CHECK(run_app(bad_sizes, {"test_app", "--sizes", "2^20,0"}) == course::kExitUsage);
+  std::ostringstream err;
+  std::streambuf* const saved = std::cerr.rdbuf(err.rdbuf());
+  const int code = run_app(bad_sizes, {"test_app", "--sizes", "2^20,0"});
+  std::cerr.rdbuf(saved);
+  CHECK(code == course::kExitUsage);
+  INFO("stderr: " << err.str());
+  CHECK(err.str().find("--sizes: sizes must be at least 1") != std::string::npos);
+  CHECK(err.str().find("--sizes: --sizes") == std::string::npos);  // the option is named once
 }
 
 TEST_CASE("common: an App says whether --n and --reps were given", "[common]") {

@@ -19,7 +19,6 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -102,18 +101,6 @@ course::Verdict validate(const Impl& impl, const Inputs& in, std::size_t set, co
   return course::check_dot_typed(got, in.ref, course::unit_roundoff(impl.acc));
 }
 
-std::vector<std::size_t> parse_sizes(const std::string& text) {
-  std::vector<std::size_t> sizes;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    sizes.push_back(course::parse_size(item));
-    if (sizes.back() == 0) throw course::UsageError("--sizes: sizes must be at least 1");
-  }
-  if (sizes.empty()) throw course::UsageError("--sizes: give at least one size, e.g. 2^20,2^28");
-  return sizes;
-}
-
 double to_host(const course::DeviceBuffer<double>& d, cudaStream_t stream) {
   double v = 0;
   d.download_async(&v, 1, stream);
@@ -130,18 +117,7 @@ int main(int argc, char** argv) {
                   "(or convert, then cuBLAS) and CUB in the same run.",
                   std::size_t{1} << 28, 50, 5);
   std::string sizes_text;
-  app.cli()
-      .add_option("--sizes", sizes_text, "Comma list of sizes, e.g. 2^20,2^28 (default 2^20, 2^24, 2^28)")
-      ->check(CLI::Validator(
-          [](std::string& text) {
-            try {
-              parse_sizes(text);
-            } catch (const std::exception& e) {
-              return std::string(e.what());
-            }
-            return std::string();
-          },
-          "SIZES"));
+  app.add_sizes_option(sizes_text, "Comma list of sizes, e.g. 2^20,2^28 (default 2^20, 2^24, 2^28)");
   std::vector<std::pair<std::string, std::string>> names;
   for (const auto& p : ch10::pairs()) names.emplace_back(p.name, p.description);
   app.set_versions(names);
@@ -152,7 +128,7 @@ int main(int argc, char** argv) {
       if (opt.n == 0) throw course::UsageError("--n must be at least 1");
       sizes = {opt.n};
     } else if (!sizes_text.empty()) {
-      sizes = parse_sizes(sizes_text);
+      sizes = course::parse_sizes(sizes_text);
     } else {
       sizes = {std::size_t{1} << 20, std::size_t{1} << 24, std::size_t{1} << 28};
     }

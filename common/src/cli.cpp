@@ -166,7 +166,11 @@ CLI::Option* App::add_sizes_option(std::string& text, const std::string& help) {
             try {
               parse_sizes(value);
             } catch (const std::exception& e) {
-              return std::string(e.what());
+              // CLI11 already names the option: drop parse_sizes' own "--sizes: " prefix.
+              std::string message = e.what();
+              const std::string prefix = "--sizes: ";
+              if (message.rfind(prefix, 0) == 0) message.erase(0, prefix.size());
+              return message;
             }
             return std::string();
           },
