@@ -944,8 +944,9 @@ class Sanitizer(unittest.TestCase):
         self.assertIn("no GPU", g.sanitizer[0])
         self.assertTrue(all(i.status == "passed" for i in g.items))
 
-    def test_a_sanitizer_error_fails_the_item_with_the_first_message(self):
-        m = chapter01()
+    def sanitize_chapter01(self, m, answer):
+        """run_sanitizer over chapter 01's tests (all passed, a GPU visible), each tool run answered
+        by answer(cmd) -> (exit code, output); returns the grade."""
         g = grade.assemble([m], passing(ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS), None, cores=4)
         g.gpu_visible = "GPU 0: NVIDIA H100"
         listing = json.dumps({"tests": [{"name": n, "command": ["/bin/t", n]} for n in (ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS)]})
@@ -954,7 +955,7 @@ class Sanitizer(unittest.TestCase):
             if cmd[0] == "ctest":
                 return 0, listing
             self.assertEqual(env.get("COURSE_TEST_SMALL"), "1")
-            return (99, self.MEMCHECK) if cmd[-1] == ADD_GUARD else (0, self.CLEAN)
+            return answer(cmd)
         real_run, real_which = grade.run_logged, grade.shutil.which
         grade.run_logged, grade.shutil.which = fake, (lambda name: "/usr/bin/compute-sanitizer")
         try:
@@ -962,6 +963,11 @@ class Sanitizer(unittest.TestCase):
                 grade.run_sanitizer(g, Path(d), Path(d), Path(d) / "log", {}, 10)
         finally:
             grade.run_logged, grade.shutil.which = real_run, real_which
+        return g
+
+    def test_a_sanitizer_error_fails_the_item_with_the_first_message(self):
+        g = self.sanitize_chapter01(
+            chapter01(), lambda cmd: (99, self.MEMCHECK) if cmd[-1] == ADD_GUARD else (0, self.CLEAN))
         by = {i.name: i for i in g.items}
         self.assertEqual(by[ADD_GUARD].status, "failed")
         self.assertEqual(by[ADD_GUARD].points, 0.0)
@@ -973,23 +979,8 @@ class Sanitizer(unittest.TestCase):
     def test_the_manifests_sanitizer_arguments_reach_the_tool(self):
         m = chapter01()
         m.sanitize_args = {"memcheck": ["--report-api-errors", "no"]}
-        g = grade.assemble([m], passing(ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS), None, cores=4)
-        g.gpu_visible = "GPU 0: NVIDIA H100"
-        listing = json.dumps({"tests": [{"name": n, "command": ["/bin/t", n]} for n in (ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS)]})
         seen = []
-
-        def fake(cmd, log, timeout=None, cwd=None, env=None):
-            if cmd[0] == "ctest":
-                return 0, listing
-            seen.append(cmd)
-            return 0, self.CLEAN
-        real_run, real_which = grade.run_logged, grade.shutil.which
-        grade.run_logged, grade.shutil.which = fake, (lambda name: "/usr/bin/compute-sanitizer")
-        try:
-            with tempfile.TemporaryDirectory() as d, redirect_stderr(io.StringIO()):
-                grade.run_sanitizer(g, Path(d), Path(d), Path(d) / "log", {}, 10)
-        finally:
-            grade.run_logged, grade.shutil.which = real_run, real_which
+        self.sanitize_chapter01(m, lambda cmd: seen.append(cmd) or (0, self.CLEAN))
         memchecks = [c for c in seen if c[2] == "memcheck"]
         self.assertTrue(memchecks)
         self.assertTrue(all(c[3:7] == ["--error-exitcode", "99", "--report-api-errors", "no"] for c in memchecks))
