@@ -813,6 +813,18 @@ class Splice(unittest.TestCase):
             grade.stage_tree(tree, staging, COURSE, ME)
             self.assertEqual((staging / "06_ladder/baselines.cu").read_text(), COURSE["06_ladder/baselines.cu"])
 
+    def test_drivers_are_the_courses_and_only_a_foreign_source_is_named(self):
+        with tempfile.TemporaryDirectory() as d:
+            tree, staging = Path(d) / "t", Path(d) / "s"
+            student_tree(tree, lambda rel, text: text)
+            for driver in ("11_multi_gpu/main_mpi.cpp", "06_ladder/main.cpp"):
+                (tree / driver).parent.mkdir(parents=True, exist_ok=True)
+                (tree / driver).write_text((REPO / "chapters" / driver).read_text())
+            (tree / "06_ladder/mine.cu").write_text("// a file the course does not have\n")
+            st = grade.stage_tree(tree, staging, COURSE, ME)
+        named = [x for x in st.lines if "not a course file" in x]
+        self.assertEqual(named, ["`06_ladder/mine.cu`: not a course file; ignored"])
+
     def test_deleted_markers_make_that_hole_unfilled_and_a_missing_file_all_of_its(self):
         def edit(rel, text):
             if rel == "05_many_blocks/dot.cu":
