@@ -64,11 +64,18 @@ function(course_chapter name)
   add_executable(${name} "${PROJECT_SOURCE_DIR}/chapters/${name}/main.cpp")
   target_link_libraries(${name} PRIVATE ${name}_lib course_cli)
 
+  # ${name}_all: everything the chapter builds (its executable, its tests, and what a chapter's own
+  # .cmake file or the instructor's extra tests add with add_dependencies). `tools/grade --chapter`
+  # builds this one target, so nothing that CTest then runs for the chapter is left unbuilt.
+  add_custom_target(${name}_all)
+  add_dependencies(${name}_all ${name})
+
   set(test_src "${PROJECT_SOURCE_DIR}/tests/test_${name}.cpp")
   if(COURSE_BUILD_TESTS AND EXISTS "${test_src}")
     add_executable(test_${name} "${test_src}")
     target_link_libraries(test_${name} PRIVATE ${name}_lib course_test_support)
     course_add_catch_tests(test_${name} ${label})
+    add_dependencies(${name}_all test_${name})
   endif()
 
   # One source for the list of versions: the executable's --list must print the registry that
@@ -116,6 +123,7 @@ function(course_add_extra_tests)
     add_executable(test_extra_${stem} "${src}")
     target_link_libraries(test_extra_${stem} PRIVATE ${found}_lib course_test_support)
     course_add_catch_tests(test_extra_${stem} ch${number})
+    add_dependencies(${found}_all test_extra_${stem})
     message(STATUS "dotcourse: instructor's tests ${src} for ${found}")
   endforeach()
 endfunction()

@@ -31,6 +31,7 @@ endif()
 message(STATUS "dotcourse: MPI ${MPI_CXX_VERSION} (${MPIEXEC_EXECUTABLE}): building 11_multi_gpu_mpi")
 add_executable(11_multi_gpu_mpi "${PROJECT_SOURCE_DIR}/chapters/11_multi_gpu/main_mpi.cpp")
 target_link_libraries(11_multi_gpu_mpi PRIVATE 11_multi_gpu_lib course_cli MPI::MPI_CXX)
+add_dependencies(11_multi_gpu_all 11_multi_gpu_mpi)  # built with the chapter: CTest runs its checks
 if(COURSE_BUILD_TESTS AND MPIEXEC_EXECUTABLE)
   # The MPI form's own check (--test: awkward sizes, the fp64 bound, the same bits on every rank
   # and every run), with 1 and with 2 processes. Two processes need two GPUs: the program prints
