@@ -1069,6 +1069,29 @@ class ExtrasAndRepeats(unittest.TestCase):
         g.repeats = {"01_timing add": [80.0, 90.0, 85.0]}
         self.assertIn("| 01_timing add | 3 | 80 | 85 | 90 |", grade.render_markdown(g))
 
+    def test_repeat_rows_give_the_worst_run_against_full_marks(self):
+        def item(v, zero_at, full_at, name="add"):
+            return grade.Item("01_timing", "performance", name, 4, 4, "passed", measured=v, zero_at=zero_at, full_at=full_at)
+        runs = [[item(60.0, 22, 53), item(2.0, 4.0, 1.0, "lower")], [item(50.0, 22, 53), item(3.0, 4.0, 1.0, "lower")]]
+        rows = {r["measurement"]: r for r in grade.repeat_rows(grade.repeat_summary(runs), grade.repeat_rules(runs))}
+        add = rows["01_timing add"]
+        self.assertEqual((add["min"], add["max"], add["full_at"]), (50.0, 60.0, 53))
+        self.assertAlmostEqual(add["worst_over_full"], 50.0 / 53)        # the slower run misses full marks
+        self.assertEqual(add["points_max"], 4)
+        self.assertLess(add["points_min"], 4)
+        lower = rows["01_timing lower"]                                  # lower is better: full at 1, zero at 4
+        self.assertAlmostEqual(lower["worst_over_full"], 1.0 / 3.0)      # the worst run is the largest value
+        g = grade.assemble([chapter01()], passing(ADD), None, cores=4)
+        g.repeats, g.repeat_rules = grade.repeat_summary(runs), grade.repeat_rules(runs)
+        md = grade.render_markdown(g)
+        self.assertIn("| 01_timing add | 2 | 50 | 60 | 60 | 53 | 0.943 |", md)
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "repeats.csv"
+            grade.write_repeat_csv(path, grade.repeat_rows(g.repeats, g.repeat_rules))
+            lines = path.read_text().splitlines()
+        self.assertEqual(lines[0].split(","), grade.REPEAT_COLUMNS)
+        self.assertTrue(lines[1].startswith("01_timing add,2,50,60,60,22,53,0.943396,"))
+
     def test_seed_and_repeat_arguments(self):
         for argv in (["--seed", "abc"], ["--repeat", "0"], ["--extra-tests", "/nonexistent/x"]):
             with self.subTest(argv=argv), redirect_stderr(io.StringIO()):
