@@ -32,7 +32,6 @@ endif()
 
 # The driver (the C++ motivating program) and the tests call the C API too.
 target_link_libraries(07_library PRIVATE dotcourse)
-add_dependencies(07_library_all dotcourse)  # ch07.exports, .python and .go test this library
 if(TARGET test_07_library)
   target_link_libraries(test_07_library PRIVATE dotcourse)
 endif()

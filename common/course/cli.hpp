@@ -38,7 +38,7 @@ struct Options {
 std::size_t parse_size(const std::string& text);
 
 /// A comma list of sizes, each as parse_size reads it ("2^20,2^26"). Throws UsageError, naming
-/// `option`, for an empty list, an item that is not a size, or a size of 0.
+/// `option` (nothing when it is empty), for an empty list, an item that is not a size, or a size of 0.
 std::vector<std::size_t> parse_sizes(const std::string& text, const std::string& option = "--sizes");
 
 /// "2^20" for powers of two, the plain number otherwise.

@@ -106,6 +106,7 @@ std::size_t parse_size(const std::string& text) {
 }
 
 std::vector<std::size_t> parse_sizes(const std::string& text, const std::string& option) {
+  const std::string named = option.empty() ? "" : option + ": ";
   std::vector<std::size_t> sizes;
   std::stringstream in(text);
   std::string item;
@@ -113,11 +114,11 @@ std::vector<std::size_t> parse_sizes(const std::string& text, const std::string&
     try {
       sizes.push_back(parse_size(item));
     } catch (const UsageError& e) {
-      throw UsageError(option + ": " + e.what());
+      throw UsageError(named + e.what());
     }
-    if (sizes.back() == 0) throw UsageError(option + ": sizes must be at least 1");
+    if (sizes.back() == 0) throw UsageError(named + "sizes must be at least 1");
   }
-  if (sizes.empty()) throw UsageError(option + ": give at least one size, e.g. 2^20,2^26");
+  if (sizes.empty()) throw UsageError(named + "give at least one size, e.g. 2^20,2^26");
   return sizes;
 }
 
@@ -164,13 +165,9 @@ CLI::Option* App::add_sizes_option(std::string& text, const std::string& help) {
       ->check(CLI::Validator(
           [](std::string& value) {
             try {
-              parse_sizes(value);
+              parse_sizes(value, "");  // no prefix: CLI11 names the option itself
             } catch (const std::exception& e) {
-              // CLI11 already names the option: drop parse_sizes' own "--sizes: " prefix.
-              std::string message = e.what();
-              const std::string prefix = "--sizes: ";
-              if (message.rfind(prefix, 0) == 0) message.erase(0, prefix.size());
-              return message;
+              return std::string(e.what());
             }
             return std::string();
           },
