@@ -15,7 +15,8 @@ def orders(rows):
     sizes = sorted({r["n"] for r in rows})
     fig, axes = plt.subplots(1, len(sizes), figsize=(6.5 * len(sizes), 4.8), squeeze=False)
     for ax, n in zip(axes[0], sizes):
-        sel = [r for r in rows if r["n"] == n]
+        # The graded rows from the book's recorded timelines have their own config: not bars here.
+        sel = [r for r in rows if r["n"] == n and not str(r["config"]).startswith("book timeline")]
         names = [r["version"] for r in sel]
         colors = [cs.COLORS["cpu"] if v == "cpu_threads" else cs.COLORS["roofline"] if v == "bound"
                   else cs.COLORS["copies"] if v.endswith("_alone") else cs.COLORS["gpu"] for v in names]
