@@ -262,12 +262,31 @@ def _from_torch(name, a):
     return _DeviceArray(a.data_ptr(), n, _torch_stream(a.get_device()) or None, keep=a)
 
 
+def _from_cupy(name, a):
+    """A CuPy array read directly (data.ptr, its length, CuPy's current stream): CuPy builds its
+    __cuda_array_interface__ dictionary anew on every access, a few microseconds per call."""
+    if a.dtype.char != "f":
+        raise TypeError(f"{name} has dtype {a.dtype}; dotcourse computes in float32: convert it with "
+                        f".astype(cupy.float32) on the device")
+    if a.ndim != 1:
+        raise ValueError(f"{name} has shape {a.shape}; dotcourse takes 1-D vectors")
+    n = a.shape[0]
+    if n > 1 and a.strides[0] != 4:
+        raise ValueError(f"{name} is not contiguous (strides {a.strides} bytes): make a contiguous copy first")
+    # CuPy orders its work on its current stream (0: the legacy default stream): the dot runs there.
+    stream = sys.modules["cupy"].cuda.get_current_stream().ptr
+    return _DeviceArray(a.data.ptr, n, stream or None, keep=a)
+
+
 def _device_view(name, a):
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(a, torch.Tensor):
         view = _from_torch(name, a)
         if view is not None:
             return view
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and type(a) is cupy.ndarray:  # exactly CuPy's: a subclass goes through CAI
+        return _from_cupy(name, a)
     if hasattr(a, "__cuda_array_interface__"):
         try:
             return _from_cai(name, a)
