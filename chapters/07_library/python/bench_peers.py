@@ -6,8 +6,9 @@ NumPy float32 vectors, the result on the host after every call; and the motivati
     python3 chapters/07_library/python/bench_peers.py --out results/local
 writes results/local/07_library_peers.csv (peer, input, n, reps, median_ms, mean_ms, min_ms,
 gbps, rel_error) and results/local/07_library_program_python.csv (the columns of the C++
-driver's 07_library_program.csv). Peers missing here (CuPy, PyTorch, a GPU) are left out, with a
-line saying so.
+driver's 07_library_program.csv), and results/local/07_library_binding.csv: what the Python
+binding adds to a call, measured in this process (below). Peers missing here (CuPy, PyTorch, a GPU)
+are left out, with a line saying so.
 """
 import argparse
 import csv
@@ -48,6 +49,51 @@ def timed_fresh(fn, x, y, reps, warmup=3):
     return samples
 
 
+def binding_cost(ctx, x, y, reps):
+    """What `ctx.dot(x, y)` adds over the library's C call itself, in microseconds. The same C call
+    is made through a prepared ctypes function (arguments converted once), alternately with
+    ctx.dot, so both see the same moments of a host whose speed drifts; the ctypes call's own
+    cost (timed on dotcourse_version(), which does nothing) is counted as the binding's, since a
+    C++ caller does not pay it. Per-pair differences, median."""
+    import ctypes
+    n = x.shape[0]
+    lib, handle = ctx._lib, ctx._live()
+    result = ctypes.c_float()
+    out, px, py = ctypes.byref(result), x.ctypes.data, y.ctypes.data
+    c_call, version = lib.dotcourse_dot, lib.dotcourse_version
+
+    def raw():
+        if c_call(handle, px, py, n, out) != dotcourse.OK:
+            raise RuntimeError("dotcourse_dot failed in the binding measurement")
+
+    def py_call():
+        ctx.dot(x, y)
+
+    for _ in range(5):
+        raw()
+        py_call()
+    binding, c_ms, py_ms, empty = [], [], [], []
+    clock = time.perf_counter
+    for r in range(reps):
+        first, second = (py_call, raw) if r % 2 else (raw, py_call)  # alternate the order too
+        t0 = clock()
+        first()
+        t1 = clock()
+        second()
+        t2 = clock()
+        a, b = (t1 - t0, t2 - t1) if first is raw else (t2 - t1, t1 - t0)
+        t3 = clock()
+        version()
+        t4 = clock()
+        c_ms.append(a * 1e3)
+        py_ms.append(b * 1e3)
+        empty.append((t4 - t3) * 1e6)
+        binding.append((b - a) * 1e6)
+    ctypes_us = statistics.median(empty)
+    return {"n": n, "reps": reps, "c_call_ms": statistics.median(c_ms), "python_ms": statistics.median(py_ms),
+            "ctypes_call_us": ctypes_us, "binding_us": statistics.median(binding) + ctypes_us}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=pathlib.Path, default=pathlib.Path("results/local"), help="folder for the CSVs")
@@ -78,7 +124,7 @@ def main():
             print(f"bench_peers: no PyTorch with CUDA ({e}); its rows are left out")
     print(f"bench_peers: {len(os.sched_getaffinity(0))} CPUs in this thread's affinity mask after the imports")
 
-    rows = []
+    rows, binding = [], []
     ctx = dotcourse.Context(max(sizes), device=args.device)
     for n in sizes:
         rng = np.random.default_rng(n)
@@ -125,12 +171,24 @@ def main():
                          "gbps": 2 * n * 4 / (med * 1e-3) / 1e9,
                          "rel_error": abs(got - ref) / max(abs(ref), 1e-30), "scale": scale})
             print(f"{name:10s} {where:13s} n=2^{n.bit_length() - 1:<2d} {med:9.4f} ms")
+        if "dotcourse" in peers_wanted and n <= (1 << 20):  # above, the copies' scatter hides microseconds
+            b = binding_cost(ctx, x, y, 4 * args.reps)
+            ctx.unpin()
+            binding.append(b)
+            print(f"dotcourse  binding       n=2^{n.bit_length() - 1:<2d} {b['binding_us']:9.2f} us over the C call "
+                  f"({b['python_ms']:.4f} against {b['c_call_ms']:.4f} ms; the ctypes call itself {b['ctypes_call_us']:.2f} us)")
     ctx.close()
+    if binding:
+        with open(args.out / "07_library_binding.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(binding[0].keys()), lineterminator="\n")
+            w.writeheader()
+            w.writerows(binding)
     with open(args.out / "07_library_peers.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()), lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
-    print(f"bench_peers: wrote {args.out / '07_library_peers.csv'} and {args.out / '07_library_program_python.csv'}")
+    print(f"bench_peers: wrote {args.out / '07_library_peers.csv'}, {args.out / '07_library_program_python.csv'}"
+          + (f" and {args.out / '07_library_binding.csv'}" if binding else ""))
 
 
 def program(args):
