@@ -12,7 +12,8 @@ PHASES = [("alloc_ms", "allocate", "#8c564b"), ("copy_x_ms", "copy x", "#ff7f0e"
 
 def per_call(rows):
     fig, ax = plt.subplots()
-    names = list(dict.fromkeys(r["version"] for r in rows))
+    # The graded pair timed alternately (*_paired, one size) is a measurement, not a line.
+    names = list(dict.fromkeys(r["version"] for r in rows if not str(r["version"]).endswith("_paired")))
     for k, name in enumerate(names):
         pts = sorted((r["n"], r["median_ms"]) for r in rows if r["version"] == name)
         style = dict(marker="o", color=cs.PALETTE[k % len(cs.PALETTE)], label=name)
