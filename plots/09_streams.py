@@ -19,13 +19,14 @@ def orders(rows):
         sel = [r for r in rows if r["n"] == n and not str(r["config"]).startswith("book timeline")]
         names = [r["version"] for r in sel]
         colors = [cs.COLORS["cpu"] if v == "cpu_threads" else cs.COLORS["roofline"] if v == "bound"
-                  else cs.COLORS["copies"] if v.endswith("_alone") else cs.COLORS["gpu"] for v in names]
+                  else cs.COLORS["copies"] if v.endswith("_alone") or v == "copies_together" else cs.COLORS["gpu"]
+                  for v in names]
         bars = ax.bar(range(len(sel)), [r["median_ms"] for r in sel], color=colors)
         ax.bar_label(bars, fmt="%.3g", fontsize=8)
         ax.set_xticks(range(len(sel)), names, rotation=30, ha="right")
         ax.set_ylabel("milliseconds per call (result on the host)")
         ax.set_title(f"n = {cs.size_label(n)}, {sel[0]['config']}")
-    fig.suptitle("Issue orders (blue), each engine alone (orange), the bound, the CPU (grey)")
+    fig.suptitle("Issue orders (blue), each engine alone and both copies together (orange), the bound, the CPU (grey)")
     return fig
 
 

@@ -11,7 +11,8 @@ lists are made from it or checked against it here:
   the source's table of contents  the `//   name ...` lines at the top of the registry's file
                                must name the same versions in the same order
   tools/grading/NN_name.json   every `--kernel X` and every performance row's `version` must be a
-                               version; every exercise version needs a correctness entry
+                               version (or `X_paired`: X timed alternately with its baseline);
+                               every exercise version needs a correctness entry
                                "chNN X: *"
 
   tools/version_lists.py           rewrite the README tables
@@ -211,6 +212,9 @@ def check_manifest(ch, manifest, where):
                 problems.append(f"{where}: performance rule '{rule.get('name')}' runs --kernel {args[k + 1]}, "
                                 f"which is not a version of {ch.name} ({', '.join(ch.names)})")
         version = rule.get("row", {}).get("version")
+        # "X_paired" is version X timed alternately with its baseline (chapter 07's graded pair).
+        if version is not None and version.endswith("_paired"):
+            version = version[:-len("_paired")]
         # A pairs registry (chapter 10) keeps the pair in the CSV's dtype column; its `version` column
         # names the implementation (course, cuBLAS, CUB), which --kernel does not select.
         if version is not None and version not in names and ch.function != "pairs":

@@ -115,6 +115,11 @@ class Manifest(unittest.TestCase):
     def test_agreeing_manifest_passes(self):
         self.assertEqual(vl.check_manifest(FakeChapter(SOURCE), self.manifest(), "m.json"), [])
 
+    def test_paired_row_of_a_version_passes_and_of_an_unknown_one_fails(self):
+        ch = FakeChapter(SOURCE)
+        self.assertEqual(vl.check_manifest(ch, self.manifest(version="second_paired"), "m.json"), [])
+        self.assertEqual(len(vl.check_manifest(ch, self.manifest(version="gone_paired"), "m.json")), 1)
+
     def test_unknown_kernel_row_and_missing_exercise_entry_fail(self):
         ch = FakeChapter(SOURCE)
         self.assertEqual(len(vl.check_manifest(ch, self.manifest(kernel="gone"), "m.json")), 1)
