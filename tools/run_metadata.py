@@ -13,7 +13,8 @@ Record fields (a missing fact is null, never a guess):
   driver  the NVIDIA driver version (nvidia-smi)
   cuda    the CUDA toolkit the course was built with (nvcc --version)
   cpu     the CPU's model name (/proc/cpuinfo), for the CPU chapters
-  commit  the git commit of the course ("-dirty" when the tree had changes)
+  commit  the git commit of the course ("-dirty" when the tree had changes); the environment
+          variable COURSE_COMMIT overrides it, for a copy of the tree whose .git is not its own
   date    the date of the run, UTC (YYYY-MM-DD)
 An older file with a single record for the whole folder (no "chapters") is still read by
 for_chapter() as the record of every chapter; writing a chapter's record drops it.
@@ -22,6 +23,7 @@ Standard library only.
 import argparse
 import datetime
 import json
+import os
 import pathlib
 import re
 import subprocess
@@ -66,6 +68,8 @@ def cpu_model():
 
 
 def commit():
+    if os.environ.get("COURSE_COMMIT"):
+        return os.environ["COURSE_COMMIT"]
     sha = output_of(["git", "rev-parse", "--short", "HEAD"])
     if sha and output_of(["git", "status", "--porcelain", "--untracked-files=no"]):
         sha += "-dirty"

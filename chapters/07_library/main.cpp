@@ -13,7 +13,9 @@
 // caller waits for. The phases (allocate, copy x, copy y, kernel, copy back, free) are timed with
 // events recorded between them, each such run right after a plain call timed on the host clock
 // (07_library_phases.csv: call_ms is the median of those plain calls, call_minus_phases_ms the
-// median of the per-pair differences).
+// median of the per-pair differences). The call with events is timed on the host clock too:
+// own_call_minus_phases_ms is the median of that call's host time minus its own phases, a
+// comparison inside one call that the host's drift between two calls cannot blur.
 
 #include <algorithm>
 #include <chrono>
@@ -106,7 +108,8 @@ int main(int argc, char** argv) {
 
     course::Table table = course::measurement_table();
     course::Table phases({"version", "config", "n", "mallocs_per_call", "alloc_ms", "copy_x_ms", "copy_y_ms",
-                          "kernel_ms", "copy_back_ms", "free_ms", "phases_ms", "call_ms", "call_minus_phases_ms"});
+                          "kernel_ms", "copy_back_ms", "free_ms", "phases_ms", "call_ms", "call_minus_phases_ms",
+                          "own_call_minus_phases_ms"});
     course::Table link({"what", "n", "bytes", "median_ms", "gbps"});
     course::Table staging({"threads", "chunk_kib", "n", "median_ms", "gbps"});
     course::Table program({"language", "variant", "n", "calls", "init_ms", "calls_ms", "deinit_ms", "per_call_ms",
@@ -147,15 +150,20 @@ int main(int argc, char** argv) {
 
         // The same calls again, with events between the phases, each right after a plain call timed
         // on the host clock: call and phases are compared at the same moments (the host's memory
-        // bandwidth drifts by several percent over seconds), per iteration and as medians.
+        // bandwidth drifts by several percent over seconds), per iteration and as medians. The
+        // call with events is itself timed on the host clock: its time minus its own phases is
+        // what the call costs beyond the work its events saw, free of the drift between two
+        // calls (at 2^26 a pageable copy differs by milliseconds from one call to the next).
         std::vector<std::vector<double>> per_phase(ch07::PhaseEvents::kPhases);
-        std::vector<double> paired_call, paired_diff;
+        std::vector<double> paired_call, paired_diff, own_diff;
         ch07::PhaseEvents clock(gpu.stream());
         for (int r = 0; r < kPhaseReps; ++r) {
-          const auto t0 = std::chrono::steady_clock::now();
+          auto t0 = std::chrono::steady_clock::now();
           v->run(engine, in.x.data(), in.y.data(), n, nullptr);
-          const double call_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+          const double call_ms = ms_since(t0);
+          t0 = std::chrono::steady_clock::now();
           v->run(engine, in.x.data(), in.y.data(), n, &clock);
+          const double own_ms = ms_since(t0);
           const auto ms = clock.phase_ms();
           double sum_r = 0;
           for (int k = 0; k < ch07::PhaseEvents::kPhases; ++k) {
@@ -164,6 +172,7 @@ int main(int argc, char** argv) {
           }
           paired_call.push_back(call_ms);
           paired_diff.push_back(call_ms - sum_r);
+          own_diff.push_back(own_ms - sum_r);
         }
         std::vector<course::Cell> row = {std::string(v->name),
                                          std::string(v->name == "reuse_staged" ? "copy_x holds x and y (one pipeline)" : ""),
@@ -177,6 +186,7 @@ int main(int argc, char** argv) {
         row.emplace_back(sum);
         row.emplace_back(course::summarize(paired_call).median);
         row.emplace_back(course::summarize(paired_diff).median);
+        row.emplace_back(course::summarize(own_diff).median);
         phases.add_row(row);
         (void)call;
       }

@@ -6,9 +6,11 @@ NumPy float32 vectors, the result on the host after every call; and the motivati
     python3 chapters/07_library/python/bench_peers.py --out results/local
 writes results/local/07_library_peers.csv (peer, input, n, reps, median_ms, mean_ms, min_ms,
 gbps, rel_error) and results/local/07_library_program_python.csv (the columns of the C++
-driver's 07_library_program.csv), and results/local/07_library_binding.csv: what the Python
-binding adds to a call, measured in this process (below). Peers missing here (CuPy, PyTorch, a GPU)
-are left out, with a line saying so.
+driver's 07_library_program.csv), results/local/07_library_binding.csv: what the Python
+binding adds to a call, measured in this process (below), and results/local/07_library_device_pairs.csv:
+the calls on arrays already on the GPU (torch.dot, cupy.dot, this library on PyTorch tensors and on
+CuPy arrays) timed in turns, so that all of them see the same moments of the machine. Peers missing
+here (CuPy, PyTorch, a GPU) are left out, with a line saying so.
 """
 import argparse
 import csv
@@ -94,6 +96,33 @@ def binding_cost(ctx, x, y, reps):
             "ctypes_call_us": ctypes_us, "binding_us": statistics.median(binding) + ctypes_us}
 
 
+def device_pairs(n, device_calls, reps):
+    """The device-array calls of one size, timed in rounds: each round calls every peer once, the
+    order rotating from round to round, so that a drift of the GPU's or the host's speed falls on
+    all of them alike (timed one peer after another, the order of two peers 5% apart changed from
+    run to run). Per peer: the median, and the median of the per-round differences against
+    torch.dot(...).item() (negative: faster), which the target reads."""
+    names = list(device_calls)
+    for fn in device_calls.values():  # warm-up, and a first look at each result
+        for _ in range(3):
+            fn()
+    samples = {k: [] for k in names}
+    clock = time.perf_counter
+    for r in range(reps):
+        k = r % len(names)
+        for name in names[k:] + names[:k]:
+            t0 = clock()
+            device_calls[name]()
+            samples[name].append((clock() - t0) * 1e3)
+    base = samples.get(("torch", "device"))
+    rows = []
+    for (peer, where), s in samples.items():
+        diff = statistics.median(a - b for a, b in zip(s, base)) if base else float("nan")
+        rows.append({"peer": peer, "input": where, "n": n, "reps": reps, "median_ms": statistics.median(s),
+                     "min_ms": min(s), "minus_torch_dot_ms": diff})
+    return rows
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=pathlib.Path, default=pathlib.Path("results/local"), help="folder for the CSVs")
@@ -124,7 +153,7 @@ def main():
             print(f"bench_peers: no PyTorch with CUDA ({e}); its rows are left out")
     print(f"bench_peers: {len(os.sched_getaffinity(0))} CPUs in this thread's affinity mask after the imports")
 
-    rows, binding = [], []
+    rows, binding, pairs = [], [], []
     ctx = dotcourse.Context(max(sizes), device=args.device)
     for n in sizes:
         rng = np.random.default_rng(n)
@@ -171,6 +200,13 @@ def main():
                          "gbps": 2 * n * 4 / (med * 1e-3) / 1e9,
                          "rel_error": abs(got - ref) / max(abs(ref), 1e-30), "scale": scale})
             print(f"{name:10s} {where:13s} n=2^{n.bit_length() - 1:<2d} {med:9.4f} ms")
+        device_calls = {(name, where): fn for name, where, fn in peers
+                        if where == "device" or where.startswith("device_")}
+        if len(device_calls) > 1:
+            pairs += device_pairs(n, device_calls, reps)
+            for r in pairs[-len(device_calls):]:
+                print(f"{r['peer']:10s} {r['input']:13s} n=2^{n.bit_length() - 1:<2d} {r['median_ms']:9.4f} ms in turns, "
+                      f"{1e3 * r['minus_torch_dot_ms']:+7.2f} us against torch.dot")
         if "dotcourse" in peers_wanted and n <= (1 << 20):  # above, the copies' scatter hides microseconds
             b = binding_cost(ctx, x, y, 4 * args.reps)
             ctx.unpin()
@@ -183,12 +219,18 @@ def main():
             w = csv.DictWriter(f, fieldnames=list(binding[0].keys()), lineterminator="\n")
             w.writeheader()
             w.writerows(binding)
+    if pairs:
+        with open(args.out / "07_library_device_pairs.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(pairs[0].keys()), lineterminator="\n")
+            w.writeheader()
+            w.writerows(pairs)
     with open(args.out / "07_library_peers.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()), lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
     print(f"bench_peers: wrote {args.out / '07_library_peers.csv'}, {args.out / '07_library_program_python.csv'}"
-          + (f" and {args.out / '07_library_binding.csv'}" if binding else ""))
+          + (f", {args.out / '07_library_binding.csv'}" if binding else "")
+          + (f", {args.out / '07_library_device_pairs.csv'}" if pairs else ""))
 
 
 def program(args):
