@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes sure the course's build dependencies are present: CMake >= 3.25, nvcc (CUDA 12.x/13.x),
-# Catch2 (2.13 or 3.x) and CLI11. Installs the missing ones with apt-get where that is possible
-# (Debian/Ubuntu, as root); otherwise says exactly what to install and exits 2.
+# Catch2 (2.13 or 3.x) and CLI11, and Go for chapter 07's Go package (COURSE_SETUP_GO=0: no Go).
+# Installs the missing ones with apt-get where that is possible (Debian/Ubuntu, as root);
+# otherwise says exactly what to install and exits 2 (Go: says so and goes on).
 # Sourced or run by tools/test.sh and tools/run_course.sh; safe to run again.
 set -euo pipefail
 
@@ -34,6 +35,12 @@ have_cmake_package() {  # name: is a CMake config for it installed where find_pa
 have_cmake_package Catch2 || missing_pkgs+=(catch2)
 have_cmake_package CLI11 || missing_pkgs+=(libcli11-dev)
 if [ "${COURSE_SETUP_DOCS:-0}" = 1 ] && ! command -v doxygen >/dev/null; then missing_pkgs+=(doxygen); fi
+# Go, for chapter 07's Go package and its tests (ctest ch07.go): installed where apt can do it;
+# elsewhere the Go tests are not registered, and configure says so.
+if ! command -v go >/dev/null && [ "${COURSE_SETUP_GO:-1}" = 1 ]; then
+  if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then missing_pkgs+=(golang-go)
+  else say "no Go toolchain: chapter 07's Go tests will not run (install Go >= 1.19, e.g. apt-get install golang-go)"; fi
+fi
 
 if [ ${#missing_pkgs[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then

@@ -11,6 +11,8 @@ source tools/setup.sh
 jobs=$(nproc 2>/dev/null || echo 2)
 preset=solutions
 [ -d solutions ] || preset=student
+# Chapter 07's pytest suite (ctest ch07.python) runs with a Python that has NumPy and pytest.
+export DOTCOURSE_PYTHON=${DOTCOURSE_PYTHON:-$(course_test_python)}
 cmake --preset $preset >/dev/null
 cmake --build --preset $preset -j "$jobs"
 # Serially: GPU tests share one card, and some allocate gigabytes. The last line is the honest

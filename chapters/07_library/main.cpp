@@ -15,7 +15,10 @@
 // (07_library_phases.csv: call_ms is the median of those plain calls, call_minus_phases_ms the
 // median of the per-pair differences). The call with events is timed on the host clock too:
 // own_call_minus_phases_ms is the median of that call's host time minus its own phases, a
-// comparison inside one call that the host's drift between two calls cannot blur.
+// comparison inside one call that the host's drift between two calls cannot blur; and
+// control_host_minus_span_ms the same reading of a control of the same length that does nothing
+// but GPU work (device-to-device copies between events, one synchronization): what the host clock
+// reads beyond an event span when the call adds nothing to it.
 
 #include <algorithm>
 #include <chrono>
@@ -109,7 +112,7 @@ int main(int argc, char** argv) {
     course::Table table = course::measurement_table();
     course::Table phases({"version", "config", "n", "mallocs_per_call", "alloc_ms", "copy_x_ms", "copy_y_ms",
                           "kernel_ms", "copy_back_ms", "free_ms", "phases_ms", "call_ms", "call_minus_phases_ms",
-                          "own_call_minus_phases_ms"});
+                          "own_call_minus_phases_ms", "control_host_minus_span_ms"});
     course::Table link({"what", "n", "bytes", "median_ms", "gbps"});
     course::Table staging({"threads", "chunk_kib", "n", "median_ms", "gbps"});
     course::Table program({"language", "variant", "n", "calls", "init_ms", "calls_ms", "deinit_ms", "per_call_ms",
@@ -174,6 +177,41 @@ int main(int argc, char** argv) {
           paired_diff.push_back(call_ms - sum_r);
           own_diff.push_back(own_ms - sum_r);
         }
+        // The control: device-to-device copies of n floats, as many as fill the phases' median
+        // time, between two events, then a synchronization and a third event, as a call ends.
+        std::vector<double> control;
+        {
+          const double target_ms = course::summarize([&] {
+            std::vector<double> sums(paired_call.size());
+            for (std::size_t r = 0; r < sums.size(); ++r) sums[r] = paired_call[r] - paired_diff[r];
+            return sums;
+          }()).median;
+          cudaEvent_t c[3];
+          for (auto& e : c) CUDA_CHECK(cudaEventCreate(&e));
+          cudaStream_t st = gpu.stream();
+          float one_ms = 0;
+          CUDA_CHECK(cudaEventRecord(c[0], st));
+          CUDA_CHECK(cudaMemcpyAsync(engine.d_y(), engine.d_x(), n * sizeof(float), cudaMemcpyDeviceToDevice, st));
+          CUDA_CHECK(cudaEventRecord(c[1], st));
+          CUDA_CHECK(cudaEventSynchronize(c[1]));
+          CUDA_CHECK(cudaEventElapsedTime(&one_ms, c[0], c[1]));
+          const int copies = static_cast<int>(std::clamp(target_ms / std::max(one_ms, 1e-4f), 1.0, 100000.0));
+          for (int r = 0; r < kPhaseReps; ++r) {
+            const auto t0 = std::chrono::steady_clock::now();
+            CUDA_CHECK(cudaEventRecord(c[0], st));
+            for (int k = 0; k < copies; ++k)
+              CUDA_CHECK(cudaMemcpyAsync(engine.d_y(), engine.d_x(), n * sizeof(float), cudaMemcpyDeviceToDevice, st));
+            CUDA_CHECK(cudaEventRecord(c[1], st));
+            CUDA_CHECK(cudaStreamSynchronize(st));
+            CUDA_CHECK(cudaEventRecord(c[2], st));
+            const double host_ms = ms_since(t0);
+            CUDA_CHECK(cudaEventSynchronize(c[2]));
+            float span = 0;
+            CUDA_CHECK(cudaEventElapsedTime(&span, c[0], c[2]));
+            control.push_back(host_ms - span);
+          }
+          for (auto& e : c) CUDA_CHECK(cudaEventDestroy(e));
+        }
         std::vector<course::Cell> row = {std::string(v->name),
                                          std::string(v->name == "reuse_staged" ? "copy_x holds x and y (one pipeline)" : ""),
                                          static_cast<long long>(n), static_cast<long long>(v->name == "alloc_per_call" ? 3 : 0)};
@@ -187,6 +225,7 @@ int main(int argc, char** argv) {
         row.emplace_back(course::summarize(paired_call).median);
         row.emplace_back(course::summarize(paired_diff).median);
         row.emplace_back(course::summarize(own_diff).median);
+        row.emplace_back(course::summarize(control).median);
         phases.add_row(row);
         (void)call;
       }
