@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
         // what the call costs beyond the work its events saw, free of the drift between two
         // calls (at 2^26 a pageable copy differs by milliseconds from one call to the next).
         std::vector<std::vector<double>> per_phase(ch07::PhaseEvents::kPhases);
-        std::vector<double> paired_call, paired_diff, own_diff;
+        std::vector<double> paired_call, paired_diff, own_diff, spans;
         ch07::PhaseEvents clock(gpu.stream());
         for (int r = 0; r < kPhaseReps; ++r) {
           auto t0 = std::chrono::steady_clock::now();
@@ -176,16 +176,13 @@ int main(int argc, char** argv) {
           paired_call.push_back(call_ms);
           paired_diff.push_back(call_ms - sum_r);
           own_diff.push_back(own_ms - sum_r);
+          spans.push_back(sum_r);
         }
         // The control: device-to-device copies of n floats, as many as fill the phases' median
         // time, between two events, then a synchronization and a third event, as a call ends.
         std::vector<double> control;
         {
-          const double target_ms = course::summarize([&] {
-            std::vector<double> sums(paired_call.size());
-            for (std::size_t r = 0; r < sums.size(); ++r) sums[r] = paired_call[r] - paired_diff[r];
-            return sums;
-          }()).median;
+          const double target_ms = course::summarize(spans).median;
           cudaEvent_t c[3];
           for (auto& e : c) CUDA_CHECK(cudaEventCreate(&e));
           cudaStream_t st = gpu.stream();
