@@ -164,21 +164,29 @@ class _DeviceArray:
         self.ptr, self.n, self.stream, self.keep, self.release = ptr, n, stream, keep, release
 
 
-def _from_cai(name, a):
-    cai = a.__cuda_array_interface__
-    shape = tuple(cai["shape"])
-    if cai["typestr"] not in ("<f4", "=f4", "|f4"):
-        raise TypeError(f"{name} has typestr {cai['typestr']!r}; dotcourse computes in float32 (<f4): "
-                        f"convert it with .astype(float32) on the device")
+def _device_vector(name, is_float32, what, convert, shape, strides):
+    """The checks every CUDA producer's vector passes, read from its own attributes: float32 (else
+    `what` names the type and `convert` the producer's own conversion), 1-D, contiguous (strides in
+    bytes, None when the producer leaves them out: contiguous). Returns the length."""
+    if not is_float32:
+        raise TypeError(f"{name} has {what}; dotcourse computes in float32: convert it with {convert} on the device")
     if len(shape) != 1:
-        raise ValueError(f"{name} has shape {shape}; dotcourse takes 1-D vectors")
-    strides = cai.get("strides")
+        raise ValueError(f"{name} has shape {tuple(shape)}; dotcourse takes 1-D vectors")
     if strides is not None and shape[0] > 1 and tuple(strides) != (4,):
         raise ValueError(f"{name} is not contiguous (strides {tuple(strides)} bytes): make a contiguous copy first")
+    return int(shape[0])
+
+
+def _from_cai(name, a):
+    cai = a.__cuda_array_interface__
+    typestr, strides = cai["typestr"], cai.get("strides")
+    n = _device_vector(name, typestr in ("<f4", "=f4", "|f4"),
+                       f"typestr {typestr!r}", ".astype(float32)", tuple(cai["shape"]),
+                       None if strides is None else tuple(strides))
     # The producer's stream (CAI v3): 1 is the legacy default stream, 2 per-thread default, else a
     # cudaStream_t; the values 1 and 2 are CUDA's own cudaStreamLegacy and cudaStreamPerThread.
     stream = cai.get("stream")
-    return _DeviceArray(cai["data"][0], shape[0], stream or 0, keep=a)
+    return _DeviceArray(cai["data"][0], n, stream or 0, keep=a)
 
 
 class _DLTensor(ctypes.Structure):
@@ -217,13 +225,10 @@ def _from_dlpack(name, a):
     try:
         if t.device_type != _KDL_CUDA:
             raise TypeError(f"{name} is a DLPack tensor on device type {t.device_type}, not CUDA memory")
-        if (t.code, t.bits, t.lanes) != (_KDL_FLOAT, 32, 1):
-            raise TypeError(f"{name} is a DLPack tensor of (code {t.code}, {t.bits} bits); dotcourse takes float32")
-        if t.ndim != 1:
-            raise ValueError(f"{name} has {t.ndim} dimensions; dotcourse takes 1-D vectors")
-        n = t.shape[0]
-        if t.strides and n > 1 and t.strides[0] != 1:
-            raise ValueError(f"{name} has stride {t.strides[0]} elements: make a contiguous copy first")
+        shape = tuple(t.shape[i] for i in range(t.ndim))
+        n = _device_vector(name, (t.code, t.bits, t.lanes) == (_KDL_FLOAT, 32, 1),
+                           f"DLPack type (code {t.code}, {t.bits} bits)", "a float32 conversion", shape,
+                           (t.strides[0] * t.bits // 8,) if t.strides and t.ndim == 1 else None)
     except Exception:
         release()
         raise
@@ -248,14 +253,8 @@ def _from_torch(name, a):
     torch = sys.modules["torch"]
     if not a.is_cuda:
         return None
-    if a.dtype is not torch.float32:
-        raise TypeError(f"{name} has dtype {a.dtype}; dotcourse computes in float32: convert it with "
-                        f".float() on the device")
-    if a.dim() != 1:
-        raise ValueError(f"{name} has shape {tuple(a.shape)}; dotcourse takes 1-D vectors")
-    n = a.shape[0]
-    if n > 1 and a.stride(0) != 1:
-        raise ValueError(f"{name} is not contiguous (stride {a.stride(0)} elements): make a contiguous copy first")
+    n = _device_vector(name, a.dtype is torch.float32, f"dtype {a.dtype}", ".float()", tuple(a.shape),
+                       tuple(4 * s for s in a.stride()))
     if _torch_stream is None:
         _torch_stream = _torch_stream_getter(torch)
     # PyTorch orders its work on the current stream of the tensor's device: the dot runs there too.
@@ -265,14 +264,7 @@ def _from_torch(name, a):
 def _from_cupy(name, a):
     """A CuPy array read directly (data.ptr, its length, CuPy's current stream): CuPy builds its
     __cuda_array_interface__ dictionary anew on every access, a few microseconds per call."""
-    if a.dtype.char != "f":
-        raise TypeError(f"{name} has dtype {a.dtype}; dotcourse computes in float32: convert it with "
-                        f".astype(cupy.float32) on the device")
-    if a.ndim != 1:
-        raise ValueError(f"{name} has shape {a.shape}; dotcourse takes 1-D vectors")
-    n = a.shape[0]
-    if n > 1 and a.strides[0] != 4:
-        raise ValueError(f"{name} is not contiguous (strides {a.strides} bytes): make a contiguous copy first")
+    n = _device_vector(name, a.dtype.char == "f", f"dtype {a.dtype}", ".astype(cupy.float32)", a.shape, a.strides)
     # CuPy orders its work on its current stream (0: the legacy default stream): the dot runs there.
     stream = sys.modules["cupy"].cuda.get_current_stream().ptr
     return _DeviceArray(a.data.ptr, n, stream or None, keep=a)
