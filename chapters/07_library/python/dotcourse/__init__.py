@@ -170,10 +170,7 @@ def _device_vector(name, is_float32, what, convert, shape, strides):
     bytes, None when the producer leaves them out: contiguous). Returns the length."""
     if not is_float32:
         raise TypeError(f"{name} has {what}; dotcourse computes in float32: convert it with {convert} on the device")
-    if len(shape) != 1:
-        raise ValueError(f"{name} has shape {tuple(shape)}; dotcourse takes 1-D vectors")
-    if strides is not None and shape[0] > 1 and tuple(strides) != (4,):
-        raise ValueError(f"{name} is not contiguous (strides {tuple(strides)} bytes): make a contiguous copy first")
+    _typed._check_shape(name, shape, strides, 4)  # the same layout checks as chapter 10's typed arrays
     return int(shape[0])
 
 

@@ -235,6 +235,32 @@ class _FakeLib:
         return dotcourse.OK if self.registered.pop(ptr, None) is not None else dotcourse.INVALID_ARGUMENT
 
 
+class _FakeCAI:
+    """A CUDA array as __cuda_array_interface__ describes it, with no GPU behind it: the binding's
+    checks read only the dictionary."""
+
+    def __init__(self, **cai):
+        self.__cuda_array_interface__ = dict({"version": 3, "data": (0x7000, False)}, **cai)
+
+
+@pytest.mark.parametrize("cai, err, text", [
+    ({"shape": (8,), "typestr": "<f8"}, TypeError, "float32"),
+    ({"shape": (8,), "typestr": "<i4"}, TypeError, "float32"),
+    ({"shape": (2, 4), "typestr": "<f4"}, ValueError, "1-D"),
+    ({"shape": (8,), "typestr": "<f4", "strides": (8,)}, ValueError, "contiguous"),
+])
+def test_device_view_checks(cai, err, text):  # no GPU: what a CUDA producer's array must be
+    with pytest.raises(err, match=text):
+        dotcourse._from_cai("x", _FakeCAI(**cai))
+
+
+def test_device_view_reads_pointer_length_and_stream():  # no GPU
+    v = dotcourse._from_cai("x", _FakeCAI(shape=(8,), typestr="<f4", strides=(4,), stream=7))
+    assert (v.ptr, v.n, v.stream) == (0x7000, 8, 7)
+    v = dotcourse._from_cai("x", _FakeCAI(shape=(1,), typestr="<f4", strides=(12,)))  # one element: any stride
+    assert (v.n, v.stream) == (1, 0)
+
+
 def _see(cache, *arrays):
     with cache.lock:
         for a in arrays:
