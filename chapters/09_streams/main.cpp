@@ -149,6 +149,21 @@ course::Measurement plain_row(const std::string& name, const std::string& config
   return m;
 }
 
+// The pipeline's bound: 1.10 × the busiest engine's time + one chunk's share of all three engines'
+// time (the first chunk's copy in and the last chunk's copy out cannot overlap anything). The
+// engines' times come from each engine alone or from one recorded run's busy times.
+double pipeline_bound(double h2d_ms, double kernel_ms, double d2h_ms, std::size_t chunks) {
+  return 1.10 * std::max({h2d_ms, kernel_ms, d2h_ms}) + (h2d_ms + kernel_ms + d2h_ms) / static_cast<double>(chunks);
+}
+
+// One run of `version` recorded into `tl` (an event around every copy and kernel): its spans.
+std::vector<ch09::Span> recorded_run(ch09::Pipeline& p, const Version& version, const ch09::Job& job, ch09::Timeline& tl) {
+  p.timeline = &tl;
+  ch09::run(p, version.run, job);
+  p.timeline = nullptr;
+  return tl.spans();
+}
+
 // Whether a recorded run holds each chunk's copy in, kernel and copy out exactly once. A ratio from
 // a timeline that misses operations (copies issued around the Pipeline's calls) would mean nothing.
 bool covers_every_chunk(const std::vector<ch09::Span>& spans, std::size_t chunks) {
@@ -239,8 +254,7 @@ int main(int argc, char** argv) {
       const double h2d = alone_ms(p, job, &ch09::Pipeline::copy_in);
       const double ker = alone_ms(p, job, &ch09::Pipeline::compute);
       const double d2h = alone_ms(p, job, &ch09::Pipeline::copy_out);
-      const double chunk_ms = (h2d + ker + d2h) / static_cast<double>(ch09::chunk_count(job));
-      const double bound = 1.10 * std::max({h2d, ker, d2h}) + chunk_ms;
+      const double bound = pipeline_bound(h2d, ker, d2h, ch09::chunk_count(job));
       const double bytes = 2.0 * n * sizeof(float);
       add(table, plain_row("h2d_alone", config, n, bytes, h2d, h2d_gbps));
       add(table, plain_row("kernel_alone", config, n, bytes, ker, h2d_gbps));
@@ -320,7 +334,7 @@ int main(int argc, char** argv) {
       const double h2d = alone_ms(p, book_job, &ch09::Pipeline::copy_in);
       const double ker = alone_ms(p, book_job, &ch09::Pipeline::compute);
       const double d2h = alone_ms(p, book_job, &ch09::Pipeline::copy_out);
-      book_bound = 1.10 * std::max({h2d, ker, d2h}) + (h2d + ker + d2h) / 20.0;
+      book_bound = pipeline_bound(h2d, ker, d2h, ch09::chunk_count(book_job));
       const double bytes = 3.0 * kBookN * sizeof(float);
       add(table, plain_row("h2d_alone", book_config, kBookN, bytes, h2d, h2d_gbps));
       add(table, plain_row("kernel_alone", book_config, kBookN, bytes, ker, h2d_gbps));
@@ -357,15 +371,11 @@ int main(int argc, char** argv) {
         std::memset(host.out.data(), 0xFF, kBookN * sizeof(float));
         ch09::run(p, v->run, book_job);  // warm
         for (int r = 0; r < kBookRecorded; ++r) {
-          p.timeline = &tl;
-          ch09::run(p, v->run, book_job);
-          p.timeline = nullptr;
-          const auto spans = tl.spans();
+          const auto spans = recorded_run(p, *v, book_job, tl);
           complete = complete && covers_every_chunk(spans, book_chunks);
           const ch09::Overlap o = ch09::overlap_of(spans);
-          const double busiest = std::max({o.busy_ms[0], o.busy_ms[1], o.busy_ms[2]});
           walls.push_back(o.wall_ms);
-          bounds.push_back(1.10 * busiest + (o.busy_ms[0] + o.busy_ms[1] + o.busy_ms[2]) / static_cast<double>(book_chunks));
+          bounds.push_back(pipeline_bound(o.busy_ms[0], o.busy_ms[1], o.busy_ms[2], book_chunks));
         }
         const bool same = std::memcmp(host.out.data(), book_ref.data(), kBookN * sizeof(float)) == 0;
         if (!complete)
@@ -394,10 +404,7 @@ int main(int argc, char** argv) {
     ch09::Timeline tl;
     auto record = [&](const std::string& scenario, const Version* v, const ch09::Job& job) {
       ch09::run(p, v->run, job);  // warm
-      p.timeline = &tl;
-      ch09::run(p, v->run, job);
-      p.timeline = nullptr;
-      const auto spans = tl.spans();
+      const auto spans = recorded_run(p, *v, job, tl);
       const ch09::Overlap o = ch09::overlap_of(spans);
       const char* problem = job.problem == ch09::Problem::dot ? "dot" : "book";
       for (const auto& s : spans)

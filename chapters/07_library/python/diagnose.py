@@ -9,6 +9,13 @@ the registration cache on or off; fresh arrays; DOTCOURSE_STAGE_THREADS and
 OPENBLAS_NUM_THREADS) and 07_library_python_device.csv (microseconds per call, 10 blocks of 1000
 calls of each, interleaved). cpu_per_wall is the process's CPU time over the loop's wall time:
 threads that spin while dotcourse works show up there.
+
+    python3 chapters/07_library/python/diagnose.py --parts binding --out results/local
+writes 07_library_binding_parts.csv: what bench_peers' binding pair (ctx.dot against the same C
+call, alternated, median of the per-pair differences) is made of at 2^10 and 2^20: the method
+against itself (the C call against the C call), ctx.dot, the binding's Python work alone (both
+calls with n = 0, so no GPU work), that Python work followed by the real C call, and 5 us of
+spinning before the C call (work that touches nothing).
 """
 import argparse, csv, json, os, subprocess, sys, time, statistics, pathlib
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
@@ -136,6 +143,74 @@ def device_questions(out):
     write_device_csv(summary, out / "07_library_python_device.csv")
 
 
+def binding_parts(out, reps=400):
+    import ctypes
+    import numpy as np
+    import dotcourse
+    from dotcourse import _typed, check_host_arrays
+
+    def pair(f, g):
+        for _ in range(5):
+            f(); g()
+        firsts, seconds, diffs = [], [], []
+        clock = time.perf_counter
+        for r in range(reps):
+            a, b = (f, g) if r % 2 else (g, f)  # the order alternates
+            t0 = clock(); a(); t1 = clock(); b(); t2 = clock()
+            tf, tg = (t1 - t0, t2 - t1) if a is f else (t2 - t1, t1 - t0)
+            firsts.append(tf * 1e3); seconds.append(tg * 1e3); diffs.append((tg - tf) * 1e6)
+        return statistics.median(firsts), statistics.median(seconds), statistics.median(diffs)
+
+    rows = []
+    rng = np.random.default_rng(3)
+    with dotcourse.Context(1 << 20) as ctx:
+        for n in (1 << 10, 1 << 20):
+            x = rng.uniform(-1, 1, n).astype(np.float32); y = rng.uniform(-1, 1, n).astype(np.float32)
+            for _ in range(3):
+                ctx.dot(x, y)  # the registration cache pins arrays of 1 MiB and more here
+            lib, handle, pins = ctx._lib, ctx._live(), ctx._pins
+            out_f = ctypes.c_float(); out_p = ctypes.byref(out_f)
+            px, py, c = x.ctypes.data, y.ctypes.data, lib.dotcourse_dot
+
+            def python_work():  # what ctx.dot does before its C call, for float32 NumPy arrays
+                m = check_host_arrays(x, y, ctx.n_max)
+                _typed.wants_typed(x, y)
+                a, b = x.ctypes.data, y.ctypes.data
+                if pins.capacity and x.nbytes >= (1 << 20):
+                    with pins.lock:
+                        pins.see(x, a); pins.see(y, b)
+                return m, a, b
+
+            def work_then_call(length):
+                def f():
+                    m, a, b = python_work()
+                    r = ctypes.c_float(); c(handle, a, b, length if length == 0 else m, ctypes.byref(r))
+                    return float(r.value)
+                return f
+
+            def spin_then_call():
+                t = time.perf_counter()
+                while time.perf_counter() - t < 5e-6:
+                    pass
+                c(handle, px, py, n, out_p)
+
+            parts = [("c_call_vs_itself", lambda: c(handle, px, py, n, out_p), lambda: c(handle, px, py, n, out_p)),
+                     ("ctx_dot", lambda: c(handle, px, py, n, out_p), lambda: ctx.dot(x, y)),
+                     ("python_work_alone_n0", lambda: c(handle, px, py, 0, out_p), work_then_call(0)),
+                     ("python_work_then_c_call", lambda: c(handle, px, py, n, out_p), work_then_call(n)),
+                     ("spin_5us_then_c_call", lambda: c(handle, px, py, n, out_p), spin_then_call)]
+            for name, f, g in parts:
+                first, second, diff = pair(f, g)
+                rows.append({"part": name, "n": n, "reps": reps, "c_call_ms": first, "other_ms": second, "diff_us": diff})
+                print(f"binding part n=2^{n.bit_length() - 1:<2d} {name:24s} {diff:7.2f} us ({second:.4f} against {first:.4f} ms)",
+                      flush=True)
+            ctx.unpin()
+    with open(out / "07_library_binding_parts.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()), lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+
+
 def write_device_csv(summary, path):
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
@@ -148,8 +223,18 @@ if __name__ == "__main__":
     p.add_argument("--out", type=pathlib.Path, default=pathlib.Path("results/local"), help="folder for the CSVs")
     p.add_argument("--seconds", type=float, default=float(os.environ.get("DIAG_SECONDS", "300")),
                    help="stop starting new host conditions after this long")
+    p.add_argument("--parts", default="device,host",
+                   help="which diagnostics, comma-separated: device, host, binding (default device,host)")
     args = p.parse_args()
+    parts = [q for q in args.parts.split(",") if q]
+    unknown = sorted(set(parts) - {"device", "host", "binding"})
+    if unknown:
+        p.error(f"unknown part(s) {', '.join(unknown)}: choose from device, host, binding")
     os.environ["DIAG_SECONDS"] = str(args.seconds)
     args.out.mkdir(parents=True, exist_ok=True)
-    device_questions(args.out)
-    host_questions(args.out)
+    if "device" in parts:
+        device_questions(args.out)
+    if "host" in parts:
+        host_questions(args.out)
+    if "binding" in parts:
+        binding_parts(args.out)
