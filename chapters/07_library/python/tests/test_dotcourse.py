@@ -235,6 +235,50 @@ class _FakeLib:
         return dotcourse.OK if self.registered.pop(ptr, None) is not None else dotcourse.INVALID_ARGUMENT
 
 
+def _fake_context(lib, n_max=1 << 21, pin_arrays=4):
+    """A Context whose library is _FakeLib and whose C dot records the pointers it is given (no
+    GPU): what the binding itself does before the C call."""
+    ctx = object.__new__(dotcourse.Context)
+    ctx._handle, ctx._lib, ctx.n_max, ctx.device = "fake", lib, n_max, 0
+    ctx._pins = dotcourse._PinCache(lib, "fake", pin_arrays, 1 << 30)
+
+    def dot_host(handle, px, py, n, out):
+        lib.calls.append(("dot", px, py, n))
+        return dotcourse.OK
+    ctx._dot_host = dot_host
+    return ctx
+
+
+def test_host_dot_passes_the_arrays_and_counts_their_uses():  # no GPU: the binding's own steps
+    lib = _FakeLib()
+    ctx = _fake_context(lib)
+    x, y = np.ones(1 << 18, np.float32), np.ones(1 << 18, np.float32)  # 1 MiB each: pinned on the second call
+    for _ in range(5):
+        ctx.dot(x, y)
+    dots = [c for c in lib.calls if c[0] == "dot"]
+    assert dots == [("dot", x.ctypes.data, y.ctypes.data, 1 << 18)] * 5
+    assert set(lib.registered) == {x.ctypes.data, y.ctypes.data}
+    assert [e[1] for e in ctx._pins.entries.values()] == [4, 4], "every call after the registering one counts a use"
+    ctx.dot(x, x)  # the same array twice: one pointer, one use
+    assert lib.calls[-1] == ("dot", x.ctypes.data, x.ctypes.data, 1 << 18)
+    assert ctx._pins.entries[(x.ctypes.data, x.nbytes)][1] == 5
+    v = x[:]  # another array object at the same address, not the registered one
+    ctx.dot(v, y)
+    assert lib.calls[-1] == ("dot", x.ctypes.data, y.ctypes.data, 1 << 18)
+    ctx._pins.clear()
+    assert lib.registered == {} and ctx._pins.by_id == {}
+    ctx.dot(x, y)  # unregistered again: the pointers read afresh
+    assert lib.calls[-1] == ("dot", x.ctypes.data, y.ctypes.data, 1 << 18)
+    small = np.ones(8, np.float32)
+    ctx.dot(small, small[::-1].copy())
+    assert lib.calls[-1][3] == 8
+    for bad, err in ((np.ones(9, np.float32), ValueError), ([1.0] * 8, TypeError),
+                     (np.ones((2, 4), np.float32), ValueError), (np.ones(16, np.float32)[::2], ValueError)):
+        with pytest.raises(err):
+            ctx.dot(small, bad)
+    ctx._handle = None  # nothing real to destroy
+
+
 class _FakeCAI:
     """A CUDA array as __cuda_array_interface__ describes it, with no GPU behind it: the binding's
     checks read only the dictionary."""
