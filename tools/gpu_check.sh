@@ -4,7 +4,11 @@
 # (through the grader's splice, with its sanitizer step), and print a summary table last.
 # Uses only what the course needs (CMake, nvcc, Catch2, CLI11, compute-sanitizer, python3).
 #   tools/gpu_check.sh [--out DIR] [--skip build,tests,sanitize,negatives,grade,tamper]
-#                      [--tools memcheck,racecheck,...] [--grade-repeats N]
+#                      [--tools memcheck,racecheck,...] [--grade-repeats N] [--chapters 07,09]
+#   --chapters LIST: only these chapters (NN or NN_name, comma-separated): their targets, their
+#   labelled tests, their test binaries under the sanitizers, their negative cases, their grades,
+#   the Python and Go callers where 07 or 10 is among them, the tampering check where 06 is.
+#   A check of what a change touched, on one warm machine; the whole course needs no --chapters.
 #   --grade-repeats N: then grade the solutions' performance N times (no rebuild, no sanitizer) and
 #   require full performance marks in every run; the spread of every ratio is in grade-repeats/.
 #   Environment: CUDA_ARCHS (default native), SANITIZE_TIMEOUT seconds per test binary and tool (300).
@@ -16,16 +20,51 @@ out=${OUT:-$root/build/gpu-check}
 skip=""
 tools="memcheck,racecheck,synccheck,initcheck"
 repeats=0
+chapter_list=""
 while [ $# -gt 0 ]; do
   case $1 in
     --out) out=$2; shift 2 ;;
     --skip) skip=$2; shift 2 ;;
     --tools) tools=$2; shift 2 ;;
     --grade-repeats) repeats=$2; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    --chapters) chapter_list=$2; shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "gpu_check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+# The chapters checked: every folder of chapters/, or those that --chapters names.
+chapters=()
+for arg in ${chapter_list//,/ }; do
+  arg=${arg#ch}  # ch07 as the grader writes it
+  match=(chapters/"${arg%%_*}"_*/)
+  if [ ! -d "${match[0]}" ] || { [[ $arg == *_* ]] && [ ! -d "chapters/$arg" ]; }; then
+    echo "gpu_check: no chapter '$arg' (chapters/ holds: $(cd chapters && ls -d [0-9][0-9]_* | paste -sd ' '))" >&2
+    exit 2
+  fi
+  match=${match[0]%/}
+  chapters+=("${match#chapters/}")
+done
+checking() {  # chapter number -> whether it is checked (every chapter without --chapters)
+  [ ${#chapters[@]} -eq 0 ] && return 0
+  local c
+  for c in "${chapters[@]}"; do [ "${c%%_*}" = "$1" ] && return 0; done
+  return 1
+}
+grade_chapters=()  # tools/grade arguments: every chapter, or --chapter for each checked one
+for c in "${chapters[@]}"; do grade_chapters+=(--chapter "$c"); done
+build_targets=()  # cmake --build arguments: everything, or the chapters' own targets
+ctest_filter=()
+if [ ${#chapters[@]} -gt 0 ]; then
+  build_targets=(--target course_info)
+  labels=""
+  for c in "${chapters[@]}"; do
+    build_targets+=("${c}_all")
+    labels+="${labels:+|}ch${c%%_*}"
+  done
+  { checking 07 || checking 10; } && build_targets+=(dotcourse)
+  ctest_filter=(-L "^($labels)\$")
+fi
+
 mkdir -p "$out"
 summary=()
 overall=0
@@ -46,7 +85,7 @@ if ! skipped build; then
     dir=build/gpu-$tree
     t0=$SECONDS
     if cmake -S . -B "$dir" -DCOURSE_TREE=$tree -DCMAKE_CUDA_ARCHITECTURES="$archs" >"$out/configure-$tree.log" 2>&1 &&
-       cmake --build "$dir" -j "$jobs" >"$out/build-$tree.log" 2>&1; then
+       cmake --build "$dir" -j "$jobs" "${build_targets[@]}" >"$out/build-$tree.log" 2>&1; then
       note "build $tree" ok "$((SECONDS - t0)) s"
     else
       note "build $tree" FAIL "see build-$tree.log"; tail -30 "$out/build-$tree.log"
@@ -59,7 +98,7 @@ note "roofline" info "$(tail -1 "$out/course_info.txt" | cut -c1-90)"
 
 if ! skipped tests; then
   t0=$SECONDS
-  ctest --test-dir build/gpu-solutions --output-on-failure --output-junit "$out/junit-solutions.xml" \
+  ctest --test-dir build/gpu-solutions "${ctest_filter[@]}" --output-on-failure --output-junit "$out/junit-solutions.xml" \
     >"$out/ctest-solutions.log" 2>&1
   rc=$?
   line=$(grep -E "tests passed|tests failed" "$out/ctest-solutions.log" | tail -1)
@@ -74,7 +113,7 @@ if ! skipped tests; then
   [ "$nfew" -gt 0 ] && note "tests needing more GPUs" info "$nfew skipped (COURSE-FEW-GPUS): run chapters/11_multi_gpu/run_multi.sh on 2 GPUs"
 fi
 
-if ! skipped tests; then
+if ! skipped tests && { checking 07 || checking 10; }; then
   # Chapter 07's callers: the pytest suite (ctest runs it too, as ch07.python; it holds chapter 10's
   # typed pairs too, tests/test_dtypes.py), and the Go test
   # binary carried from a machine with Go (chapters/07_library/go/build_carry.sh) when present.
@@ -104,6 +143,8 @@ if ! skipped sanitize; then
   command -v compute-sanitizer >/dev/null || note "compute-sanitizer" FAIL "not found"
   for exe in build/gpu-solutions/bin/test_*; do
     name=$(basename "$exe")
+    # With --chapters: only the chapters' own test binaries (test_NN_name), not test_common.
+    [ ${#chapters[@]} -gt 0 ] && { [[ $name =~ ^test_([0-9][0-9])_ ]] && checking "${BASH_REMATCH[1]}" || continue; }
     for tool in ${tools//,/ }; do
       filter="~[huge]~[slow]"
       extra=()
@@ -138,12 +179,23 @@ if ! skipped negatives; then
   # Every deliberately broken copy (tests/negative/*/case.json) must fail the tests it names, and
   # the unbroken solutions must pass them (the controls).
   t0=$SECONDS
-  python3 tools/check_negatives.py --gpu --build-dir build/gpu-negatives --jobs "$jobs" \
-    --cmake-arg=-DCMAKE_CUDA_ARCHITECTURES="$archs" >"$out/negatives.log" 2>&1
-  rc=$?
-  line=$(grep -E "^check_negatives:" "$out/negatives.log" | tail -1 | cut -c18-90)
-  if [ $rc -eq 0 ]; then note "negative cases" ok "$line, $((SECONDS - t0)) s"
-  else note "negative cases" FAIL "${line:-see negatives.log}"; grep -E "NOT CAUGHT|FAIL" "$out/negatives.log" | head -20; fi
+  cases=()  # with --chapters: the chapters' own cases (tests/negative/NN_*)
+  if [ ${#chapters[@]} -gt 0 ]; then
+    for d in tests/negative/[0-9][0-9]_*/; do
+      d=${d%/}; d=${d##*/}
+      checking "${d%%_*}" && cases+=(--case "$d")
+    done
+  fi
+  if [ ${#chapters[@]} -gt 0 ] && [ ${#cases[@]} -eq 0 ]; then
+    note "negative cases" info "none in tests/negative/ for ${chapters[*]}"
+  else
+    python3 tools/check_negatives.py --gpu --build-dir build/gpu-negatives --jobs "$jobs" "${cases[@]}" \
+      --cmake-arg=-DCMAKE_CUDA_ARCHITECTURES="$archs" >"$out/negatives.log" 2>&1
+    rc=$?
+    line=$(grep -E "^check_negatives:" "$out/negatives.log" | tail -1 | cut -c18-90)
+    if [ $rc -eq 0 ]; then note "negative cases" ok "$line, $((SECONDS - t0)) s"
+    else note "negative cases" FAIL "${line:-see negatives.log}"; grep -E "NOT CAUGHT|FAIL" "$out/negatives.log" | head -20; fi
+  fi
 fi
 
 grade_verdict() {  # results.json, tree -> "ok|FAIL text"
@@ -170,7 +222,7 @@ if ! skipped grade; then
   # every passed GPU test (memcheck; racecheck where the manifest asks).
   for tree in chapters solutions; do
     t0=$SECONDS
-    tools/grade --tree $tree --build-dir build/gpu-grade-$tree --expect-gpu --out "$out/grade-$tree" \
+    tools/grade --tree $tree "${grade_chapters[@]}" --build-dir build/gpu-grade-$tree --expect-gpu --out "$out/grade-$tree" \
       --cmake-arg=-DCMAKE_CUDA_ARCHITECTURES="$archs" >"$out/grade-$tree.log" 2>&1
     rc=$?
     verdict=$(grade_verdict "$out/grade-$tree/results.json" $tree)
@@ -186,7 +238,7 @@ if [ "$repeats" -gt 0 ] 2>/dev/null; then
   t0=$SECONDS
   reuse=()  # the tests ran (and were sanitized) in the grade step above: measure only
   [ -f "$out/grade-solutions/junit.xml" ] && reuse=(--reuse-tests "$out/grade-solutions")
-  tools/grade --tree solutions --build-dir build/gpu-grade-solutions --no-build --no-sanitize --expect-gpu \
+  tools/grade --tree solutions "${grade_chapters[@]}" --build-dir build/gpu-grade-solutions --no-build --no-sanitize --expect-gpu \
     "${reuse[@]}" --repeat "$repeats" --out "$out/grade-repeats" >"$out/grade-repeats.log" 2>&1
   verdict=$(python3 - "$out/grade-repeats/report.md" <<'PY'
 import re, sys
@@ -202,7 +254,7 @@ PY
   note "grade repeats ($repeats)" "${verdict%% *}" "${verdict#* }, $((SECONDS - t0)) s (spread: grade-repeats/report.md)"
 fi
 
-if ! skipped tamper; then
+if ! skipped tamper && checking 06; then
   # A tree that maps v3_sequential to the cuBLAS launcher (an edit outside the holes) is refused
   # with --strict before anything is built, and the report names the file and line.
   tamper="$out/tamper-tree"
