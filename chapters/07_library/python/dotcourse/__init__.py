@@ -322,12 +322,10 @@ class _PinCache:
         return key[0]
 
     def see(self, a, ptr):
+        if self.known(a) is not None:  # registered: one more use
+            return
         key = (ptr, a.nbytes)
         entry = self.entries.get(key)
-        if entry is not None and entry[0] is a:
-            entry[1] += 1
-            self.entries.move_to_end(key)
-            return
         if self.stopped or a.nbytes > self.max_bytes:
             return
         bad = self.refused.get(key)
@@ -436,17 +434,20 @@ class Context:
         handle = self._live()
         result = ctypes.c_float()
         np = _np()
-        if type(x) is np.ndarray and type(y) is np.ndarray and x.dtype is _f32 and y.dtype is _f32:
-            # The common case, with the fewest Python steps: a binding's own work is what a caller
-            # pays on every call (the target: at most 10 us over the same call from C++).
-            if x.ndim == 1 and y.ndim == 1 and x.flags.c_contiguous and y.flags.c_contiguous \
+        # The common case, float32 NumPy vectors, with the fewest Python steps: a binding's own work
+        # is what a caller pays on every call (the target: at most 10 us over the same call from C++).
+        plain = type(x) is np.ndarray and type(y) is np.ndarray and x.dtype is _f32 and y.dtype is _f32
+        if not plain and _typed.wants_typed(x, y):  # any pair but float32 · float32: chapter 10's typed path
+            return _typed.dot(self, x, y)
+        if plain or (isinstance(x, np.ndarray) and isinstance(y, np.ndarray)):
+            if plain and x.ndim == 1 and y.ndim == 1 and x.flags.c_contiguous and y.flags.c_contiguous \
                     and x.shape[0] == y.shape[0] <= self.n_max:
                 n = x.shape[0]
             else:
                 n = check_host_arrays(x, y, self.n_max)  # it raises, with the reason
             pins = self._pins
             if pins.capacity and x.nbytes >= _PIN_MIN:
-                with pins.lock:  # the cache's bookkeeping, as below
+                with pins.lock:  # the cache's bookkeeping; the call itself runs outside the lock
                     px = pins.known(x)
                     if px is None:
                         px = x.ctypes.data
@@ -458,21 +459,6 @@ class Context:
                             pins.see(y, py)
             else:
                 px, py = x.ctypes.data, y.ctypes.data
-            status = self._dot_host(handle, px, py, n, ctypes.byref(result))
-            if status != OK:
-                _check(self._lib, status)
-            return float(result.value)
-        if _typed.wants_typed(x, y):  # any pair but float32 · float32: chapter 10's typed path
-            return _typed.dot(self, x, y)
-        if isinstance(x, np.ndarray) and isinstance(y, np.ndarray):  # the common case first, cheaply
-            n = check_host_arrays(x, y, self.n_max)
-            px, py = x.ctypes.data, y.ctypes.data
-            pins = self._pins
-            if pins.capacity and x.nbytes >= _PIN_MIN:
-                with pins.lock:  # the cache's bookkeeping; the call itself runs outside the lock
-                    pins.see(x, px)
-                    if py != px:
-                        pins.see(y, py)
             status = self._dot_host(handle, px, py, n, ctypes.byref(result))
             if status != OK:
                 _check(self._lib, status)
