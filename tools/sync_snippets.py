@@ -21,6 +21,10 @@ must match exactly one row; with over="k=v;..." it is divided by the same column
 (a speed-up). Values with spaces are quoted: config="float, iters=64". In snippets taken from solutions/, the solution-region markers are
 dropped and the stubs left out.
 
+  <!-- negatives -->
+  (a Markdown table of tests/negative/*/case.json: case, class of bug, the tests that catch it)
+  <!-- /negatives -->
+
   tools/sync_snippets.py           rewrite the text
   tools/sync_snippets.py --check   exit 1 when any text disagrees with its sources (CI)
 """
@@ -36,6 +40,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 SNIPPET = re.compile(r"(<!-- snippet: (\S+) (\S+) -->\n)(.*?)(<!-- /snippet -->)", re.S)
 NUM = re.compile(r"(<!-- num: ([^>]*?) -->)(.*?)(<!-- /num -->)", re.S)
 TABLE = re.compile(r"(<!-- table: ([^>]*?) -->\n)(.*?)(<!-- /table -->)", re.S)
+NEGATIVES = re.compile(r"(<!-- negatives -->\n)(.*?)(<!-- /negatives -->)", re.S)
 LANG = {".cu": "cuda", ".cuh": "cuda", ".cpp": "cpp", ".hpp": "cpp", ".h": "cpp", ".py": "python",
         ".cmake": "cmake", ".txt": "cmake", ".sh": "bash"}
 
@@ -168,6 +173,21 @@ def render_table(spec, results, cache):
     return "\n".join(out) + "\n"
 
 
+def render_negatives():
+    """The negative cases, one row each, from their case.json (tools/check_negatives.py's input)."""
+    import json
+    out = ["| case | class of bug | caught by |", "| --- | --- | --- |"]
+    for path in sorted((ROOT / "tests" / "negative").glob("*/case.json")):
+        c = json.loads(path.read_text())
+        tests = ", ".join(f"`{t}`" for t in c["fail"])
+        caught = f"compute-sanitizer {c['sanitize']} on {tests}" if c.get("sanitize") else tests
+        if c.get("note"):
+            caught += f" ({c['note']})"
+        where = "" if c["gpu"] else " (CPU)"
+        out.append(f"| `{path.parent.name}` | {c.get('class', '').replace('|', '/')}{where} | {caught.replace('|', '/')} |")
+    return "\n".join(out) + "\n"
+
+
 def sync_text(text, results, cache):
     def snippet(m):
         path, tag = m.group(2), m.group(3)
@@ -177,6 +197,7 @@ def sync_text(text, results, cache):
     text = SNIPPET.sub(snippet, text)
     text = NUM.sub(lambda m: m.group(1) + render_num(m.group(2), results, cache) + m.group(4), text)
     text = TABLE.sub(lambda m: m.group(1) + render_table(m.group(2), results, cache) + m.group(4), text)
+    text = NEGATIVES.sub(lambda m: m.group(1) + render_negatives() + m.group(3), text)
     return text
 
 

@@ -96,6 +96,14 @@ class SyncSnippets(unittest.TestCase):
         self.assertIn("| a | 4 |", out)
         self.assertNotIn("old", out)
 
+    def test_negatives_table_lists_every_case(self):
+        out = self.render("<!-- negatives -->\nSTALE-ROW\n<!-- /negatives -->")
+        cases = sorted(d.name for d in (ROOT / "tests" / "negative").iterdir() if (d / "case.json").is_file())
+        self.assertNotIn("STALE-ROW", out)
+        rows = [line for line in out.splitlines() if line.startswith("| `")]
+        self.assertEqual([r.split("`")[1] for r in rows], cases)
+        self.assertIn("compute-sanitizer racecheck on `ch06 v3_sequential", out)
+
     def test_snippet_drops_solution_markers_and_stubs(self):
         src = ROOT / "build" / "test_snippet_src.cu"
         src.parent.mkdir(exist_ok=True)
