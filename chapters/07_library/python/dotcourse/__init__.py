@@ -165,12 +165,15 @@ class _DeviceArray:
         self.ptr, self.n, self.stream, self.keep, self.release = ptr, n, stream, keep, release
 
 
-def _device_vector(name, is_float32, what, convert, shape, strides):
+def _device_vector(name, is_float32, what, value, convert, shape, strides):
     """The checks every CUDA producer's vector passes, read from its own attributes: float32 (else
-    `what` names the type and `convert` the producer's own conversion), 1-D, contiguous (strides in
-    bytes, None when the producer leaves them out: contiguous). Returns the length."""
+    the message says `what`.format(value), e.g. "dtype {}", and names the producer's own conversion
+    `convert`), 1-D, contiguous (strides in bytes, None when the producer leaves them out:
+    contiguous). Returns the length. The message is formatted only when it is raised: str() of a
+    dtype costs microseconds, and this runs twice on every call of the device path."""
     if not is_float32:
-        raise TypeError(f"{name} has {what}; dotcourse computes in float32: convert it with {convert} on the device")
+        raise TypeError(f"{name} has {what.format(value)}; dotcourse computes in float32: convert it with "
+                        f"{convert} on the device")
     _typed._check_shape(name, shape, strides, 4)  # the same layout checks as chapter 10's typed arrays
     return int(shape[0])
 
@@ -179,7 +182,7 @@ def _from_cai(name, a):
     cai = a.__cuda_array_interface__
     typestr, strides = cai["typestr"], cai.get("strides")
     n = _device_vector(name, typestr in ("<f4", "=f4", "|f4"),
-                       f"typestr {typestr!r}", ".astype(float32)", tuple(cai["shape"]),
+                       "typestr {!r}", typestr, ".astype(float32)", tuple(cai["shape"]),
                        None if strides is None else tuple(strides))
     # The producer's stream (CAI v3): 1 is the legacy default stream, 2 per-thread default, else a
     # cudaStream_t; the values 1 and 2 are CUDA's own cudaStreamLegacy and cudaStreamPerThread.
@@ -225,7 +228,7 @@ def _from_dlpack(name, a):
             raise TypeError(f"{name} is a DLPack tensor on device type {t.device_type}, not CUDA memory")
         shape = tuple(t.shape[i] for i in range(t.ndim))
         n = _device_vector(name, (t.code, t.bits, t.lanes) == (_KDL_FLOAT, 32, 1),
-                           f"DLPack type (code {t.code}, {t.bits} bits)", "a float32 conversion", shape,
+                           "DLPack type (code {0[0]}, {0[1]} bits)", (t.code, t.bits), "a float32 conversion", shape,
                            (t.strides[0] * t.bits // 8,) if t.strides and t.ndim == 1 else None)
     except Exception:
         release()
@@ -251,8 +254,9 @@ def _from_torch(name, a):
     torch = sys.modules["torch"]
     if not a.is_cuda:
         return None
-    n = _device_vector(name, a.dtype is torch.float32, f"dtype {a.dtype}", ".float()", tuple(a.shape),
-                       tuple(4 * s for s in a.stride()))
+    stride = a.stride()  # in elements; the layout check reads bytes
+    n = _device_vector(name, a.dtype is torch.float32, "dtype {}", a.dtype, ".float()", a.shape,
+                       (4 * stride[0],) if len(stride) == 1 else tuple(4 * s for s in stride))
     if _torch_stream is None:
         _torch_stream = _torch_stream_getter(torch)
     # PyTorch orders its work on the current stream of the tensor's device: the dot runs there too.
@@ -262,7 +266,7 @@ def _from_torch(name, a):
 def _from_cupy(name, a):
     """A CuPy array read directly (data.ptr, its length, CuPy's current stream): CuPy builds its
     __cuda_array_interface__ dictionary anew on every access, a few microseconds per call."""
-    n = _device_vector(name, a.dtype.char == "f", f"dtype {a.dtype}", ".astype(cupy.float32)", a.shape, a.strides)
+    n = _device_vector(name, a.dtype.char == "f", "dtype {}", a.dtype, ".astype(cupy.float32)", a.shape, a.strides)
     # CuPy orders its work on its current stream (0: the legacy default stream): the dot runs there.
     stream = sys.modules["cupy"].cuda.get_current_stream().ptr
     return _DeviceArray(a.data.ptr, n, stream or None, keep=a)
