@@ -174,17 +174,23 @@ def render_table(spec, results, cache):
 
 
 def render_negatives():
-    """The negative cases, one row each, from their case.json (tools/check_negatives.py's input)."""
-    import json
+    """The negative cases, one row each, as tools/check_negatives.py loads and checks them."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("course_check_negatives", ROOT / "tools" / "check_negatives.py")
+    negatives = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(negatives)
+    try:
+        cases = negatives.load_cases()
+    except negatives.CaseError as e:
+        raise SyncError(f"negatives: {e}")
     out = ["| case | class of bug | caught by |", "| --- | --- | --- |"]
-    for path in sorted((ROOT / "tests" / "negative").glob("*/case.json")):
-        c = json.loads(path.read_text())
+    for c in cases:
         tests = ", ".join(f"`{t}`" for t in c["fail"])
         caught = f"compute-sanitizer {c['sanitize']} on {tests}" if c.get("sanitize") else tests
         if c.get("note"):
             caught += f" ({c['note']})"
         where = "" if c["gpu"] else " (CPU)"
-        out.append(f"| `{path.parent.name}` | {c.get('class', '').replace('|', '/')}{where} | {caught.replace('|', '/')} |")
+        out.append(f"| `{c['name']}` | {c.get('class', '').replace('|', '/')}{where} | {caught.replace('|', '/')} |")
     return "\n".join(out) + "\n"
 
 
