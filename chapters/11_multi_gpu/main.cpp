@@ -5,8 +5,10 @@
 //                                      host-data form (each GPU copies its slice over its own link)
 //   11_multi_gpu --gpus 1              one GPU: a communicator of one, the same code path
 //   11_multi_gpu --kernel allgather --n 2^28
+//   11_multi_gpu --steps parts,crossover   only where the combine's time goes, and the n from which
+//                                      two GPUs beat one
 //   11_multi_gpu --csv results/local/11_multi_gpu.csv
-//       (and _scaling, _host, _targets beside it)
+//       (and _scaling, _host, _parts, _crossover, _targets beside it)
 //   mpirun -np 2 11_multi_gpu_mpi      the same dot, one process per GPU (main_mpi.cpp)
 //
 // NCCL_NVLS_ENABLE=0 is set in the process before any communicator is made (ch11::disable_nvls).
@@ -19,6 +21,7 @@
 #include <iostream>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,6 +36,7 @@
 #include "course/reference.hpp"
 #include "course/stats.hpp"
 #include "course/table.hpp"
+#include "course/timer.hpp"
 #include "multi.hpp"
 
 namespace {
@@ -112,6 +116,151 @@ void fill_host(float* x, float* y, std::size_t n, std::uint64_t seed, unsigned t
   for (auto& th : pool) th.join();
 }
 
+using Clock = std::chrono::steady_clock;
+
+double us_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::micro>(b - a).count(); }
+
+// A Gpu's pair of events around one span of its stream, read after the stream has finished.
+struct Span {
+  std::unique_ptr<course::EventTimer> t;
+  explicit Span(ch11::Gpu& g) : t(std::make_unique<course::EventTimer>(g.context().stream())) {}
+};
+
+// NCCL's own time for one tiny collective on every GPU of the team, with the host out of the way:
+// `count` of them captured into one graph per GPU and replayed, the GPU time divided by count.
+constexpr int kBackToBack = 20;
+void allgather_back_to_back(ch11::Team& team) {
+  for (int k = 0; k < kBackToBack; ++k) {
+    ch11::NcclGroup group;
+    for (std::size_t i = 0; i < team.gpus.size(); ++i) {
+      ch11::Gpu& g = *team.gpus[i];
+      NCCL_CHECK(ncclAllGather(g.partial(), g.gathered(), 1, ncclFloat, team.comms[i], g.context().stream()));
+    }
+    group.end();
+  }
+}
+void allreduce_back_to_back(ch11::Team& team) {
+  for (int k = 0; k < kBackToBack; ++k) {
+    ch11::NcclGroup group;
+    for (std::size_t i = 0; i < team.gpus.size(); ++i) {
+      ch11::Gpu& g = *team.gpus[i];
+      NCCL_CHECK(ncclAllReduce(g.partial(), g.result(), 1, ncclFloat, ncclSum, team.comms[i], g.context().stream()));
+    }
+    group.end();
+  }
+}
+
+// Where one eager allgather call's time goes on this team at n: the host's time for each step it
+// enqueues, the GPU's time between the steps (the slowest GPU's), and NCCL's own floor with the
+// host out of the way. Rows: part, side (host / gpu / floor / call), microseconds (median).
+void measure_parts(ch11::Team& team, std::size_t n, int reps, course::Table& parts) {
+  const std::size_t count = team.gpus.size();
+  std::vector<std::size_t> counts;
+  for (std::size_t i = 0; i < count; ++i) counts.push_back(ch11::slice_of(n, team.ranks, static_cast<int>(i)).count);
+  std::vector<double> h_partials, h_nccl, h_kernels, h_wait, h_total, g_partial, g_nccl, g_kernel;
+  for (int r = 0; r < reps + 5; ++r) {
+    std::vector<Span> a, b, c;
+    const auto t0 = Clock::now();
+    for (std::size_t i = 0; i < count; ++i) {
+      ch11::Gpu& g = *team.gpus[i];
+      g.context().activate();
+      a.emplace_back(g);
+      a.back().t->start();
+      g.launch_partial(counts[i]);
+      a.back().t->record_stop();
+      b.emplace_back(g);
+      b.back().t->start();
+    }
+    const auto t1 = Clock::now();
+    {
+      ch11::NcclGroup group;
+      for (std::size_t i = 0; i < count; ++i) {
+        ch11::Gpu& g = *team.gpus[i];
+        NCCL_CHECK(ncclAllGather(g.partial(), g.gathered(), 1, ncclFloat, team.comms[i], g.context().stream()));
+      }
+      group.end();
+    }
+    const auto t2 = Clock::now();
+    for (std::size_t i = 0; i < count; ++i) {
+      ch11::Gpu& g = *team.gpus[i];
+      g.context().activate();
+      b[i].t->record_stop();
+      c.emplace_back(g);
+      c.back().t->start();
+      ch11::launch_rank_order(g, g.gathered(), team.ranks, g.result());
+      c.back().t->record_stop();
+    }
+    const auto t3 = Clock::now();
+    for (std::size_t i = 0; i < count; ++i) {
+      ch11::Gpu& g = *team.gpus[i];
+      g.context().activate();
+      CUDA_CHECK(cudaMemcpyAsync(g.host_partials() + g.max_ranks() + 1, g.result(), sizeof(float), cudaMemcpyDeviceToHost,
+                                 g.context().stream()));
+    }
+    for (std::size_t i = 0; i < count; ++i) team.gpus[i]->context().synchronize();
+    const auto t4 = Clock::now();
+    if (r < 5) continue;  // warm-up
+    double gp = 0, gn = 0, gk = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      gp = std::max(gp, 1e3 * a[i].t->elapsed_ms());
+      gn = std::max(gn, 1e3 * b[i].t->elapsed_ms());
+      gk = std::max(gk, 1e3 * c[i].t->elapsed_ms());
+    }
+    h_partials.push_back(us_between(t0, t1));
+    h_nccl.push_back(us_between(t1, t2));
+    h_kernels.push_back(us_between(t2, t3));
+    h_wait.push_back(us_between(t3, t4));
+    h_total.push_back(us_between(t0, t4));
+    g_partial.push_back(gp);
+    g_nccl.push_back(gn);
+    g_kernel.push_back(gk);
+  }
+  auto floor_of = [&](ch11::Combine many) {
+    std::vector<double> per_call;
+    for (int r = 0; r < 25; ++r) {
+      std::vector<Span> s;
+      for (ch11::Gpu* g : team.gpus) {
+        g->context().activate();
+        s.emplace_back(*g);
+        s.back().t->start();
+      }
+      ch11::replay_graph(team, many);
+      double worst = 0;
+      for (std::size_t i = 0; i < count; ++i) {
+        team.gpus[i]->context().activate();
+        s[i].t->record_stop();
+      }
+      for (std::size_t i = 0; i < count; ++i) worst = std::max(worst, 1e3 * s[i].t->elapsed_ms());
+      if (r >= 5) per_call.push_back(worst / kBackToBack);
+    }
+    return course::summarize(per_call).median;
+  };
+  const double floor_gather = floor_of(allgather_back_to_back);
+  const double floor_reduce = floor_of(allreduce_back_to_back);
+  const long long g = static_cast<long long>(team.ranks), nn = static_cast<long long>(n);
+  auto row = [&](const std::string& part, const std::string& side, double us, const std::string& what) {
+    parts.add_row({part, side, g, nn, us, what});
+  };
+  auto med = [](const std::vector<double>& v) { return course::summarize(v).median; };
+  row("enqueue partial kernels", "host", med(h_partials), "launch chapter 06's kernel on every GPU (with its events)");
+  row("enqueue allgather group", "host", med(h_nccl), "ncclGroupStart, ncclAllGather per GPU, ncclGroupEnd");
+  row("enqueue rank-order kernels", "host", med(h_kernels), "launch the 1-thread add on every GPU");
+  row("copy back and wait", "host", med(h_wait), "copy each result to the host, wait for every GPU");
+  row("whole call", "host", med(h_total), "the four steps above");
+  row("partial kernel", "gpu", med(g_partial), "the slowest GPU's partial kernel");
+  row("partial end to allgather end", "gpu", med(g_nccl), "idle until the host enqueues NCCL, then the exchange");
+  row("rank-order kernel", "gpu", med(g_kernel), "the 1-thread add, launched after the group");
+  row("allgather, host out of the way", "floor", floor_gather, "20 allgathers in a CUDA graph, GPU time / 20");
+  row("allreduce, host out of the way", "floor", floor_reduce, "20 allreduces in a CUDA graph, GPU time / 20");
+}
+
+// One GPU alone against the team at the same n, timed in turns (one call of each per round, the
+// order alternating), for every power of two from 2^12 to 2^26: the n from which the team wins.
+struct CrossoverRow {
+  std::size_t n;
+  double one_us, team_us, team_eager_us;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -123,10 +272,32 @@ int main(int argc, char** argv) {
                   "over every GPU's link at once. --n is the n per GPU of the weak-scaling runs and the top of the sweep.",
                   std::size_t{1} << 30, 20, 3);
   int gpus_wanted = 0;
-  std::string strong_text = "2^31", host_text = "2^28";
+  std::string strong_text = "2^31", host_text = "2^28", steps_text = "sweep,scaling,host,parts,crossover";
+  // Sizes are checked while the command line is read, so a bad one exits 2 before any GPU work.
+  const auto size_check = [](const std::string& text) {
+    try {
+      course::parse_size(text);
+      return std::string();
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+  };
   app.cli().add_option("--gpus", gpus_wanted, "GPUs to use at most (0: all)")->check(CLI::Range(0, 64))->capture_default_str();
-  app.cli().add_option("--strong-n", strong_text, "Total n of the strong-scaling runs")->capture_default_str();
-  app.cli().add_option("--host-n", host_text, "n per GPU of the host-data runs (0: none)")->capture_default_str();
+  app.cli().add_option("--strong-n", strong_text, "Total n of the strong-scaling runs")->check(size_check)->capture_default_str();
+  app.cli().add_option("--host-n", host_text, "n per GPU of the host-data runs (0: none)")->check(size_check)->capture_default_str();
+  app.cli()
+      .add_option("--steps", steps_text,
+                   "Which measurements, comma-separated: sweep (every combine over sizes), scaling (weak and strong), "
+                   "host (host data), parts (where the combine's time goes), crossover (one GPU against all)")
+      ->check([](const std::string& text) {
+        std::string item;
+        std::stringstream in(text);
+        while (std::getline(in, item, ','))
+          if (item != "sweep" && item != "scaling" && item != "host" && item != "parts" && item != "crossover")
+            return "unknown step '" + item + "' (sweep, scaling, host, parts, crossover)";
+        return std::string();
+      })
+      ->capture_default_str();
   std::vector<std::pair<std::string, std::string>> names;
   for (const auto& v : ch11::versions()) names.emplace_back(v.name, v.description);
   app.set_versions(names);
@@ -137,6 +308,7 @@ int main(int argc, char** argv) {
     const std::size_t strong_n = course::parse_size(strong_text);
     const std::size_t host_n = course::parse_size(host_text);
     const std::size_t weak_n = opt.n;  // n per GPU of the weak-scaling runs and the top of the sweep
+    auto wants = [&](const std::string& step) { return ("," + steps_text + ",").find("," + step + ",") != std::string::npos; };
     const int available = course::device_count();
     const int gpus = gpus_wanted == 0 ? available : gpus_wanted;
     if (gpus > available)
@@ -169,7 +341,9 @@ int main(int argc, char** argv) {
     counts.push_back(gpus);
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
 
-    course::Progress progress(4 + static_cast<int>(counts.size()), "11_multi_gpu", !opt.quiet);
+    const int steps = 1 + (wants("sweep") ? static_cast<int>(counts.size()) : 0) + wants("scaling") + (wants("host") && host_n > 0) +
+                      wants("parts") + wants("crossover");
+    course::Progress progress(steps, "11_multi_gpu", !opt.quiet);
     progress.step("rooflines");
     std::vector<double> roof(static_cast<std::size_t>(gpus));
     for (int d = 0; d < gpus; ++d) roof[static_cast<std::size_t>(d)] = devices[static_cast<std::size_t>(d)]->context().roofline().read_gbps;
@@ -186,6 +360,8 @@ int main(int argc, char** argv) {
                            "efficiency", "kernel_ms", "combine_ms", "valid"});
     course::Table host({"gpus", "n", "n_per_gpu", "copy_ms", "h2d_gbps", "h2d_gbps_per_gpu", "h2d_speedup", "dot_ms",
                         "total_ms", "valid"});
+    course::Table parts({"part", "side", "gpus", "n", "us", "what"});
+    course::Table crossover({"n", "gpus", "one_gpu_us", "team_us", "team_eager_us", "speedup", "team_wins"});
     course::Table targets({"target", "value", "goal", "met"});
     std::set<std::string> failed;
     auto add = [&](const std::string& version, const std::string& config, int g, std::size_t n, const Row& r) {
@@ -205,6 +381,7 @@ int main(int argc, char** argv) {
     // The size sweep: every combine, on each GPU count.
     std::size_t seed_n = 0;
     for (int g : counts) {
+      if (!wants("sweep")) break;
       progress.step("size sweep on " + std::to_string(g) + " GPU(s)");
       ch11::Team team = ch11::make_local_team(devices, g);
       for (std::size_t per : per_gpu_sizes) {
@@ -219,9 +396,10 @@ int main(int argc, char** argv) {
     }
 
     // Weak (n per GPU fixed) and strong (n fixed) scaling, with the deterministic combine.
-    progress.step("weak and strong scaling");
     double weak_ratio = 1, strong_ratio = 1;
+    if (wants("scaling")) progress.step("weak and strong scaling");
     for (const char* kind : {"weak", "strong"}) {
+      if (!wants("scaling")) break;
       double base_gbps = 0, base_ms = 0;
       for (int g : counts) {
         const std::size_t n = std::string(kind) == "weak" ? weak_n * static_cast<std::size_t>(g) : strong_n;
@@ -240,13 +418,82 @@ int main(int argc, char** argv) {
         if (g == gpus) (std::string(kind) == "weak" ? weak_ratio : strong_ratio) = speedup;
       }
     }
-    targets.add_row({"weak scaling, " + course::format_size(weak_n) + " per GPU: " + std::to_string(gpus) +
-                         " GPU(s) / 1 GPU throughput", weak_ratio, 1.9, static_cast<long long>(gpus >= 2 && weak_ratio >= 1.9)});
-    targets.add_row({"strong scaling, " + course::format_size(strong_n) + " in all: " + std::to_string(gpus) +
-                         " GPU(s) / 1 GPU throughput", strong_ratio, 1.8, static_cast<long long>(gpus >= 2 && strong_ratio >= 1.8)});
+    if (wants("scaling")) {
+      targets.add_row({"weak scaling, " + course::format_size(weak_n) + " per GPU: " + std::to_string(gpus) +
+                           " GPU(s) / 1 GPU throughput", weak_ratio, 1.9, static_cast<long long>(gpus >= 2 && weak_ratio >= 1.9)});
+      targets.add_row({"strong scaling, " + course::format_size(strong_n) + " in all: " + std::to_string(gpus) +
+                           " GPU(s) / 1 GPU throughput", strong_ratio, 1.8, static_cast<long long>(gpus >= 2 && strong_ratio >= 1.8)});
+    }
+
+    // Where the combine's time goes, on every GPU at a small n (2^16 per GPU): the host's steps,
+    // the GPUs' spans between them, and NCCL's floor with the host out of the way.
+    const Version* graph = course::find_version(ch11::versions(), "allgather_graph");
+    if (wants("parts")) {
+      progress.step("where the combine's time goes");
+      ch11::Team team = ch11::make_local_team(devices, gpus);
+      const std::size_t n = (std::size_t{1} << 16) * static_cast<std::size_t>(gpus);
+      ch11::fill_slices(team, n, opt.seed + 7001);
+      measure_parts(team, n, std::max(opt.reps, 200), parts);
+      // The same call through the graph, split the same way (partial end to result).
+      const course::Reference ref = ch11::reference_from_seed(n, opt.seed + 7001);
+      const Row r = measure(team, *graph, n, ref, std::max(opt.reps, 200), opt.warmup);
+      if (!r.valid) failed.insert("allgather_graph (parts)");
+      parts.add_row({std::string("partial end to result, graph"), std::string("gpu"), static_cast<long long>(gpus),
+                     static_cast<long long>(n), 1e3 * r.split.combine_ms, std::string("allgather_graph: NCCL and the add replayed from one graph per GPU")});
+      parts.add_row({std::string("whole call, graph"), std::string("call"), static_cast<long long>(gpus), static_cast<long long>(n),
+                     1e3 * r.ms.median, std::string("allgather_graph, host clock, result on every GPU")});
+      targets.add_row({"combine on " + std::to_string(gpus) + " GPU(s), allgather_graph at " + course::format_size(n) +
+                           ": partial end to result, us (at most)", 1e3 * r.split.combine_ms, 12.0,
+                       static_cast<long long>(gpus >= 2 && 1e3 * r.split.combine_ms <= 12.0)});
+    }
+
+    // One GPU alone against all of them at the same n, in turns: the crossover.
+    if (wants("crossover") && gpus >= 2) {
+      progress.step("crossover: one GPU against " + std::to_string(gpus));
+      const std::size_t top = std::min<std::size_t>(std::size_t{1} << 26, std::min(devices[0]->capacity(), weak_n * gpus));
+      ch11::Team solo = ch11::make_local_team(devices, 1);
+      ch11::Team team = ch11::make_local_team(devices, gpus);
+      const Version* eager = allgather;
+      std::vector<CrossoverRow> rows;
+      for (std::size_t n = std::size_t{1} << 12; n <= top; n *= 2) {
+        const std::uint64_t seed = opt.seed + 9000 + n;
+        // GPU 0's slice of the team is the prefix of the whole vector: fill the team, then GPU 0
+        // with everything, and both hold their inputs at once.
+        ch11::fill_slices(team, n, seed);
+        ch11::fill_slices(solo, n, seed);
+        const course::Reference ref = ch11::reference_from_seed(n, seed);
+        std::vector<double> one, many, many_eager;
+        bool valid = true;
+        const int reps = std::max(opt.reps, n >= (std::size_t{1} << 24) ? 50 : 200);
+        for (int r = 0; r < opt.warmup + reps; ++r) {
+          for (int k = 0; k < 3; ++k) {
+            const int which = (k + r) % 3;  // the order turns each round
+            const auto t0 = Clock::now();
+            float got = 0;
+            if (which == 0) got = ch11::single_gpu_dot(*devices[0], n);
+            else got = ch11::dot(team, which == 1 ? graph->run : eager->run, n)[0];
+            const double us = us_between(t0, Clock::now());
+            if (r == opt.warmup + reps - 1 || r == 0) valid = valid && course::check_dot(got, ref).ok;
+            if (r < opt.warmup) continue;
+            (which == 0 ? one : which == 1 ? many : many_eager).push_back(us);
+          }
+        }
+        if (!valid) failed.insert("crossover");
+        rows.push_back({n, course::summarize(one).median, course::summarize(many).median, course::summarize(many_eager).median});
+      }
+      // The crossover: the smallest n from which the team wins at every larger n measured.
+      std::size_t from = 0;
+      for (auto it = rows.rbegin(); it != rows.rend() && it->team_us < it->one_us; ++it) from = it->n;
+      for (const CrossoverRow& c : rows)
+        crossover.add_row({static_cast<long long>(c.n), static_cast<long long>(gpus), c.one_us, c.team_us, c.team_eager_us,
+                           c.one_us / c.team_us, static_cast<long long>(c.team_us < c.one_us)});
+      targets.add_row({std::to_string(gpus) + " GPUs (allgather_graph) faster than 1 GPU alone from n = (at most 2^23)",
+                       static_cast<double>(from), static_cast<double>(std::size_t{1} << 23),
+                       static_cast<long long>(from != 0 && from <= (std::size_t{1} << 23))});
+    }
 
     // Host data: every GPU copies its slice over its own link at once. Does H2D add up?
-    if (host_n > 0) {
+    if (host_n > 0 && wants("host")) {
       progress.step("host data");
       const std::size_t n_max = host_n * static_cast<std::size_t>(gpus);
       course::PinnedBuffer<float> h_x(n_max), h_y(n_max);
@@ -283,11 +530,22 @@ int main(int argc, char** argv) {
     std::cout << "\nThe dot of device-resident slices, combined on every GPU (time per call, the result on every GPU; "
                  "pct_roofline = % of the used GPUs' summed read roofline; combine_* and algbw/busbw: the "
                  "combine step in nccl-tests' terms):\n\n";
-    table.print(std::cout, {"version", "gpus", "n", "median_ms", "gbps", "pct_roofline", "kernel_ms", "combine_ms",
-                            "combine_us", "algbw_gbps", "busbw_gbps", "valid"});
-    std::cout << "\nScaling (allgather):\n\n";
-    scaling.print(std::cout);
-    if (host_n > 0) {
+    if (wants("sweep"))
+      table.print(std::cout, {"version", "gpus", "n", "median_ms", "gbps", "pct_roofline", "kernel_ms", "combine_ms",
+                              "combine_us", "algbw_gbps", "busbw_gbps", "valid"});
+    if (wants("scaling")) {
+      std::cout << "\nScaling (allgather):\n\n";
+      scaling.print(std::cout);
+    }
+    if (wants("parts")) {
+      std::cout << "\nWhere one combine's time goes (allgather, eager; medians in microseconds):\n\n";
+      parts.print(std::cout);
+    }
+    if (!crossover.rows().empty()) {
+      std::cout << "\nOne GPU alone against " << gpus << " (time per call in microseconds, timed in turns):\n\n";
+      crossover.print(std::cout);
+    }
+    if (host_n > 0 && wants("host")) {
       std::cout << "\nHost data (pinned), each GPU copying its slice over its own link:\n\n";
       host.print(std::cout);
     }
@@ -295,10 +553,12 @@ int main(int argc, char** argv) {
     targets.print(std::cout);
     if (!opt.csv.empty()) {
       table.write_csv(opt.csv);
-      scaling.write_csv(course::csv_beside(opt.csv, "scaling"));
-      if (host_n > 0) host.write_csv(course::csv_beside(opt.csv, "host"));
+      if (wants("scaling")) scaling.write_csv(course::csv_beside(opt.csv, "scaling"));
+      if (host_n > 0 && wants("host")) host.write_csv(course::csv_beside(opt.csv, "host"));
+      if (wants("parts")) parts.write_csv(course::csv_beside(opt.csv, "parts"));
+      if (!crossover.rows().empty()) crossover.write_csv(course::csv_beside(opt.csv, "crossover"));
       targets.write_csv(course::csv_beside(opt.csv, "targets"));
-      std::cout << "\nCSV written to " << opt.csv << " (and _scaling, _host, _targets beside it)\n";
+      std::cout << "\nCSV written to " << opt.csv << " (and its _scaling, _host, _parts, _crossover, _targets beside it)\n";
     }
     if (!failed.empty()) {
       std::cerr << "11_multi_gpu: wrong results from:";

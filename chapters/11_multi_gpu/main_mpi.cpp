@@ -10,6 +10,7 @@
 // the GPU of its local rank. Across nodes the program does not change: mpirun starts it on every
 // node, and NCCL takes the network (InfiniBand, RoCE, TCP) where NVLink or PCIe ended.
 
+#include <cuda.h>
 #include <mpi.h>
 
 #include <algorithm>
@@ -51,6 +52,25 @@ std::vector<float> gather_results(float mine, int ranks) {
   std::vector<float> all(static_cast<std::size_t>(ranks));
   MPI_CHECK(MPI_Allgather(&mine, 1, MPI_FLOAT, all.data(), 1, MPI_FLOAT, MPI_COMM_WORLD));
   return all;
+}
+
+// The devices other than `mine` on which this process holds a context ("" when none): a rank must
+// open a context only on its own GPU (each costs memory there, and an exclusive-process GPU
+// admits one process). The driver API sees the primary contexts the runtime made.
+std::string foreign_contexts(int mine) {
+  int count = 0;
+  if (cuDeviceGetCount(&count) != CUDA_SUCCESS) return "cuDeviceGetCount failed";
+  std::string found;
+  for (int d = 0; d < count; ++d) {
+    if (d == mine) continue;
+    CUdevice dev = 0;
+    unsigned flags = 0;
+    int active = 0;
+    if (cuDeviceGet(&dev, d) != CUDA_SUCCESS || cuDevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS)
+      return "cuDevicePrimaryCtxGetState failed for device " + std::to_string(d);
+    if (active) found += (found.empty() ? "" : ", ") + std::to_string(d);
+  }
+  return found;
 }
 
 }  // namespace
@@ -138,6 +158,11 @@ int main(int argc, char** argv) {
           if (rank == 0)
             std::printf("%s %-9s n = %-8zu %s\n", why.empty() ? "PASS" : "FAIL", std::string(v.name).c_str(), n, why.c_str());
         }
+      // Every rank opened a context on its own GPU only (the GPU probe, the Context, NCCL).
+      const std::string foreign = foreign_contexts(local_rank);
+      std::printf("%s rank %d: contexts on other GPUs than its own (%d): %s\n", foreign.empty() ? "PASS" : "FAIL", rank,
+                  local_rank, foreign.empty() ? "none" : foreign.c_str());
+      if (!foreign.empty()) ++failures;
       if (rank == 0) std::printf("%d failure(s) with %d rank(s)\n", failures, ranks);
       return failures == 0 ? course::kExitOk : course::kExitFailure;
     }

@@ -36,7 +36,9 @@ struct Roofline {
   std::size_t bytes = 0; ///< size of the buffer the read was measured on
 };
 
-/// True when a CUDA device can be used. Never throws; on false, `why` (if given) says why.
+/// True when the driver reports a CUDA device. Opens no context (so it costs no device memory and
+/// touches no device but the one a program later selects); thread-safe. Never throws; on false,
+/// `why` (if given) says why.
 bool gpu_available(std::string* why = nullptr);
 
 /// The one sentence every program says without a GPU: "no NVIDIA GPU or driver found (CUDA error)".

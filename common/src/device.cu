@@ -14,32 +14,39 @@
 
 namespace course {
 
-bool gpu_available(std::string* why) {
-  static int state = -1;  // -1 unknown, 0 no, 1 yes
-  static std::string reason;
-  if (state < 0) {
-    int count = 0;
-    const cudaError_t err = cudaGetDeviceCount(&count);
-    if (err != cudaSuccess) {
-      reason = std::string("cudaGetDeviceCount: ") + cudaGetErrorName(err) + ", " + cudaGetErrorString(err);
-      cudaGetLastError();  // clear the sticky-free error so later calls start clean
-      state = 0;
-    } else if (count == 0) {
-      reason = "cudaGetDeviceCount found no CUDA device";
-      state = 0;
-    } else {
-      const cudaError_t init = cudaFree(nullptr);  // creates the context: fails on a broken driver
-      if (init != cudaSuccess) {
-        reason = std::string("creating a CUDA context failed: ") + cudaGetErrorName(init) + ", " +
-                 cudaGetErrorString(init);
-        state = 0;
-      } else {
-        state = 1;
-      }
-    }
+namespace {
+
+struct Probe {
+  bool ok = false;
+  std::string reason;
+};
+
+// Asks the driver for its devices without opening a context on any of them: a process that will
+// run on device 3 (an MPI rank, --device 3) must not hold memory on device 0, and an exclusive-
+// process device 0 that another process holds must not read as "no GPU". cudaGetDeviceCount
+// initialises the driver (a broken or missing driver fails here) and creates no context; the
+// device's own context is made later, by the Context that selects it.
+Probe probe() {
+  Probe p;
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    p.reason = std::string("cudaGetDeviceCount: ") + cudaGetErrorName(err) + ", " + cudaGetErrorString(err);
+    cudaGetLastError();  // clear the error so later calls start clean
+  } else if (count == 0) {
+    p.reason = "cudaGetDeviceCount found no CUDA device";
+  } else {
+    p.ok = true;
   }
-  if (why != nullptr) *why = reason;
-  return state == 1;
+  return p;
+}
+
+}  // namespace
+
+bool gpu_available(std::string* why) {
+  static const Probe p = probe();  // initialised once, thread-safe (two threads may enter first)
+  if (why != nullptr) *why = p.reason;
+  return p.ok;
 }
 
 std::string no_gpu_message(const std::string& cuda_error) {

@@ -3,6 +3,7 @@
 // Versions (ch11::versions(), the ways to combine the per-GPU partials; 11_multi_gpu --list):
 //   allgather  ncclAllGather of the partials, added in rank order on every GPU (exercise)  11_multi_gpu --kernel allgather
 //   allreduce  ncclAllReduce(sum): NCCL's order, which depends on its algorithm and topology 11_multi_gpu --kernel allreduce
+//   allgather_graph  the allgather combine captured once into a CUDA graph per GPU, replayed  11_multi_gpu --kernel allgather_graph
 //   host       partials copied to the host, added there in rank order, copied back          11_multi_gpu --kernel host
 // Every version runs the same partial kernel on each GPU first: chapter 06's version 12, copied
 // here (a chapter depends only on common/). The same code runs under MPI: 11_multi_gpu_mpi.
@@ -31,6 +32,20 @@ void check_nccl(ncclResult_t code, const char* call, const char* file, int line)
 }
 
 void disable_nvls() { setenv("NCCL_NVLS_ENABLE", "0", 1); }
+
+NcclGroup::NcclGroup() {
+  NCCL_CHECK(ncclGroupStart());
+  open_ = true;
+}
+
+void NcclGroup::end() {
+  open_ = false;
+  NCCL_CHECK(ncclGroupEnd());
+}
+
+NcclGroup::~NcclGroup() {
+  if (open_) ncclGroupEnd();  // unwinding from a failed call inside the group: close it, result ignored
+}
 
 // [slice_of]
 // Rank r of R owns a contiguous slice; the n % R left over go one each to the first ranks, so
@@ -206,16 +221,16 @@ int partial_grid(const course::DeviceFacts& facts) {
 // rank's call before any can proceed, and one thread would otherwise wait for itself.
 void combine_allgather(Team& team) {
   // BEGIN SOLUTION
-  NCCL_CHECK(ncclGroupStart());
+  NcclGroup group;
   for (std::size_t i = 0; i < team.gpus.size(); ++i) {
     Gpu& g = *team.gpus[i];
     NCCL_CHECK(ncclAllGather(g.partial(), g.gathered(), 1, ncclFloat, team.comms[i], g.context().stream()));
   }
-  NCCL_CHECK(ncclGroupEnd());
+  group.end();
   // STUB
-  //> // TODO(student): between ncclGroupStart() and ncclGroupEnd() (each in NCCL_CHECK), for every
-  //> // GPU i of the team: ncclAllGather of its 1-float partial() into its gathered(), type
-  //> // ncclFloat, on communicator team.comms[i] and the GPU's context().stream().
+  //> // TODO(student): inside one NCCL group (an NcclGroup object, closed with its end()), for every
+  //> // GPU i of the team: ncclAllGather (in NCCL_CHECK) of its 1-float partial() into its gathered(),
+  //> // type ncclFloat, on communicator team.comms[i] and the GPU's context().stream().
   // END SOLUTION
   for (Gpu* g : team.gpus) {
     g->context().activate();
@@ -231,14 +246,22 @@ void combine_allgather(Team& team) {
 // more ranks the bits may change between machines or library versions. With two it is a + b on
 // both, which is commutative: the same bits, but by luck of the count, not by design.
 void combine_allreduce(Team& team) {
-  NCCL_CHECK(ncclGroupStart());
+  NcclGroup group;
   for (std::size_t i = 0; i < team.gpus.size(); ++i) {
     Gpu& g = *team.gpus[i];
     NCCL_CHECK(ncclAllReduce(g.partial(), g.result(), 1, ncclFloat, ncclSum, team.comms[i], g.context().stream()));
   }
-  NCCL_CHECK(ncclGroupEnd());
+  group.end();
 }
 // [combine_allreduce]
+
+// [combine_graph]
+// Version "allgather_graph": the same combine, but its work for every GPU (NCCL's kernel and the
+// rank-order add) is captured once into a CUDA graph per GPU and replayed. At small n the eager
+// combine is bound by the host: NCCL's group call and the kernel launch take longer than the
+// exchange itself, and the GPUs wait for them. A replay is one launch per GPU.
+void combine_allgather_graph(Team& team) { replay_graph(team, combine_allgather); }
+// [combine_graph]
 
 // Version "host": what one would write without NCCL. Each partial crosses PCIe to the host, the
 // host adds them in rank order (across processes through host_allgather, MPI's job), and the
@@ -270,6 +293,7 @@ void combine_host(Team& team) {
 const std::vector<course::Version<Combine>>& versions() {
   static const std::vector<course::Version<Combine>> registry = {
       {"allgather", "ncclAllGather of the partials, added in rank order on every GPU (deterministic)", combine_allgather, true},
+      {"allgather_graph", "the allgather combine captured once into a CUDA graph per GPU and replayed: one launch per GPU", combine_allgather_graph},
       {"allreduce", "ncclAllReduce(sum) of the partials: NCCL's order, fixed only by algorithm and topology", combine_allreduce},
       {"host", "partials copied to the host, added in rank order, copied back to every GPU", combine_host},
   };
@@ -326,28 +350,85 @@ void Gpu::poison() {
 
 Team::Team(Team&& o) noexcept
     : gpus(std::move(o.gpus)), comms(std::move(o.comms)), first_rank(o.first_rank), ranks(o.ranks),
-      host_allgather(std::move(o.host_allgather)) {
+      host_allgather(std::move(o.host_allgather)), graphs(std::move(o.graphs)) {
   o.comms.clear();
   o.gpus.clear();
+  o.graphs.clear();
 }
 
 Team& Team::operator=(Team&& o) noexcept {
   if (this != &o) {
+    graphs.clear();  // a graph holds NCCL's resources of its communicator: destroyed first
     for (ncclComm_t c : comms) ncclCommDestroy(c);
     gpus = std::move(o.gpus);
     comms = std::move(o.comms);
     first_rank = o.first_rank;
     ranks = o.ranks;
     host_allgather = std::move(o.host_allgather);
+    graphs = std::move(o.graphs);
     o.comms.clear();
     o.gpus.clear();
+    o.graphs.clear();
   }
   return *this;
 }
 
 Team::~Team() {
+  graphs.clear();
   for (ncclComm_t c : comms) ncclCommDestroy(c);  // a destructor must not throw: errors ignored
 }
+
+// [replay_graph]
+void replay_graph(Team& team, Combine eager) {
+  auto found = std::find_if(team.graphs.begin(), team.graphs.end(), [&](const auto& e) { return e.first == eager; });
+  if (found == team.graphs.end()) {
+    // Capture every GPU's stream at once: the group call enqueues on all of them together, and
+    // NCCL refuses a group whose streams are partly captured.
+    const std::size_t count = team.gpus.size();
+    std::vector<bool> capturing(count, false);
+    auto abandon = [&] {
+      for (std::size_t i = 0; i < count; ++i) {
+        if (!capturing[i]) continue;
+        team.gpus[i]->context().activate();
+        cudaGraph_t partial = nullptr;
+        if (cudaStreamEndCapture(team.gpus[i]->context().stream(), &partial) == cudaSuccess && partial) cudaGraphDestroy(partial);
+        cudaGetLastError();
+      }
+    };
+    std::vector<Team::GraphExec> execs;
+    try {
+      for (std::size_t i = 0; i < count; ++i) {
+        team.gpus[i]->context().activate();
+        CUDA_CHECK(cudaStreamBeginCapture(team.gpus[i]->context().stream(), cudaStreamCaptureModeThreadLocal));
+        capturing[i] = true;
+      }
+      eager(team);
+      for (std::size_t i = 0; i < count; ++i) {
+        Gpu& g = *team.gpus[i];
+        g.context().activate();
+        cudaGraph_t graph = nullptr;
+        capturing[i] = false;
+        CUDA_CHECK(cudaStreamEndCapture(g.context().stream(), &graph));
+        cudaGraphExec_t exec = nullptr;
+        const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+        cudaGraphDestroy(graph);
+        CUDA_CHECK(made);
+        execs.emplace_back(exec);
+      }
+    } catch (...) {
+      abandon();
+      throw;
+    }
+    team.graphs.emplace_back(eager, std::move(execs));
+    found = team.graphs.end() - 1;
+  }
+  for (std::size_t i = 0; i < team.gpus.size(); ++i) {
+    Gpu& g = *team.gpus[i];
+    g.context().activate();
+    CUDA_CHECK(cudaGraphLaunch(found->second[i].get(), g.context().stream()));
+  }
+}
+// [replay_graph]
 
 // [make_local_team]
 Team make_local_team(const std::vector<std::unique_ptr<Gpu>>& gpus, int count) {
@@ -479,6 +560,25 @@ std::vector<float> dot(Team& team, Combine combine, std::size_t n, Split* split)
   return results;
 }
 // [dot]
+
+float single_gpu_dot(Gpu& gpu, std::size_t n, Split* split) {
+  std::unique_ptr<course::EventTimer> timer;
+  gpu.context().activate();
+  if (split) {
+    timer = std::make_unique<course::EventTimer>(gpu.context().stream());
+    timer->start();
+  }
+  gpu.launch_partial(n);
+  if (split) timer->record_stop();
+  float* h = gpu.host_partials() + gpu.max_ranks() + 1;
+  CUDA_CHECK(cudaMemcpyAsync(h, gpu.partial(), sizeof(float), cudaMemcpyDeviceToHost, gpu.context().stream()));
+  gpu.context().synchronize();
+  if (split) {
+    split->kernel_ms = timer->elapsed_ms();
+    split->combine_ms = 0;
+  }
+  return *h;
+}
 
 void launch_rank_order(Gpu& gpu, const float* d_partials, int count, float* d_result) {
   gpu.context().activate();

@@ -18,6 +18,8 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "course/buffer.hpp"
@@ -34,6 +36,21 @@ class NcclError : public std::runtime_error {
 };
 void check_nccl(ncclResult_t code, const char* call, const char* file, int line);
 #define NCCL_CHECK(call) ::ch11::check_nccl((call), #call, __FILE__, __LINE__)
+
+/// An NCCL group that is always closed: ncclGroupStart() on construction, end() closes it and checks
+/// the result; a group left open by an exception is closed (its result ignored) on destruction, so
+/// a failed call inside it does not leave the thread inside a group for ever.
+class NcclGroup {
+ public:
+  NcclGroup();
+  NcclGroup(const NcclGroup&) = delete;
+  NcclGroup& operator=(const NcclGroup&) = delete;
+  ~NcclGroup();
+  void end();  ///< ncclGroupEnd(), checked: the collectives of the group are enqueued here
+
+ private:
+  bool open_ = false;
+};
 
 /// Sets NCCL_NVLS_ENABLE=0 in this process's environment (NVLink multicast off; the shared
 /// machines require it). Every function that creates a communicator calls it first.
@@ -94,6 +111,12 @@ class Gpu {
 /// The GPUs this process drives and their communicators. `first_rank` is the rank of gpus[0]; the
 /// others follow it. In one process: every rank. Under MPI: one GPU, first_rank = the MPI rank.
 struct Team {
+  /// A CUDA graph per GPU of the team, made once from a combine and replayed (see replay_graph).
+  struct GraphExecDeleter {
+    void operator()(cudaGraphExec_t g) const noexcept { cudaGraphExecDestroy(g); }
+  };
+  using GraphExec = std::unique_ptr<std::remove_pointer_t<cudaGraphExec_t>, GraphExecDeleter>;
+
   std::vector<Gpu*> gpus;
   std::vector<ncclComm_t> comms;
   int first_rank = 0;
@@ -102,13 +125,15 @@ struct Team {
   /// from every process into `all` (ranks floats). Empty in one process, where there is nothing to
   /// exchange; the MPI driver sets it to MPI_Allgather.
   std::function<void(const float* mine, int count, float* all)> host_allgather;
+  /// The graphs captured so far, one list (a graph per GPU, gpus order) per combine.
+  std::vector<std::pair<void (*)(Team&), std::vector<GraphExec>>> graphs;
 
   Team() = default;
   Team(const Team&) = delete;
   Team& operator=(const Team&) = delete;
   Team(Team&& o) noexcept;
   Team& operator=(Team&& o) noexcept;
-  ~Team();  ///< destroys the communicators
+  ~Team();  ///< destroys the graphs, then the communicators
 };
 
 /// A team over gpus[0, count) of this process, one communicator each (ncclCommInitAll).
@@ -120,6 +145,13 @@ Team make_rank_team(Gpu& gpu, const ncclUniqueId& id, int rank, int ranks);
 
 /// A combine: enqueues on every GPU of the team what turns partial() into result().
 using Combine = void (*)(Team& team);
+
+/// Enqueues `eager` through CUDA graphs: on first use for this team, captures what `eager` enqueues
+/// on every GPU's stream (one graph per GPU, all captured at once, as NCCL requires of a group);
+/// then, and on every later call, launches each GPU's graph on its stream. One launch per GPU
+/// replaces NCCL's host work and the combine kernel's launch. `eager` must enqueue stream work
+/// only (no host waits): the "host" combine cannot be captured.
+void replay_graph(Team& team, Combine eager);
 
 /// The chapter's registry: the ways to combine the partials.
 const std::vector<course::Version<Combine>>& versions();
@@ -142,6 +174,11 @@ struct Split {
 /// combine. Waits, and returns the result every local GPU holds (gpus order). Throws UsageError
 /// when n does not fit the team's buffers. With `split`, times the parts with events.
 std::vector<float> dot(Team& team, Combine combine, std::size_t n, Split* split = nullptr);
+
+/// The best one GPU can do alone, for the crossover with many: the partial kernel over the first n
+/// elements of its slice buffers and the copy of that partial to the host, no combine at all.
+/// Waits, and returns the dot.
+float single_gpu_dot(Gpu& gpu, std::size_t n, Split* split = nullptr);
 
 /// Enqueues work that keeps gpu's stream busy for about `us` microseconds (tests: a rank that
 /// finishes last must not change the result).

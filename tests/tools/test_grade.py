@@ -1002,7 +1002,38 @@ class Sanitizer(unittest.TestCase):
         self.assertTrue(memchecks)
         self.assertTrue(all(c[3:7] == ["--error-exitcode", "99", "--report-api-errors", "no"] for c in memchecks))
         m11 = next(m for m in grade.load_manifests() if m.chapter == "11_multi_gpu")
-        self.assertEqual(m11.sanitize_args, {"memcheck": ["--report-api-errors", "no"]})
+        self.assertEqual(m11.sanitize_args, {})  # API errors stay reported; NCCL's probes are filtered
+        self.assertEqual([(e["call"], e["library"]) for e in m11.sanitize_allowed],
+                         [("cudaFuncGetAttributes", "libnccl")])
+
+    NCCL_PROBE = (
+        "========= Program hit cudaErrorNoKernelImageForDevice (error 209) due to \"no kernel image is available for "
+        "execution on the device\" on CUDA API call to cudaFuncGetAttributes.\n"
+        "=========     Saved host backtrace up to driver entry point at error\n"
+        "=========         Host Frame: [0x1234] in /usr/lib/x86_64-linux-gnu/libcuda.so.1\n"
+        "=========         Host Frame: [0x5678] in /usr/local/lib/libnccl.so.2\n"
+        "=========\n")
+    OWN_API_ERROR = (
+        "========= Program hit cudaErrorInvalidValue (error 1) due to \"invalid argument\" on CUDA API call to "
+        "cudaMemcpyAsync.\n"
+        "=========     Saved host backtrace up to driver entry point at error\n"
+        "=========         Host Frame: [0x9abc] in /build/bin/test_11_multi_gpu\n"
+        "=========\n")
+
+    def test_allowed_api_errors_are_left_out_and_every_other_counts(self):
+        allowed = [{"call": "cudaFuncGetAttributes", "error": "cudaErrorNoKernelImageForDevice", "library": "libnccl",
+                    "why": "NCCL's probes"}]
+        only_probes = self.NCCL_PROBE * 3 + "========= ERROR SUMMARY: 3 errors\n"
+        self.assertEqual(grade.sanitizer_verdict("memcheck", 99, only_probes, allowed), (True, ""))
+        self.assertFalse(grade.sanitizer_verdict("memcheck", 99, only_probes)[0])  # nothing allowed: counted
+        mixed = self.NCCL_PROBE * 2 + self.OWN_API_ERROR + "========= ERROR SUMMARY: 3 errors\n"
+        ok, message = grade.sanitizer_verdict("memcheck", 99, mixed, allowed)
+        self.assertFalse(ok)
+        self.assertIn("1 error(s)", message)
+        # The same error from the course's own code (no libnccl frame) is not left out.
+        own_probe = self.NCCL_PROBE.replace("/usr/local/lib/libnccl.so.2", "/build/bin/test_11_multi_gpu")
+        self.assertFalse(grade.sanitizer_verdict("memcheck", 99, own_probe + "========= ERROR SUMMARY: 1 error\n",
+                                                 allowed)[0])
 
     def test_cpu_rules_and_excluded_tests_are_not_sanitized(self):
         m02 = next(m for m in grade.load_manifests() if m.chapter == "02_cpu_dot")
