@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Keep the course's text true: code and measured numbers in Markdown come from their sources.
 
-In chapters/*/README.md, docs/*.md and README.md:
+In chapters/*/README.md, chapters/*/APPENDIX.md, docs/*.md and README.md:
 
   <!-- snippet: solutions/05_many_blocks/dot.cu block_tree -->
   ```cuda
@@ -209,6 +209,7 @@ def sync_text(text, results, cache):
 
 def documents():
     yield from sorted((ROOT / "chapters").glob("*/README.md"))
+    yield from sorted((ROOT / "chapters").glob("*/APPENDIX.md"))  # numbers moved out of a lesson keep their markers
     yield from sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "CONTRIBUTING.md")  # its markers are examples
     if (ROOT / "README.md").is_file():
         yield ROOT / "README.md"
