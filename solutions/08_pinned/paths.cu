@@ -241,12 +241,19 @@ void Stager::h2d(void* d_dst, const void* h_src, std::size_t bytes, cudaStream_t
     CUDA_CHECK(cudaEventRecord(slot.done, stream));
   }
   // STUB
-  //> // TODO(student): with dst and src the two pointers as unsigned char (bytes), for each chunk
-  //> //   k of chunk_bytes_ at offset k * chunk_bytes_ (the last one shorter): take slot
-  //> //   slots_[k % slots_.size()]; wait for its event (cudaEventSynchronize(slot.done)) so no copy
-  //> //   still reads it; parallel_copy the chunk from src + offset into slot.host.data(); enqueue
-  //> //   cudaMemcpyAsync(dst + offset, slot.host.data(), len, cudaMemcpyHostToDevice, stream);
-  //> //   and record slot.done on the stream.
+  //> // TODO(student): the staged copy. What must hold (see the class comment in paths.hpp):
+  //> //   - for any bytes (0, 1, a chunk +- 1, many chunks, the last one short), d_dst holds exactly
+  //> //     h_src's bytes once `stream` reaches the point where h2d returns, and h_src may be
+  //> //     overwritten as soon as h2d returns;
+  //> //   - a copy engine reads only pinned memory: the pageable bytes travel through slots_ (each
+  //> //     chunk_bytes_ of pinned memory and its event `done`), filled by the pool (parallel_copy);
+  //> //   - a slot is never refilled while a copy out of it may still be reading it, yet the host
+  //> //     fills the next slot while the link sends the previous one: never wait for the whole
+  //> //     stream or device (the overlap is what the performance rule measures).
+  //> //   Tests: "ch08 staged: *" (bytes at awkward sizes, the dot, the same bits, new input) and
+  //> //   "ch08 stager: *" (two 4 KiB slots over 50 chunks; destroyed with copies in flight).
+  //> //   Before a slot's first use its event was never recorded: the chapter says what waiting on
+  //> //   such an event does.
   //> (void)d_dst;
   //> (void)h_src;
   //> (void)bytes;

@@ -258,9 +258,15 @@ void issue_breadth_first(Pipeline& p, const Job& job) {
     for (std::size_t k = first; k < last; ++k) p.copy_out(job, k, static_cast<int>(k - first));
   }
   // STUB
-  //> // TODO(student): for each group of S chunks (first = 0, S, 2S, ...; the last group may be
-  //> //   shorter), chunk k of the group goes to stream k - first: first p.copy_in for every chunk
-  //> //   of the group, then p.compute for each, then p.copy_out for each.
+  //> // TODO(student): issue all `chunks` chunks breadth-first. What must hold:
+  //> //   - every chunk gets exactly one p.copy_in, one p.compute and one p.copy_out, all three on
+  //> //     one stream in [0, S) (a stream runs its work in the order it was issued);
+  //> //   - the chunks go S at a time, on S different streams; within such a group every copy in
+  //> //     is issued before any kernel, every kernel before any copy out;
+  //> //   - chunks need not be a multiple of S, and S may be 1.
+  //> //   Tests: "ch09 breadth_first: *" (the fp64 reference around the chunk size on 1 and 3
+  //> //   streams, the same bits in 20 runs, new input, the book's program bit for bit); the grade
+  //> //   also times its overlap against its own engines' yardstick.
   //> (void)chunks;
   //> (void)S;
   // END SOLUTION
@@ -301,9 +307,13 @@ float combine_partials(const Pipeline& p, const Job& job) {
     for (int b = 0; b < p.dot_grid(len); ++b) sum += partials[b];
   }
   // STUB
-  //> // TODO(student): add the partials in a fixed order: for each chunk k (of chunk_count(job)),
-  //> //   whose length is len = min(job.chunk, job.n - k * job.chunk), its p.dot_grid(len) partials
-  //> //   start at p.host_partials() + k * p.partial_stride(). Add them into `sum`, in order.
+  //> // TODO(student): `sum` must end as the sum of every partial the chunks' kernels left, so that:
+  //> //   - the result is the dot within the fp64 bound for any n, chunk length and stream count
+  //> //     (where chunk k's partials are, and how many it has: Pipeline in pipeline.hpp);
+  //> //   - it has the same bits whichever stream finished first, run after run, and the same bits
+  //> //     for every chunked issue order.
+  //> //   Tests: "ch09 combine: the chunked orders agree bit for bit", and every order's "matches
+  //> //   the fp64 reference at awkward sizes" and "the same bits on every run".
   //> (void)p;
   //> (void)job;
   // END SOLUTION
