@@ -82,7 +82,7 @@ def end_to_end(rows):
     paths = list(dict.fromkeys(r["version"] for r in rows))
     fig, axes = plt.subplots(1, len(sizes), figsize=(6 * len(sizes), 4.8), squeeze=False)
     for ax, n in zip(axes[0], sizes):
-        vals = [next((r["pct_roofline"] for r in rows if r["version"] == p and r["n"] == n), 0) for p in paths]
+        vals = [next((r["pct_link"] for r in rows if r["version"] == p and r["n"] == n), 0) for p in paths]
         colors = [cs.COLORS["best"] if p == "pinned" else cs.COLORS["copies"] if p == "pageable" else cs.COLORS["gpu"]
                   for p in paths]
         bars = ax.bar(range(len(paths)), vals, color=colors)

@@ -32,10 +32,9 @@ std::uint32_t bits(float f) {
 
 std::string hint(const Version& v) {
   if (v.name == "staged")
-    return "Stager::h2d: for every chunk (the last one shorter), wait for the slot's event, parallel_copy the chunk "
-           "into slot.host, cudaMemcpyAsync it to dst + offset on the stream, and record the slot's event after it. "
-           "Bytes wrong at the end only: the last chunk's length. Wrong in the middle: a buffer reused before its copy "
-           "finished (the event).";
+    return "Stager::h2d (its TODO states what must hold). Nothing arrives: is the hole still empty? Bytes wrong "
+           "at the end only: the last, shorter chunk. Wrong in the middle: a pinned buffer refilled while a copy out "
+           "of it could still be reading it.";
   return "this path is not an exercise: if it fails, the kit or the GPU is at fault; please report it.";
 }
 
@@ -187,8 +186,7 @@ TEST_CASE("ch08 stager: reuses two small pinned buffers over many chunks without
       if (back[i] != static_cast<unsigned char>(course::mix64(7, i))) first_bad = i;
     INFO("Stager::h2d of " << bytes << " bytes in chunks of " << chunk << " through 2 buffers: first wrong byte at "
                            << first_bad << " (chunk " << first_bad / chunk << "). A wrong middle chunk: a buffer was "
-                           "refilled before the copy out of it finished (wait for its event). Nothing copied: is the "
-                           "TODO still empty?");
+                           "refilled before the copy out of it had finished. Nothing copied: is the TODO still empty?");
     CHECK(first_bad == bytes);
   }
 }

@@ -31,12 +31,11 @@ std::uint32_t bits(float f) {
 
 std::string hint(const Version& v) {
   std::string h =
-      "combine_partials: for every chunk k in order, add its p.dot_grid(len) partials from p.host_partials() + k * "
-      "p.partial_stride() into sum (a result of 0 means the TODO there is still empty). ";
+      "combine_partials (a result of 0: its TODO is still empty; a wrong sum: are the partials where you read them, "
+      "and as many? see Pipeline in pipeline.hpp). ";
   if (v.name == "breadth_first")
-    h += "issue_breadth_first: groups of S chunks; chunk k of a group on stream k - first; all copy_in of the group, "
-         "then all compute, then all copy_out. A sum too small by whole chunks: a chunk never issued (the last, "
-         "shorter group?).";
+    h += "issue_breadth_first (its TODO states what must hold): a sum too small by whole chunks means a chunk never "
+         "issued (the last group, when the chunks are not a multiple of the streams?).";
   return h;
 }
 

@@ -348,6 +348,20 @@ class PerformanceRules(unittest.TestCase):
         self.assertEqual(item.status, "partial")
         self.assertEqual(self.grade_one(perf_rule(), passing(ADD), runner).status, "passed")
 
+    def test_pct_link_reads_its_own_column(self):
+        # Chapters 08 and 09 name their share of the pinned host-to-device bandwidth pct_link; a row
+        # without that column is an error, never a silent pct_roofline.
+        rows = [dict(r) for r in csv_rows()]
+        for r in rows:
+            r["pct_link"] = r.pop("pct_roofline")
+        item = self.grade_one(perf_rule(metric="pct_link", zero_at=20, full_at=100), passing(ADD), FakeRunner(ok_run(rows)))
+        self.assertAlmostEqual(item.measured, 92.6)
+        item = self.grade_one(perf_rule(metric="pct_link"), passing(ADD), FakeRunner(ok_run()))
+        self.assertEqual((item.points, item.status), (0.0, "failed"))
+        self.assertIn("pct_link", item.detail)
+        with self.assertRaises(grade.ManifestError):
+            manifest(performance=[perf_rule(metric="pct_wire")])
+
     def test_no_points_and_no_run_unless_the_required_tests_passed(self):
         runner = FakeRunner(ok_run())
         tests = [result(ADD, "failed", "boom")]
