@@ -387,18 +387,28 @@ void replay_graph(Team& team, Combine eager) {
         capturing[i] = true;
       }
       eager(team);
+      // Every capture ends before any graph is instantiated: while one of this thread's streams
+      // is still capturing, instantiation is refused (cudaErrorStreamCaptureUnsupported).
+      std::vector<cudaGraph_t> graphs(count, nullptr);
       for (std::size_t i = 0; i < count; ++i) {
-        Gpu& g = *team.gpus[i];
-        g.context().activate();
-        cudaGraph_t graph = nullptr;
+        team.gpus[i]->context().activate();
         capturing[i] = false;
-        CUDA_CHECK(cudaStreamEndCapture(g.context().stream(), &graph));
-        cudaGraphExec_t exec = nullptr;
-        const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
-        cudaGraphDestroy(graph);
-        CUDA_CHECK(made);
-        execs.emplace_back(exec);
+        const cudaError_t ended = cudaStreamEndCapture(team.gpus[i]->context().stream(), &graphs[i]);
+        if (ended != cudaSuccess) {
+          for (cudaGraph_t g : graphs)
+            if (g) cudaGraphDestroy(g);
+          CUDA_CHECK(ended);
+        }
       }
+      cudaError_t made = cudaSuccess;
+      for (std::size_t i = 0; i < count; ++i) {
+        team.gpus[i]->context().activate();
+        cudaGraphExec_t exec = nullptr;
+        if (made == cudaSuccess) made = cudaGraphInstantiate(&exec, graphs[i], 0);
+        if (exec) execs.emplace_back(exec);
+        cudaGraphDestroy(graphs[i]);
+      }
+      CUDA_CHECK(made);
     } catch (...) {
       abandon();
       throw;
