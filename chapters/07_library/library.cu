@@ -166,10 +166,14 @@ Engine::Engine(int device, std::size_t n_max, int stage_threads)
   if (n_max > std::numeric_limits<std::size_t>::max() / 16)
     throw course::CudaError(cudaErrorMemoryAllocation, "n_max = " + std::to_string(n_max) + " floats cannot be allocated");
   // [hole 1 begin]
-  // TODO(student): plan the device memory once for n_max: a course::ScratchLayout with regions for
-  // x and y (n_max floats each), the partials (max_blocks_ floats) and the result (1 float); keep the
-  // offsets in off_x_, off_y_, off_partials_, off_result_ and the total in bytes_; reserve it on gpu_;
-  // allocate the pinned result h_result_ (one float).
+  // TODO(student): exercise 1a, the plan. What must hold when the constructor returns: d_x(),
+  // d_y(), d_partials() and d_result() (they read off_x_, off_y_, off_partials_, off_result_ and
+  // bytes_) are disjoint regions of ONE reservation on gpu_, made here and never again, each large
+  // enough for any call with n <= n_max and for any grid launch_dot may use (library.hpp says what
+  // it needs); bytes_ is that reservation's size (0 means "not planned"); h_result() is pinned
+  // host memory for the result. Plan with a course::ScratchLayout (common/course/context.hpp).
+  // Tests: "ch07 context: create dot destroy and a destroyed handle is refused", "ch07 context:
+  // two hundred create and destroy cycles leak nothing"; every other ch07 test uses the plan.
   // [hole 1 end]
 }
 // [engine]
@@ -432,7 +436,11 @@ float dot_alloc_per_call(Engine& e, const float* x, const float* y, std::size_t 
 // driver first copies into a pinned buffer of its own, one piece at a time, on one CPU thread.
 float dot_reuse(Engine& e, const float* x, const float* y, std::size_t n, PhaseEvents* clock) {
   // [hole 2 begin]
-  // TODO(student): exercise 3. What must this function do when n > e.n_max()? (The tests say.)
+  // TODO(student): exercise 3. A call with n > e.n_max() does not fit the plan. What must hold:
+  // the caller learns it, through the C API as DOTCOURSE_ERROR_TOO_LARGE with a message; no
+  // wrong answer is returned; and the context works as before for the next call. Tests:
+  // "ch07 n_max: reuse refuses n > n_max and the context still works afterwards", "ch07 n_max:
+  // the C API says DOTCOURSE_ERROR_TOO_LARGE with a message".
   // [hole 2 end]
   if (n == 0) return 0.0f;
   course::Context& gpu = e.gpu();
@@ -440,9 +448,14 @@ float dot_reuse(Engine& e, const float* x, const float* y, std::size_t n, PhaseE
   mark(clock, 0);
   mark(clock, 1);  // nothing to allocate
   // [hole 3 begin]
-  // TODO(student): exercise 2. Copy x and y into the engine's buffers (e.d_x(), e.d_y()) on the
-  // stream, launch_dot into e.d_result() with e.d_partials(), copy the result back into e.h_result(),
-  // wait for the stream, return it. Mark the phase boundaries 2..6 with mark(clock, k) as you go.
+  // TODO(student): exercise 2. Return the dot of this call's x and y (n floats each, pageable
+  // host memory), using only the engine's planned memory: no allocation and no free; all GPU
+  // work on `stream`. What must hold: the value returned is this call's result, complete when it
+  // is read; the same inputs give the same bits on every call; new values in the same arrays give
+  // the new dot. For the phase table, mark(clock, k) at the end of each phase: 2 copy of x,
+  // 3 copy of y, 4 kernel, 5 copy back, 6 the call's end. Tests: "ch07 reuse: matches the fp64
+  // reference at awkward sizes", "ch07 reuse: the same bits on every call", "ch07 reuse: follows
+  // its input (new values in the same buffers)".
   (void)x;
   (void)y;
   (void)stream;

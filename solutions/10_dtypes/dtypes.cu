@@ -59,9 +59,11 @@ struct Promote {
   using type = std::conditional_t<std::is_integral_v<X> && std::is_integral_v<Y>, long long,
                                   decltype(typename AsFloat<X>::type{} * typename AsFloat<Y>::type{})>;
   // STUB
-  //> // TODO(student): exercise 2. The accumulator of the pair (X, Y): see the rule above. Two
-  //> // integer types (std::is_integral_v) -> long long; otherwise the type of AsFloat<X>::type{} *
-  //> // AsFloat<Y>::type{} (std::conditional_t and decltype).
+  //> // TODO(student): exercise 2. `type` must be the accumulator the chapter's promotion rule gives
+  //> // the pair (X, Y), for every pair of input types (X, Y in bool, int8, __half, __nv_bfloat16,
+  //> // float, double), decided at compile time. Checked for every pair of the registry by
+  //> // "ch10 promotion: every pair accumulates in the type the rule gives" (host only); the pair
+  //> // tests then hold each pair to the error bound of that accumulator.
   //> using type = X;
   // END SOLUTION
 };
@@ -171,11 +173,15 @@ __device__ __forceinline__ Acc thread_dot(const X* __restrict__ x, const Y* __re
     for (int e = 0; e < V; ++e) sum += widen<X, Acc>(a.e[e]) * widen<Y, Acc>(b.e[e]);
   }
   // STUB
-  //> // TODO(student): exercise 1. Add x[i]·y[i] for this thread's elements into sum, each widened
-  //> // first (widen<X, Acc>(x[i]) * widen<Y, Acc>(y[i])). head < 0: a grid-stride scalar loop over
-  //> // [0, n). Otherwise: indices below head and from the last whole pack on, one by one; between
-  //> // them, packs (Pack<X, V>, Pack<Y, V> at x + head, y + head; load_pack) in a grid-stride loop,
-  //> // U packs of each input loaded before any is used.
+  //> // TODO(student): exercise 1. Return this thread's share of Σ x[i]·y[i] in Acc. What must hold:
+  //> // over threads 0 … threads−1, every index in [0, n) is read exactly once, and nothing outside
+  //> // it; each element is widened to Acc before the multiply (widen<T, Acc>); a pack is read with
+  //> // one load_pack, and only where it is legal: at x + head + k·V and y + head + k·V for whole packs
+  //> // inside [0, n) (head < 0: nowhere); the sum depends only on n, head, thread and threads (the
+  //> // same bits on every run); at least U packs of each input are in flight before any is used.
+  //> // Tests: "ch10 <pair>: matches the reference at awkward sizes and alignments" (five offset
+  //> // pairs, guard bytes around the inputs), "ch10 <pair>: the same bits on every run",
+  //> // "ch10 <pair>: follows its input (new values in the same buffers)".
   //> (void)x; (void)y; (void)n; (void)head; (void)thread; (void)threads; (void)V; (void)U;
   // END SOLUTION
   return sum;
@@ -228,11 +234,12 @@ __device__ __forceinline__ long long thread_dot_i8(const i8* __restrict__ x, con
   }
   for (; p < packs; p += threads) total += dp16(__ldg(px + p), __ldg(py + p), 0);
   // STUB
-  //> // TODO(student): exercise 3. This thread's share of Σ x[i]·y[i], exact for every n, with the
-  //> // same split as thread_dot (head < 0: scalar; else head, tail, and 16-byte packs read as uint4,
-  //> // U of each input in flight). Use __dp4a for the packs (four products per instruction, into an
-  //> // int32). Before you write it, work out how many products an int32 can hold in the worst case,
-  //> // and how many elements one thread handles when the grid is small and n is large.
+  //> // TODO(student): exercise 3 (think). Return this thread's share of Σ x[i]·y[i], exact for
+  //> // every n and every grid size, with the same contract as thread_dot (every index once, packs
+  //> // only where legal), the whole packs through __dp4a, whose sum is an int32. A uint4's lanes are
+  //> // unsigned: see the text before you call __dp4a on them. Tests: "ch10 i8_i8: exact where the
+  //> // sum leaves int32 (worst case)", "ch10 i8_i8: exact when one thread's share leaves int32 (one
+  //> // block)", and the i8_i8 pair tests.
   //> (void)x; (void)y; (void)n; (void)head; (void)thread; (void)threads; (void)V; (void)U;
   // END SOLUTION
   return total;
