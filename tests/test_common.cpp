@@ -1,6 +1,8 @@
 // Tests of the common kit: statistics, sizes, tables, the reference and its error bound, random
 // inputs (host and device agree), the timer, device facts, the checks' error reporting, and
 // course::Context (streams, scratch, occupancy, moves). Every GPU test makes its own Context.
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -20,9 +22,11 @@
 #include "course/device.hpp"
 #include "course/dtype.hpp"
 #include "course/inputs.hpp"
+#include "course/pinned.hpp"
 #include "course/random.hpp"
 #include "course/reference.hpp"
 #include "course/stats.hpp"
+#include "course/stream.hpp"
 #include "course/table.hpp"
 #include "course/timer.hpp"
 #include "support/course_test.hpp"
@@ -635,4 +639,50 @@ TEST_CASE("common: a typed measurement table has a dtype column; the plain one d
   CHECK(std::get<std::string>(typed.rows()[0].back()) == "float32*bool");
   CHECK(plain.columns().size() + 1 == typed.columns().size());
   CHECK(plain.rows()[0].size() == plain.columns().size());
+}
+
+TEST_CASE("common: Stream and Event own their handle, move it, and work as the raw handle", "[common][gpu]") {
+  COURSE_REQUIRE_GPU();
+  course::Context ctx;  // makes device 0 current
+  course::Stream a;
+  REQUIRE(a.get() != nullptr);
+  unsigned flags = 0;
+  CUDA_CHECK(cudaStreamGetFlags(a, &flags));  // converts to cudaStream_t
+  CHECK(flags == cudaStreamNonBlocking);
+  const cudaStream_t raw = a.get();
+  course::Stream b(std::move(a));
+  CHECK(b.get() == raw);
+  CHECK(a.get() == nullptr);  // NOLINT(bugprone-use-after-move): the point of the test
+  course::Stream c(cudaStreamDefault);
+  c = std::move(b);  // c's own stream is destroyed, b's taken over
+  CHECK(c.get() == raw);
+  CHECK(b.get() == nullptr);  // NOLINT(bugprone-use-after-move)
+
+  course::Event start, stop;
+  course::Event moved(std::move(stop));
+  CHECK(stop.get() == nullptr);  // NOLINT(bugprone-use-after-move)
+  course::DeviceBuffer<float> buf(1 << 20);
+  start.record(c);
+  buf.fill_bytes(0, c);
+  moved.record(c);
+  moved.synchronize();
+  CHECK(cudaEventQuery(moved) == cudaSuccess);
+  CHECK(moved.ms_since(start) >= 0.0f);
+  c.synchronize();
+  // Made and destroyed many times over: each destructor's call is checked by running it, nothing more.
+  for (int i = 0; i < 1000; ++i) {
+    course::Stream s;
+    course::Event e(cudaEventDisableTiming);
+    e.record(s);
+  }
+}
+
+TEST_CASE("common: the host page size is asked of the system", "[common]") {
+  const std::size_t page = course::host_page_bytes();
+  CHECK(page >= 4096);
+  CHECK((page & (page - 1)) == 0);  // a power of two
+#if defined(__unix__)
+  CHECK(page == static_cast<std::size_t>(sysconf(_SC_PAGESIZE)));
+#endif
+  CHECK(course::host_page_bytes() == page);
 }

@@ -102,6 +102,10 @@ class PinnedBuffer {
   explicit PinnedBuffer(std::size_t n) : n_(n) {
     if (n_ > 0) CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&ptr_), n_ * sizeof(T)));
   }
+  /// The same with cudaHostAlloc's `flags` (cudaHostAllocMapped: kernels may read it over the link).
+  PinnedBuffer(std::size_t n, unsigned flags) : n_(n) {
+    if (n_ > 0) CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&ptr_), n_ * sizeof(T), flags));
+  }
   ~PinnedBuffer() {
     if (ptr_ != nullptr) cudaFreeHost(ptr_);
   }

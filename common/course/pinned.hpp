@@ -9,7 +9,12 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <string>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <unistd.h>
+#endif
 
 #include "course/check.hpp"
 
@@ -33,6 +38,19 @@ inline void require_pinned(const void* ptr, const std::string& what) {
     throw UsageError(what + ": the host memory is not page-locked (pinned). An asynchronous copy from it would "
                             "silently be a synchronous one. Was its PinnedBuffer destroyed or moved from, or its "
                             "registration released?");
+}
+
+/// Bytes per page of host memory, asked of the system once (4 KiB on most x86 Linux hosts, but
+/// 16 or 64 KiB on some ARM ones, Grace included): page locking and page ownership follow it.
+inline std::size_t host_page_bytes() {
+  static const std::size_t bytes = [] {
+#if defined(__unix__) || defined(__APPLE__)
+    const long page = sysconf(_SC_PAGESIZE);
+    if (page > 0) return static_cast<std::size_t>(page);
+#endif
+    return std::size_t{4096};
+  }();
+  return bytes;
 }
 
 }  // namespace course
