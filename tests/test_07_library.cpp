@@ -1,13 +1,16 @@
 // Chapter 07 grading tests: every version of the host-array dot at awkward sizes (and around the
 // staging chunk), on random signed data with spikes, against the fp64 reference within the error
 // bound; the same bits on every call; the C API's boundary (bad input gets a status and a message,
-// never a crash or a wrong result); a destroyed handle; n > n_max; several threads at once; and
-// the device-array dot on a caller's stream.
+// never a crash or a wrong result); a destroyed handle; n > n_max; several threads at once, and a
+// destroy while they call; out of memory inside a call; and the device-array dot on a caller's stream.
 
 #include <cuda_runtime.h>
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -16,6 +19,7 @@
 #include <sstream>
 #include <string>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -59,7 +63,7 @@ std::string hint(const Version& v, const course::Verdict& verdict) {
 
 // The sizes: the awkward ones, and around the staging chunk and the C API's switch to staging.
 std::vector<std::size_t> sizes_for(std::uint64_t seed) {
-  auto sizes = course::test::awkward_sizes(ch07::kBlock, seed);
+  auto sizes = course::test::awkward_sizes(ch07::kDotBlock, seed);
   sizes.insert(sizes.end(), {3, 5, ch07::kSmallPiece - 1, ch07::kSmallPiece + 1, 2 * ch07::kSmallPiece + 7,
                              ch07::kStageMin - 1, ch07::kStageMin, ch07::kStageMin + 1});
   // Whole chunks from kLargePieces on (not under compute-sanitizer: COURSE_TEST_SMALL=1).
@@ -249,6 +253,49 @@ TEST_CASE("ch07 typed: a destroyed context frees what its typed calls kept", "[c
   CHECK(after + (std::size_t{64} << 20) >= before);
 }
 
+// A failed allocation inside a call must not leak what the call allocated before it: the C API
+// turns out-of-memory into a status and the caller goes on, so every failed call would keep its
+// memory. alloc_per_call allocates x, then y: with n floats about 60% of the free memory, x fits
+// and y does not.
+TEST_CASE("ch07 alloc_per_call: a call that runs out of device memory frees what it allocated",
+          "[ch07][gpu][free_memory][out_of_memory]") {
+  COURSE_REQUIRE_GPU();
+  const auto* v = course::find_version(ch07::versions(), "alloc_per_call");
+  REQUIRE(v != nullptr);
+  ch07::Engine engine(0, 1024);
+  const std::size_t before = course::free_device_bytes();
+  const std::size_t n = before / 10 * 6 / sizeof(float);
+  // Host arrays of n floats that cost nothing: read-only anonymous pages, all the one zero page. The
+  // call fails before its first copy; if it did not, it would read zeros.
+  const std::size_t host_bytes = n * sizeof(float);
+  void* host = mmap(nullptr, host_bytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  REQUIRE(host != MAP_FAILED);
+  const auto* x = static_cast<const float*>(host);
+  int out_of_memory = 0;
+  std::string what;
+  for (int call = 0; call < 3; ++call) {
+    try {
+      (void)v->run(engine, x, x, n, nullptr);
+    } catch (const course::CudaError& e) {
+      out_of_memory += e.code() == cudaErrorMemoryAllocation ? 1 : 0;
+      what = e.what();
+    }
+    cudaGetLastError();  // not sticky; as the C API does
+  }
+  munmap(host, host_bytes);
+  const std::size_t after = course::free_device_bytes();
+  INFO("3 calls of n = " << n << " floats (" << course::format_bytes(host_bytes) << " each for x and y): "
+                         << out_of_memory << " ran out of memory (" << what << "); free device memory before "
+                         << course::format_bytes(before) << ", after " << course::format_bytes(after)
+                         << "\nA call's device buffers must be freed on every path out of it (owners, not raw "
+                            "cudaMalloc under a check that throws).");
+  CHECK(out_of_memory == 3);
+  CHECK(after + (std::size_t{64} << 20) >= before);
+  // And the engine still works.
+  const auto in = course::test::make_dot_inputs(1000, 53);
+  CHECK(course::check_dot(v->run(engine, in.x.data(), in.y.data(), 1000, nullptr), in.ref).ok);
+}
+
 // ---- the boundary: bad input, everywhere -------------------------------------------------------
 
 TEST_CASE("ch07 c_api: status strings and the version need no GPU", "[ch07]") {
@@ -359,6 +406,79 @@ TEST_CASE("ch07 threads: eight threads on one context and one context per thread
   }
 }
 
+// A destroy on one thread while others are inside calls on the same context (dotcourse.h promises
+// use from several threads). Every call must return OK with the right answer, or INVALID_HANDLE once
+// the context is gone; a call that used the context after it was freed would read a freed engine
+// (a crash, a CUDA error, or a wrong answer). Run it under compute-sanitizer too.
+TEST_CASE("ch07 threads: destroying a context while other threads call it", "[ch07][gpu][destroy_race]") {
+  COURSE_REQUIRE_GPU();
+  constexpr int kCallers = 4;
+  const char* small = std::getenv("COURSE_TEST_SMALL");
+  const int rounds = (small != nullptr && std::string(small) != "0") ? 4 : 40;
+  // Two sizes: the direct copy, and the staging threads (kStageMin and more).
+  const std::vector<course::test::DotInputs> inputs = {course::test::make_dot_inputs(1000, 51),
+                                                        course::test::make_dot_inputs(ch07::kStageMin + 3, 52)};
+  const std::size_t n_max = ch07::kStageMin + 3;
+  const std::vector<std::int8_t> ones(1000, 1);
+  std::atomic<int> ok{0}, refused{0}, wrong{0}, other{0};
+  std::mutex first_mutex;
+  std::string first_other;
+  for (int round = 0; round < rounds; ++round) {
+    dotcourse_context* ctx = nullptr;
+    REQUIRE(dotcourse_create(0, n_max, &ctx) == DOTCOURSE_OK);
+    std::atomic<int> ready{0};
+    std::atomic<bool> go{false};
+    std::vector<std::thread> callers;
+    for (int t = 0; t < kCallers; ++t)
+      callers.emplace_back([&, t] {
+        ++ready;
+        while (!go.load()) std::this_thread::yield();
+        for (int call = 0;; ++call) {
+          dotcourse_status s;
+          bool right = true;
+          if (t % 2 == 0) {  // the float dot, both sizes
+            const auto& in = inputs[static_cast<std::size_t>(call) % inputs.size()];
+            float r = std::nanf("");
+            s = dotcourse_dot(ctx, in.x.data(), in.y.data(), in.x.size(), &r);
+            right = s != DOTCOURSE_OK || course::check_dot(r, in.ref).ok;
+          } else {  // a typed call: it goes through with_engine, the other way into a context
+            double r = 0;
+            s = dotcourse_dot_typed_host(ctx, ones.data(), DOTCOURSE_INT8, ones.data(), DOTCOURSE_INT8, ones.size(), &r);
+            right = s != DOTCOURSE_OK || r == static_cast<double>(ones.size());
+          }
+          if (s == DOTCOURSE_OK) {
+            ++ok;
+            if (!right) ++wrong;
+          } else if (s == DOTCOURSE_ERROR_INVALID_HANDLE) {
+            ++refused;
+            return;  // destroyed: every later call is refused too
+          } else {
+            ++other;
+            std::lock_guard<std::mutex> guard(first_mutex);
+            if (first_other.empty()) first_other = status_text(s);
+            return;
+          }
+        }
+      });
+    while (ready.load() < kCallers) std::this_thread::yield();
+    go = true;
+    // Destroy at a different moment of the callers' loop each round.
+    std::this_thread::sleep_for(std::chrono::microseconds(50 * (round % 20)));
+    const dotcourse_status destroyed = dotcourse_destroy(ctx);
+    for (auto& th : callers) th.join();
+    INFO("round " << round << ": dotcourse_destroy: " << status_text(destroyed));
+    REQUIRE(destroyed == DOTCOURSE_OK);
+  }
+  INFO(rounds << " rounds of " << kCallers << " callers: " << ok.load() << " calls OK (" << wrong.load()
+              << " of them wrong), " << refused.load() << " refused, " << other.load()
+              << " other statuses; the first: " << (first_other.empty() ? "none" : first_other)
+              << "\nA call must hold the context it works on: dotcourse_destroy on another thread may only "
+                 "remove the handle, and the context is freed when the last call that holds it returns.");
+  CHECK(other.load() == 0);
+  CHECK(wrong.load() == 0);
+  CHECK(refused.load() == rounds * kCallers);
+}
+
 // ---- the device-array dot ----------------------------------------------------------------------
 
 TEST_CASE("ch07 device arrays: on the caller's stream at awkward sizes and misaligned", "[ch07][gpu]") {
@@ -367,7 +487,7 @@ TEST_CASE("ch07 device arrays: on the caller's stream at awkward sizes and misal
   REQUIRE(c.status == DOTCOURSE_OK);
   cudaStream_t stream = nullptr;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  for (std::size_t n : course::test::awkward_sizes(ch07::kBlock, 21)) {
+  for (std::size_t n : course::test::awkward_sizes(ch07::kDotBlock, 21)) {
     for (std::size_t shift : {std::size_t{0}, std::size_t{1}, std::size_t{3}}) {
       const auto in = course::test::make_dot_inputs(n, 210 + n);
       course::DeviceBuffer<float> d_x(n + 4), d_y(n + 4);
@@ -402,7 +522,7 @@ TEST_CASE("ch07 registered: registered arrays, a registered x with a staged y, a
   // each array at every awkward size, at two offsets.
   std::vector<float> big(2 * n_max + 64), other(n_max);
   REQUIRE(dotcourse_host_register(c.ctx, big.data(), big.size() * sizeof(float)) == DOTCOURSE_OK);
-  auto sizes = course::test::awkward_sizes(ch07::kBlock, 31);
+  auto sizes = course::test::awkward_sizes(ch07::kDotBlock, 31);
   sizes.insert(sizes.end(), {ch07::kStageMin - 1, ch07::kStageMin + 1, n_max});
   for (std::size_t n : sizes) {
     if (n > n_max) continue;

@@ -62,7 +62,9 @@ DOTCOURSE_API const char* dotcourse_last_error(void);
  *  and pinned staging memory are allocated here, once. On failure *out is set to NULL. */
 DOTCOURSE_API dotcourse_status dotcourse_create(int device, size_t n_max, dotcourse_context** out);
 
-/** Destroys the context (waits for its work first). NULL is accepted and does nothing. */
+/** Destroys the context. NULL is accepted and does nothing. Safe while other threads are in calls on
+ *  it: a call already running finishes and holds the context until it returns (the context is freed
+ *  then), a call that starts after destroy gets DOTCOURSE_ERROR_INVALID_HANDLE. */
 DOTCOURSE_API dotcourse_status dotcourse_destroy(dotcourse_context* ctx);
 
 /** The n_max the context was created with. */

@@ -3,7 +3,8 @@
 #
 #   dotcourse            libdotcourse.so in build/<preset>/lib: the C ABI (dotcourse.h) over the
 #                        chapter's engine (07_library_lib); only dotcourse_* is exported
-#   ch07.exports         ctest: the shared library exports the C API and nothing else
+#   ch07.exports         ctest: the shared library exports every function of dotcourse.h and nothing else
+#   ch07.exports_catches_missing  ctest: that check fails when a declared function is missing
 #   ch07.python          ctest: the pytest suite of the Python package, against this build's library
 #   ch07.go              ctest: `go test` of the Go package (registered only where Go is installed)
 set(ch07_tree "${COURSE_TREE_DIR}/07_library")
@@ -38,8 +39,15 @@ endif()
 
 if(COURSE_BUILD_TESTS)
   add_test(NAME ch07.exports
-           COMMAND "${CMAKE_COMMAND}" -DLIB=$<TARGET_FILE:dotcourse> -P "${ch07_dir}/check_exports.cmake")
+           COMMAND "${CMAKE_COMMAND}" -DLIB=$<TARGET_FILE:dotcourse> -DHEADER=${ch07_tree}/dotcourse.h
+                   -P "${ch07_dir}/check_exports.cmake")
   set_tests_properties(ch07.exports PROPERTIES LABELS ch07)
+  # The check itself: a function the header declares and the library lacks must fail it.
+  add_test(NAME ch07.exports_catches_missing
+           COMMAND "${CMAKE_COMMAND}" -DLIB=$<TARGET_FILE:dotcourse> -DHEADER=${ch07_tree}/dotcourse.h
+                   -DEXTRA_DECLARED=dotcourse_not_in_the_library -P "${ch07_dir}/check_exports.cmake")
+  set_tests_properties(ch07.exports_catches_missing PROPERTIES LABELS ch07
+                       PASS_REGULAR_EXPRESSION "does not export these functions of dotcourse.h:[ \t\r\n]*dotcourse_not_in_the_library")
 
   add_test(NAME ch07.python COMMAND bash "${ch07_dir}/python/run_pytest.sh" $<TARGET_FILE:dotcourse>)
   set_tests_properties(ch07.python PROPERTIES LABELS ch07 SKIP_REGULAR_EXPRESSION "COURSE-NO-GPU|COURSE-SKIP"

@@ -24,11 +24,13 @@
 #include "course/check.hpp"
 #include "course/context.hpp"
 #include "course/registry.hpp"
+#include "course/stream.hpp"
 
 namespace ch07 {
 
-/// Threads per block of the dot kernels.
-constexpr int kBlock = 256;
+/// Threads per block of the two-pass dot kernels (launch_dot). The typed single pass (typed.cu) has
+/// its own, kTypedBlock.
+constexpr int kDotBlock = 256;
 /// Floats per pinned staging chunk of reuse_staged (2 MiB). Calls with n >= kLargePieces use
 /// whole chunks; smaller calls use pieces of kSmallPiece floats (512 KiB), so that the pipeline
 /// fills quickly. (Measured on the H100 machine: 07_library_staging.csv.)
@@ -73,11 +75,12 @@ class Stager {
  private:
   struct Slot {
     course::PinnedBuffer<float> chunk[2];
-    cudaEvent_t done[2] = {nullptr, nullptr};
+    course::Event done[2] = {course::Event(cudaEventDisableTiming), course::Event(cudaEventDisableTiming)};
     int next = 0;
   };
   void work(int w, const std::vector<Piece>& pieces, int used);
   void worker_loop(int w);
+  void stop_workers() noexcept;
 
   course::Context& gpu_;
   std::size_t chunk_;
@@ -103,7 +106,6 @@ class PhaseEvents {
  public:
   static constexpr int kPhases = 6;
   explicit PhaseEvents(cudaStream_t stream);
-  ~PhaseEvents();
   PhaseEvents(const PhaseEvents&) = delete;
   PhaseEvents& operator=(const PhaseEvents&) = delete;
   void mark(int boundary);
@@ -112,7 +114,7 @@ class PhaseEvents {
 
  private:
   cudaStream_t stream_;
-  cudaEvent_t events_[kPhases + 1] = {};
+  std::vector<course::Event> events_;  // kPhases + 1 of them
 };
 
 /// Records a phase boundary when timing is on (the versions call it; it costs nothing otherwise).

@@ -42,6 +42,7 @@
 #include "course/random.hpp"
 #include "course/reference.hpp"
 #include "course/stats.hpp"
+#include "course/stream.hpp"
 #include "course/table.hpp"
 #include "course/timer.hpp"
 #include "dotcourse.h"
@@ -185,31 +186,26 @@ int main(int argc, char** argv) {
         std::vector<double> control;
         {
           const double target_ms = course::summarize(spans).median;
-          cudaEvent_t c[3];
-          for (auto& e : c) CUDA_CHECK(cudaEventCreate(&e));
+          course::Event c[3];
           cudaStream_t st = gpu.stream();
-          float one_ms = 0;
-          CUDA_CHECK(cudaEventRecord(c[0], st));
+          c[0].record(st);
           CUDA_CHECK(cudaMemcpyAsync(engine.d_y(), engine.d_x(), n * sizeof(float), cudaMemcpyDeviceToDevice, st));
-          CUDA_CHECK(cudaEventRecord(c[1], st));
-          CUDA_CHECK(cudaEventSynchronize(c[1]));
-          CUDA_CHECK(cudaEventElapsedTime(&one_ms, c[0], c[1]));
+          c[1].record(st);
+          c[1].synchronize();
+          const float one_ms = c[1].ms_since(c[0]);
           const int copies = static_cast<int>(std::clamp(target_ms / std::max(one_ms, 1e-4f), 1.0, 100000.0));
           for (int r = 0; r < kPhaseReps; ++r) {
             const auto t0 = std::chrono::steady_clock::now();
-            CUDA_CHECK(cudaEventRecord(c[0], st));
+            c[0].record(st);
             for (int k = 0; k < copies; ++k)
               CUDA_CHECK(cudaMemcpyAsync(engine.d_y(), engine.d_x(), n * sizeof(float), cudaMemcpyDeviceToDevice, st));
-            CUDA_CHECK(cudaEventRecord(c[1], st));
+            c[1].record(st);
             CUDA_CHECK(cudaStreamSynchronize(st));
-            CUDA_CHECK(cudaEventRecord(c[2], st));
+            c[2].record(st);
             const double host_ms = ms_since(t0);
-            CUDA_CHECK(cudaEventSynchronize(c[2]));
-            float span = 0;
-            CUDA_CHECK(cudaEventElapsedTime(&span, c[0], c[2]));
-            control.push_back(host_ms - span);
+            c[2].synchronize();
+            control.push_back(host_ms - c[2].ms_since(c[0]));
           }
-          for (auto& e : c) CUDA_CHECK(cudaEventDestroy(e));
         }
         std::vector<course::Cell> row = {std::string(v->name),
                                          std::string(v->name == "reuse_staged" ? "copy_x holds x and y (one pipeline)" : ""),
@@ -262,14 +258,12 @@ int main(int argc, char** argv) {
       progress.step("device arrays n=" + course::format_size(n));
       {
         course::DeviceBuffer<float> d_x(in.x), d_y(in.y);
-        cudaStream_t user = nullptr;
-        CUDA_CHECK(cudaStreamCreateWithFlags(&user, cudaStreamNonBlocking));
+        const course::Stream user;  // the caller's own stream, as a library user's would be
         float got = ch07::dot_device(engine, d_x.data(), d_y.data(), n, user);
         const course::Verdict before = course::check_dot(got, in.ref);
         const auto samples = course::time_cpu_ms([&] { got = ch07::dot_device(engine, d_x.data(), d_y.data(), n, user); },
                                                  opt.warmup, reps);
         const course::Verdict after = course::check_dot(got, in.ref);
-        CUDA_CHECK(cudaStreamDestroy(user));
         add_row("device_arrays", "x, y already on the GPU; result on the host", n, course::summarize(samples),
                 after.rel_error, before.ok && after.ok);
       }

@@ -4,8 +4,9 @@
 // The kernel is chapter 10's dot<X, Y, Acc> (single pass, tagged partials, deterministic; each input
 // read at its own width; int8 · int8 exact through __dp4a and a 64-bit total), copied here because a
 // chapter depends on common/ and on nothing in another chapter. Chapter 10's text explains it; this
-// copy has no exercise holes. Per-context state (the tagged slots, a pinned result, the host form's
-// device buffers) lives in a table keyed by the engine, made on a context's first typed call.
+// copy has no exercise holes. Its grid comes from the occupancy API (TypedState::resident_grid).
+// Per-context state (the tagged slots, a pinned result, the host form's device buffers) is owned by
+// the engine (Engine::typed_state), made on a context's first typed call.
 
 #include <cuda/atomic>
 #include <cuda_bf16.h>
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -29,7 +31,9 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 using i8 = std::int8_t;
-constexpr unsigned kBlock = 1024;
+// Threads per block of the typed single pass (chapter 06's version 12); the two-pass float dot of
+// library.cu has its own, kDotBlock.
+constexpr unsigned kTypedBlock = 1024;
 constexpr unsigned kWarp = 32;
 constexpr unsigned kFullMask = 0xffffffffu;
 
@@ -170,7 +174,7 @@ __device__ __forceinline__ T shfl_down(T v, unsigned offset) {
 
 template <class A>
 __device__ __forceinline__ A block_sum(A v) {
-  __shared__ alignas(8) unsigned char s_raw[kBlock / kWarp * 8];
+  __shared__ alignas(8) unsigned char s_raw[kTypedBlock / kWarp * 8];
   A* s_warp = reinterpret_cast<A*>(s_raw);
   const unsigned lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
 #pragma unroll
@@ -178,7 +182,7 @@ __device__ __forceinline__ A block_sum(A v) {
   if (lane == 0) s_warp[warp] = v;
   __syncthreads();
   if (warp == 0) {
-    v = lane < kBlock / kWarp ? s_warp[lane] : A(0);
+    v = lane < kTypedBlock / kWarp ? s_warp[lane] : A(0);
 #pragma unroll
     for (unsigned o = kWarp / 2; o > 0; o /= 2) v += shfl_down(v, o);
   }
@@ -186,12 +190,12 @@ __device__ __forceinline__ A block_sum(A v) {
 }
 
 template <class X, class Y>
-__global__ void __launch_bounds__(kBlock, 2)
+__global__ void __launch_bounds__(kTypedBlock, 2)
     typed_dot_kernel(const X* __restrict__ x, const Y* __restrict__ y, std::size_t n, long long head,
                      unsigned long long* tagged, unsigned tag, double* __restrict__ result) {
   using A = Acc<X, Y>;
   constexpr int kWords = sizeof(A) <= 4 ? 1 : 2;
-  const std::size_t thread = blockIdx.x * std::size_t{kBlock} + threadIdx.x, threads = std::size_t{gridDim.x} * kBlock;
+  const std::size_t thread = blockIdx.x * std::size_t{kTypedBlock} + threadIdx.x, threads = std::size_t{gridDim.x} * kTypedBlock;
   A sum;
   if constexpr (std::is_same_v<X, i8> && std::is_same_v<Y, i8>) sum = thread_dot_i8(x, y, n, head, thread, threads);
   else sum = thread_dot<X, Y, A>(x, y, n, head, thread, threads);
@@ -213,7 +217,7 @@ __global__ void __launch_bounds__(kBlock, 2)
   }
   __syncthreads();
   A others = 0;
-  for (unsigned b = threadIdx.x; b < last; b += kBlock) {
+  for (unsigned b = threadIdx.x; b < last; b += kTypedBlock) {
     unsigned words[2] = {0, 0};
     for (int w = 0; w < kWords; ++w) {
       cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> slot(tagged[2 * b + w]);
@@ -232,7 +236,8 @@ __global__ void __launch_bounds__(kBlock, 2)
 /// What one engine's typed calls keep between calls.
 struct TypedState {
   explicit TypedState(course::Context& gpu)
-      : grid_max(std::min<int>(static_cast<int>(kBlock), 2 * gpu.facts().sm_count)),
+      : sm_count(gpu.facts().sm_count),
+        grid_max(std::min<int>(static_cast<int>(kTypedBlock), 2 * sm_count)),
         tagged(2 * static_cast<std::size_t>(grid_max)),
         h_result(1) {
     CUDA_CHECK(cudaMemsetAsync(tagged.data(), 0, tagged.bytes(), gpu.stream()));
@@ -245,7 +250,25 @@ struct TypedState {
     }
     return tag;
   }
-  int grid_max;
+  /// The largest grid of `kernel` whose blocks are all resident at once: the last block spins on the
+  /// others' slots, so a block left waiting for an SM would never come. __launch_bounds__(kTypedBlock, 2)
+  /// only caps the registers; shared memory, or a card that holds 1536 threads per SM, can hold fewer.
+  /// So ask the occupancy API, once per kernel on this engine's device (as chapter 06's version 12 does).
+  int resident_grid(const void* kernel) {
+    auto it = resident.find(kernel);
+    if (it == resident.end()) {
+      int per_sm = 0;
+      CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, static_cast<int>(kTypedBlock), 0));
+      if (per_sm < 1)
+        throw course::CudaError(cudaErrorLaunchOutOfResources, "typed_dot_kernel: not one block of " +
+                                                                   std::to_string(kTypedBlock) + " threads fits on an SM");
+      it = resident.emplace(kernel, std::min(grid_max, std::min(2, per_sm) * sm_count)).first;
+    }
+    return it->second;
+  }
+  int sm_count;
+  int grid_max;  ///< the most tagged slots: two blocks per SM, at most one per thread of the last block
+  std::map<const void*, int> resident;  ///< resident_grid's answers, per kernel
   course::DeviceBuffer<unsigned long long> tagged;
   /// The kernel writes the result here itself: pinned memory is reachable from a kernel through the
   /// same pointer under unified addressing (every 64-bit process), so no copy back is queued.
@@ -286,11 +309,12 @@ template <class X, class Y>
 void launch(TypedState& st, const void* d_x, const void* d_y, std::size_t n, cudaStream_t stream) {
   constexpr int V = kPack<X, Y>;
   const long long head = vector_head(d_x, sizeof(X), d_y, sizeof(Y), V, n);
-  const std::size_t per_block = std::size_t{kBlock} * V * kUnroll<X, Y>;
+  const std::size_t per_block = std::size_t{kTypedBlock} * V * kUnroll<X, Y>;
+  const int grid = st.resident_grid(reinterpret_cast<const void*>(typed_dot_kernel<X, Y>));
   const unsigned blocks = static_cast<unsigned>(
-      std::min<std::size_t>(std::max<std::size_t>(1, (n + per_block - 1) / per_block), static_cast<std::size_t>(st.grid_max)));
+      std::min<std::size_t>(std::max<std::size_t>(1, (n + per_block - 1) / per_block), static_cast<std::size_t>(grid)));
   const unsigned tag = st.next_tag(stream);
-  typed_dot_kernel<X, Y><<<blocks, kBlock, 0, stream>>>(static_cast<const X*>(d_x), static_cast<const Y*>(d_y), n, head,
+  typed_dot_kernel<X, Y><<<blocks, kTypedBlock, 0, stream>>>(static_cast<const X*>(d_x), static_cast<const Y*>(d_y), n, head,
                                                         st.tagged.data(), tag, st.h_result.data());
   CUDA_CHECK_LAUNCH("typed_dot_kernel");
 }

@@ -2,16 +2,18 @@
 //
 // A boundary: every function catches every exception and turns it into a status code and a
 // message (no C++ exception may unwind through a C, Python or Go caller), checks what C can
-// check (null pointers, sizes, live handles), and locks the context around its work.
+// check (null pointers, sizes, live handles), and locks the context around its work. A call holds
+// the context it works on (live_handles), so destroying it from another thread is safe.
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <stdexcept>
 #include <string>
-#include <unordered_set>
+#include <unordered_map>
 #include <utility>
 
 #include "course/check.hpp"
@@ -29,19 +31,25 @@ namespace {
 thread_local std::string t_last_error;
 
 // [live_handles]
-// Every live handle, so that a destroyed (or never created) one is refused instead of used. A
-// process-wide set is right here: handles are process-wide, not per device.
+// Every live handle, with the one owner the library keeps of it, so that a destroyed (or never
+// created) handle is refused instead of used. A call takes a copy of the owner under the registry's
+// lock (acquire), so a destroy on another thread only removes the registry's copy: the context dies
+// when the last call that holds it returns, never under a call. A process-wide table is right here:
+// handles are process-wide, not per device.
+using Owner = std::shared_ptr<dotcourse_context>;
 std::mutex& live_mutex() {
   static std::mutex m;
   return m;
 }
-std::unordered_set<const dotcourse_context*>& live() {
-  static std::unordered_set<const dotcourse_context*> set;
-  return set;
+std::unordered_map<const dotcourse_context*, Owner>& live() {
+  static std::unordered_map<const dotcourse_context*, Owner> table;
+  return table;
 }
-bool is_live(const dotcourse_context* ctx) {
+Owner acquire(const dotcourse_context* ctx) {
+  if (ctx == nullptr) return nullptr;
   std::lock_guard<std::mutex> guard(live_mutex());
-  return ctx != nullptr && live().count(ctx) == 1;
+  const auto it = live().find(ctx);
+  return it == live().end() ? nullptr : it->second;
 }
 // [live_handles]
 
@@ -89,20 +97,21 @@ void need(const void* p, const char* function, const char* what) {
   (void)function;
 }
 
-void need_live(const dotcourse_context* ctx) {
-  if (ctx == nullptr) throw std::invalid_argument("context is NULL");
-  if (!is_live(ctx)) throw std::invalid_argument("not a live context (destroyed, or never created)");
-}
-
-// need_live throws std::invalid_argument; this maps it to INVALID_HANDLE before guarded sees it.
+// Runs body(engine) on a live context, which the call holds until it returns (see live_handles).
+// A handle that is NULL or not live is INVALID_HANDLE; everything else maps as guarded does.
 template <class Body>
 dotcourse_status with_context(const char* function, const dotcourse_context* ctx, Body&& body) noexcept {
+  Owner held;
   try {
-    need_live(ctx);
-  } catch (const std::invalid_argument& e) {
-    return fail(DOTCOURSE_ERROR_INVALID_HANDLE, std::string(function) + ": " + e.what());
+    held = acquire(ctx);
+  } catch (...) {  // std::system_error from the mutex: nothing else can throw here
+    return fail(DOTCOURSE_ERROR_INTERNAL, std::string(function) + ": could not lock the handle table");
   }
-  return guarded(function, std::forward<Body>(body));
+  if (!held)
+    return fail(DOTCOURSE_ERROR_INVALID_HANDLE,
+                std::string(function) + (ctx == nullptr ? ": context is NULL"
+                                                        : ": not a live context (destroyed, or never created)"));
+  return guarded(function, [&] { body(held->engine); });
 }
 
 }  // namespace
@@ -110,10 +119,10 @@ dotcourse_status with_context(const char* function, const dotcourse_context* ctx
 // The typed entry points (typed.cu) share this file's handle table and error mapping.
 dotcourse_status ch07::with_engine(const char* function, dotcourse_context* ctx,
                                    const std::function<void(Engine&)>& body) noexcept {
-  return with_context(function, ctx, [&] {
-    std::lock_guard<std::mutex> guard(ctx->engine.lock);
-    ctx->engine.gpu().activate();
-    body(ctx->engine);
+  return with_context(function, ctx, [&](ch07::Engine& e) {
+    std::lock_guard<std::mutex> guard(e.lock);
+    e.gpu().activate();
+    body(e);
   });
 }
 dotcourse_status ch07::guarded_call(const char* function, const std::function<void()>& body) noexcept {
@@ -144,10 +153,10 @@ DOTCOURSE_API dotcourse_status dotcourse_create(int device, size_t n_max, dotcou
   if (out == nullptr) return fail(DOTCOURSE_ERROR_INVALID_ARGUMENT, "dotcourse_create: out is NULL");
   *out = nullptr;
   return guarded("dotcourse_create", [&] {
-    auto* ctx = new dotcourse_context(device, n_max);
+    auto ctx = std::make_shared<dotcourse_context>(device, n_max);
     std::lock_guard<std::mutex> guard(live_mutex());
-    live().insert(ctx);
-    *out = ctx;
+    live().emplace(ctx.get(), ctx);
+    *out = ctx.get();
   });
 }
 
@@ -157,75 +166,83 @@ DOTCOURSE_API dotcourse_status dotcourse_destroy(dotcourse_context* ctx) {
     t_last_error.clear();
     return DOTCOURSE_OK;
   }
+  Owner doomed;
   // BEGIN SOLUTION
   {
     std::lock_guard<std::mutex> guard(live_mutex());
-    if (live().erase(ctx) == 0)
+    const auto it = live().find(ctx);
+    if (it == live().end())
       return fail(DOTCOURSE_ERROR_INVALID_HANDLE, "dotcourse_destroy: not a live context (destroyed twice?)");
+    doomed = std::move(it->second);
+    live().erase(it);
   }
-  return guarded("dotcourse_destroy", [&] {
-    { std::lock_guard<std::mutex> wait_for_calls(ctx->engine.lock); }  // a call in flight finishes first
-    delete ctx;  // the engine's destructors free the arena, the pinned memory, the threads, the stream
-  });
   // STUB
-  //> // TODO(student): exercise 1b. Remove ctx from live() (under live_mutex(); a handle that is not
-  //> // there is DOTCOURSE_ERROR_INVALID_HANDLE), then delete it inside guarded(...).
-  //> return DOTCOURSE_OK;
+  //> // TODO(student): exercise 1b. What must hold after this block: ctx is no longer live (every later
+  //> // call with it, a second destroy included, gets DOTCOURSE_ERROR_INVALID_HANDLE), and `doomed`
+  //> // holds the last reference the table had, so the context is freed below, or by a call still
+  //> // running on another thread when that call returns. A ctx that is not live gets
+  //> // DOTCOURSE_ERROR_INVALID_HANDLE with a message and touches nothing. live() is read and changed
+  //> // only under live_mutex(). Tests: "ch07 context: create dot destroy and a destroyed handle is
+  //> // refused", "ch07 context: two hundred create and destroy cycles leak nothing", "ch07 threads:
+  //> // destroying a context while other threads call it".
   // END SOLUTION
+  // The last owner frees the engine (arena, pinned memory, threads, stream): `doomed` here, or a call
+  // still running on another thread, which holds its own copy until it returns.
+  return guarded("dotcourse_destroy", [&] { doomed.reset(); });
 }
 // [destroy]
 
 DOTCOURSE_API dotcourse_status dotcourse_n_max(const dotcourse_context* ctx, size_t* n_max) {
-  return with_context("dotcourse_n_max", ctx, [&] {
+  return with_context("dotcourse_n_max", ctx, [&](ch07::Engine& e) {
     need(n_max, "dotcourse_n_max", "n_max");
-    *n_max = ctx->engine.n_max();
+    *n_max = e.n_max();
   });
 }
 
 // [c_dot]
 DOTCOURSE_API dotcourse_status dotcourse_dot(dotcourse_context* ctx, const float* x, const float* y, size_t n,
                                              float* result) {
-  return with_context("dotcourse_dot", ctx, [&] {
+  return with_context("dotcourse_dot", ctx, [&](ch07::Engine& e) {
     need(result, "dotcourse_dot", "result");
     if (n > 0) {
       need(x, "dotcourse_dot", "x");
       need(y, "dotcourse_dot", "y");
     }
-    std::lock_guard<std::mutex> guard(ctx->engine.lock);  // one call at a time on this context
-    ctx->engine.gpu().activate();                         // this thread may have used another device
-    *result = ch07::dot_host(ctx->engine, x, y, n);
+    std::lock_guard<std::mutex> guard(e.lock);  // one call at a time on this context
+    e.gpu().activate();                         // this thread may have used another device
+    *result = ch07::dot_host(e, x, y, n);
   });
 }
 // [c_dot]
 
 // [c_register]
 DOTCOURSE_API dotcourse_status dotcourse_host_register(dotcourse_context* ctx, const void* p, size_t bytes) {
-  return with_context("dotcourse_host_register", ctx, [&] {
+  return with_context("dotcourse_host_register", ctx, [&](ch07::Engine& e) {
     need(p, "dotcourse_host_register", "p");
-    std::lock_guard<std::mutex> guard(ctx->engine.lock);
-    ctx->engine.register_host(p, bytes);
+    std::lock_guard<std::mutex> guard(e.lock);
+    e.register_host(p, bytes);
   });
 }
 
 DOTCOURSE_API dotcourse_status dotcourse_host_unregister(dotcourse_context* ctx, const void* p) {
-  return with_context("dotcourse_host_unregister", ctx, [&] {
+  return with_context("dotcourse_host_unregister", ctx, [&](ch07::Engine& e) {
     need(p, "dotcourse_host_unregister", "p");
-    std::lock_guard<std::mutex> guard(ctx->engine.lock);  // no copy from p is in flight after this
-    ctx->engine.unregister_host(p);
+    std::lock_guard<std::mutex> guard(e.lock);  // no copy from p is in flight after this
+    e.unregister_host(p);
   });
 }
 // [c_register]
 
 DOTCOURSE_API dotcourse_status dotcourse_dot_device(dotcourse_context* ctx, const float* d_x, const float* d_y,
                                                     size_t n, void* stream, float* result) {
-  return with_context("dotcourse_dot_device", ctx, [&] {
+  return with_context("dotcourse_dot_device", ctx, [&](ch07::Engine& e) {
     need(result, "dotcourse_dot_device", "result");
     if (n > 0) {
       need(d_x, "dotcourse_dot_device", "d_x");
       need(d_y, "dotcourse_dot_device", "d_y");
     }
-    std::lock_guard<std::mutex> guard(ctx->engine.lock);
-    *result = ch07::dot_device(ctx->engine, d_x, d_y, n, static_cast<cudaStream_t>(stream));
+    std::lock_guard<std::mutex> guard(e.lock);
+    *result = ch07::dot_device(e, d_x, d_y, n, static_cast<cudaStream_t>(stream));
   });
 }
 

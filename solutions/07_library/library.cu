@@ -35,12 +35,12 @@ constexpr unsigned kFullMask = 0xffffffffu;
 // The block's sum in a fixed order: shuffles within each warp, the warps' sums through shared
 // memory, shuffles again in warp 0. The same inputs give the same bits on every run.
 __device__ float block_sum(float v) {
-  __shared__ float s_warp[kBlock / kWarp];
+  __shared__ float s_warp[kDotBlock / kWarp];
   for (int offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_down_sync(kFullMask, v, offset);
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   if (lane == 0) s_warp[warp] = v;
   __syncthreads();
-  v = threadIdx.x < kBlock / kWarp ? s_warp[threadIdx.x] : 0.0f;
+  v = threadIdx.x < kDotBlock / kWarp ? s_warp[threadIdx.x] : 0.0f;
   if (warp == 0)
     for (int offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_down_sync(kFullMask, v, offset);
   return v;
@@ -52,8 +52,8 @@ __device__ float block_sum(float v) {
 // tail by the first threads, one partial per block. No atomics: the grid depends only on n and
 // the device, so the order of every addition is fixed.
 template <bool Vec4>
-__global__ void __launch_bounds__(kBlock) dot_partials(const float* __restrict__ x, const float* __restrict__ y,
-                                                       std::size_t n, float* __restrict__ partials) {
+__global__ void __launch_bounds__(kDotBlock) dot_partials(const float* __restrict__ x, const float* __restrict__ y,
+                                                          std::size_t n, float* __restrict__ partials) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   const std::size_t tid = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   float sum = 0.0f;
@@ -74,8 +74,8 @@ __global__ void __launch_bounds__(kBlock) dot_partials(const float* __restrict__
 }
 
 // Pass 2: one block adds the partials in a fixed order and writes the result.
-__global__ void __launch_bounds__(kBlock) dot_finish(const float* __restrict__ partials, int count,
-                                                     float* __restrict__ result) {
+__global__ void __launch_bounds__(kDotBlock) dot_finish(const float* __restrict__ partials, int count,
+                                                        float* __restrict__ result) {
   float sum = 0.0f;
   for (int i = threadIdx.x; i < count; i += blockDim.x) sum += partials[i];
   sum = block_sum(sum);
@@ -88,11 +88,11 @@ bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15
 }  // namespace
 
 int dot_max_blocks(course::Context& gpu) {
-  // The block size is fixed (kBlock); as many blocks as the SMs hold at once, at most 1024 so the
+  // The block size is fixed (kDotBlock); as many blocks as the SMs hold at once, at most 1024 so the
   // second pass is short.
   int per_sm = 0;
   gpu.activate();
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dot_partials<true>, kBlock, 0));
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dot_partials<true>, kDotBlock, 0));
   return std::clamp(per_sm * gpu.facts().sm_count, 1, 1024);
 }
 
@@ -105,13 +105,13 @@ void launch_dot(const float* d_x, const float* d_y, std::size_t n, float* d_part
   }
   const bool vec4 = aligned16(d_x) && aligned16(d_y);
   const std::size_t items = vec4 ? std::max<std::size_t>(n / 4, 1) : n;
-  const int grid = static_cast<int>(std::min<std::size_t>(max_blocks, (items + kBlock - 1) / kBlock));
+  const int grid = static_cast<int>(std::min<std::size_t>(max_blocks, (items + kDotBlock - 1) / kDotBlock));
   if (vec4)
-    dot_partials<true><<<grid, kBlock, 0, stream>>>(d_x, d_y, n, d_partials);
+    dot_partials<true><<<grid, kDotBlock, 0, stream>>>(d_x, d_y, n, d_partials);
   else
-    dot_partials<false><<<grid, kBlock, 0, stream>>>(d_x, d_y, n, d_partials);
+    dot_partials<false><<<grid, kDotBlock, 0, stream>>>(d_x, d_y, n, d_partials);
   CUDA_CHECK_LAUNCH("dot_partials");
-  dot_finish<<<1, kBlock, 0, stream>>>(d_partials, grid, d_result);
+  dot_finish<<<1, kDotBlock, 0, stream>>>(d_partials, grid, d_result);
   CUDA_CHECK_LAUNCH("dot_finish");
 }
 // [launch_dot]
@@ -280,27 +280,30 @@ bool spin_until(Ready ready) {
 }  // namespace
 
 Stager::Stager(course::Context& gpu, int threads, std::size_t chunk)
-    : gpu_(gpu), chunk_(std::max<std::size_t>(chunk, 1024)), slots_(static_cast<std::size_t>(std::max(1, threads))) {
-  gpu_.activate();
+    : gpu_(gpu), chunk_(std::max<std::size_t>(chunk, 1024)) {
+  gpu_.activate();  // the slots' events and pinned chunks belong to this device
+  slots_.resize(static_cast<std::size_t>(std::max(1, threads)));
   for (Slot& s : slots_)
-    for (int k = 0; k < 2; ++k) {
-      s.chunk[k] = course::PinnedBuffer<float>(chunk_);
-      CUDA_CHECK(cudaEventCreateWithFlags(&s.done[k], cudaEventDisableTiming));
-    }
-  for (int w = 1; w < threads; ++w) workers_.emplace_back([this, w] { worker_loop(w); });
+    for (auto& c : s.chunk) c = course::PinnedBuffer<float>(chunk_);
+  try {
+    for (int w = 1; w < threads; ++w) workers_.emplace_back([this, w] { worker_loop(w); });
+  } catch (...) {
+    stop_workers();  // a joinable std::thread destroyed unjoined would end the process
+    throw;
+  }
 }
 
-Stager::~Stager() {
+void Stager::stop_workers() noexcept {
   {
     std::lock_guard<std::mutex> guard(mutex_);
     stop_ = true;
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
-  for (Slot& s : slots_)
-    for (cudaEvent_t e : s.done)
-      if (e != nullptr) cudaEventDestroy(e);
+  workers_.clear();
 }
+
+Stager::~Stager() { stop_workers(); }
 
 // [stager_work]
 // Worker w takes pieces w, w + used, w + 2·used, ...: it waits until the copy that last used its
@@ -384,21 +387,14 @@ void Stager::run(const std::vector<Piece>& pieces) {
 // ---- Phase events ------------------------------------------------------------------------------
 
 PhaseEvents::PhaseEvents(cudaStream_t stream) : stream_(stream) {
-  for (auto& e : events_) CUDA_CHECK(cudaEventCreate(&e));
+  events_.reserve(kPhases + 1);
+  for (int k = 0; k <= kPhases; ++k) events_.emplace_back();
 }
-PhaseEvents::~PhaseEvents() {
-  for (auto& e : events_)
-    if (e != nullptr) cudaEventDestroy(e);
-}
-void PhaseEvents::mark(int boundary) { CUDA_CHECK(cudaEventRecord(events_[boundary], stream_)); }
+void PhaseEvents::mark(int boundary) { events_[static_cast<std::size_t>(boundary)].record(stream_); }
 std::vector<double> PhaseEvents::phase_ms() {
-  CUDA_CHECK(cudaEventSynchronize(events_[kPhases]));
+  events_[kPhases].synchronize();
   std::vector<double> ms;
-  for (int k = 0; k < kPhases; ++k) {
-    float t = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&t, events_[k], events_[k + 1]));
-    ms.push_back(t);
-  }
+  for (std::size_t k = 0; k < kPhases; ++k) ms.push_back(events_[k + 1].ms_since(events_[k]));
   return ms;
 }
 
@@ -408,30 +404,28 @@ namespace {
 
 // [alloc_per_call]
 // The first program: every call allocates, copies, computes, copies back and frees. Three
-// cudaMalloc and three cudaFree per call, and cudaFree waits for the whole device.
+// cudaMalloc and three cudaFree per call, and cudaFree waits for the whole device. The buffers are
+// owners (DeviceBuffer): a call that fails half way, out of memory say, frees what it allocated.
 float dot_alloc_per_call(Engine& e, const float* x, const float* y, std::size_t n, PhaseEvents* clock) {
   if (n == 0) return 0.0f;
   course::Context& gpu = e.gpu();
   cudaStream_t stream = gpu.stream();
   const std::size_t bytes = n * sizeof(float);
-  float *d_x = nullptr, *d_y = nullptr, *d_scratch = nullptr;
   mark(clock, 0);
-  CUDA_CHECK(cudaMalloc(&d_x, bytes));
-  CUDA_CHECK(cudaMalloc(&d_y, bytes));
-  CUDA_CHECK(cudaMalloc(&d_scratch, (static_cast<std::size_t>(e.max_blocks()) + 1) * sizeof(float)));
+  course::DeviceBuffer<float> d_x(n), d_y(n), d_scratch(static_cast<std::size_t>(e.max_blocks()) + 1);
   mark(clock, 1);
-  CUDA_CHECK(cudaMemcpyAsync(d_x, x, bytes, cudaMemcpyHostToDevice, stream));
+  CUDA_CHECK(cudaMemcpyAsync(d_x.data(), x, bytes, cudaMemcpyHostToDevice, stream));
   mark(clock, 2);
-  CUDA_CHECK(cudaMemcpyAsync(d_y, y, bytes, cudaMemcpyHostToDevice, stream));
+  CUDA_CHECK(cudaMemcpyAsync(d_y.data(), y, bytes, cudaMemcpyHostToDevice, stream));
   mark(clock, 3);
-  launch_dot(d_x, d_y, n, d_scratch + 1, e.max_blocks(), d_scratch, stream);
+  launch_dot(d_x.data(), d_y.data(), n, d_scratch.data() + 1, e.max_blocks(), d_scratch.data(), stream);
   mark(clock, 4);
-  CUDA_CHECK(cudaMemcpyAsync(e.h_result(), d_scratch, sizeof(float), cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaMemcpyAsync(e.h_result(), d_scratch.data(), sizeof(float), cudaMemcpyDeviceToHost, stream));
   mark(clock, 5);
   CUDA_CHECK(cudaStreamSynchronize(stream));
-  CUDA_CHECK(cudaFree(d_x));
-  CUDA_CHECK(cudaFree(d_y));
-  CUDA_CHECK(cudaFree(d_scratch));
+  d_x = course::DeviceBuffer<float>();  // the three cudaFree, here, inside the last phase
+  d_y = course::DeviceBuffer<float>();
+  d_scratch = course::DeviceBuffer<float>();
   mark(clock, 6);
   return *e.h_result();
 }

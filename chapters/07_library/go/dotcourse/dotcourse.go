@@ -102,7 +102,10 @@ func Version() string { return C.GoString(C.dotcourse_version()) }
 
 // Context is one GPU context of the library, for vectors of up to NMax elements. Close it.
 type Context struct {
-	mu   sync.Mutex // guards ptr against Close racing a call (the library locks the calls themselves)
+	// Read-held for the whole of every call, so Close (which write-holds it) waits for the calls in
+	// flight and no call starts with a handle Close is destroying. The library locks the calls
+	// themselves against each other; this lock only orders them against Close.
+	mu   sync.RWMutex
 	ptr  *C.dotcourse_context
 	nMax int
 }
@@ -124,7 +127,8 @@ func New(device int, nMax int) (*Context, error) {
 // NMax is the largest n the context accepts.
 func (c *Context) NMax() int { return c.nMax }
 
-// Close destroys the context. Closing twice is not an error.
+// Close destroys the context, after the calls already running on it return; calls made after it
+// get ErrInvalidHandle. Closing twice is not an error.
 func (c *Context) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -144,9 +148,9 @@ func (c *Context) Dot(x, y []float32) (float32, error) {
 		return 0, &Error{Status: InvalidArgument,
 			Message: fmt.Sprintf("x has %d elements and y has %d: a dot product needs equal lengths", len(x), len(y))}
 	}
-	c.mu.Lock()
+	c.mu.RLock()
+	defer c.mu.RUnlock() // held across the C call: Close cannot destroy ptr under it
 	ptr := c.ptr
-	c.mu.Unlock()
 	if ptr == nil {
 		return 0, &Error{Status: InvalidHandle, Message: "the context is closed"}
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 )
 
 // gpuWhy is empty when a context can be created; else the reason the GPU tests skip.
@@ -176,6 +177,67 @@ func TestGoroutines(t *testing.T) {
 		close(errs)
 		for err := range errs {
 			t.Errorf("one context per goroutine = %v: %v", perGoroutine, err)
+		}
+	}
+}
+
+// Close on one goroutine while others are inside Dot on the same Context: every call returns the
+// right answer or ErrInvalidHandle, none uses a destroyed handle (Dot holds the Context's read lock
+// across the C call, Close its write lock). Before that, Dot read the pointer under the lock and
+// called C without it, so Close could destroy the context under a call.
+func TestCloseWhileGoroutinesCall(t *testing.T) {
+	needGPU(t)
+	const callers, rounds = 4, 20
+	small, bigX := make([]float32, 1000), make([]float32, 70000) // the direct copy and the staged one
+	for i := range small {
+		small[i] = 1
+	}
+	for i := range bigX {
+		bigX[i] = 1
+	}
+	for round := 0; round < rounds; round++ {
+		c, err := New(0, len(bigX))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var ready sync.WaitGroup
+		ready.Add(callers)
+		errs := make(chan error, callers)
+		for g := 0; g < callers; g++ {
+			wg.Add(1)
+			go func(g int) {
+				defer wg.Done()
+				ready.Done()
+				for call := 0; ; call++ {
+					v := small
+					if (g+call)%2 == 1 {
+						v = bigX
+					}
+					got, err := c.Dot(v, v)
+					if errors.Is(err, ErrInvalidHandle) {
+						return // closed: every later call is refused too
+					}
+					if err != nil {
+						errs <- fmt.Errorf("round %d goroutine %d call %d: %v", round, g, call, err)
+						return
+					}
+					if got != float32(len(v)) {
+						errs <- fmt.Errorf("round %d goroutine %d call %d: got %g want %d", round, g, call, got, len(v))
+						return
+					}
+				}
+			}(g)
+		}
+		ready.Wait()
+		time.Sleep(time.Duration(50*(round%10)) * time.Microsecond)
+		if err := c.Close(); err != nil {
+			t.Errorf("round %d: Close: %v", round, err)
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
 		}
 	}
 }
