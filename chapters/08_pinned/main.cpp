@@ -35,6 +35,7 @@
 #include "course/random.hpp"
 #include "course/reference.hpp"
 #include "course/stats.hpp"
+#include "course/stream.hpp"
 #include "course/table.hpp"
 #include "course/thread_pool.hpp"
 #include "course/timer.hpp"
@@ -42,7 +43,6 @@
 
 namespace {
 
-using Version = course::Version<ch08::PathFactory>;
 // This chapter's measurement table: the shared columns, with pct_roofline renamed pct_link. Here
 // the percentage is of this run's pinned host-to-device bandwidth (the link as measured), not of
 // the card's read roofline, and one name means one thing across the course.
@@ -61,27 +61,9 @@ const std::vector<std::string>& link_screen_columns() {
   return cols;
 }
 
+using Version = course::Version<ch08::PathFactory>;
 constexpr std::size_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
 constexpr long long kHoldTimeoutNs = 2'000'000'000;  // a hold never outlives 2 s, whatever happens
-
-// A stream of our own for the second direction of "both" (the context's stream takes the first).
-struct Stream {
-  Stream() { CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
-  ~Stream() { cudaStreamDestroy(s); }
-  cudaStream_t s = nullptr;
-};
-
-struct Event {
-  Event() { CUDA_CHECK(cudaEventCreate(&e)); }
-  ~Event() { cudaEventDestroy(e); }
-  cudaEvent_t e = nullptr;
-};
-
-float elapsed(const Event& a, const Event& b) {
-  float ms = 0;
-  CUDA_CHECK(cudaEventElapsedTime(&ms, a.e, b.e));
-  return ms;
-}
 
 // One copy size: milliseconds per copy (median of batches).
 double time_transfer(ch08::Path& path, const std::string& dir, std::size_t bytes, course::Context& ctx,
@@ -91,17 +73,17 @@ double time_transfer(ch08::Path& path, const std::string& dir, std::size_t bytes
   const int batches = 5;
   reps_out = reps * batches;
   std::vector<double> samples;
-  Event start, stop, stop2, forked;
+  course::Event start, stop, stop2, forked;
   auto issue = [&](bool h2d_dir, cudaStream_t st) { h2d_dir ? path.h2d(bytes, st) : path.d2h(bytes, st); };
   if (path.asynchronous()) {
     // [held_timing]
     for (int b = 0; b < batches + 1; ++b) {  // batch 0 warms up
       *flag = 0;
       ch08::hold_stream(flag, kHoldTimeoutNs, s);  // the stream waits here until the host lets go
-      CUDA_CHECK(cudaEventRecord(start.e, s));
+      CUDA_CHECK(cudaEventRecord(start, s));
       if (dir == "both") {
-        CUDA_CHECK(cudaEventRecord(forked.e, s));
-        CUDA_CHECK(cudaStreamWaitEvent(second, forked.e, 0));
+        CUDA_CHECK(cudaEventRecord(forked, s));
+        CUDA_CHECK(cudaStreamWaitEvent(second, forked, 0));
       }
       for (int r = 0; r < reps; ++r) {
         if (dir == "both") {
@@ -111,13 +93,13 @@ double time_transfer(ch08::Path& path, const std::string& dir, std::size_t bytes
           issue(dir == "h2d", s);
         }
       }
-      CUDA_CHECK(cudaEventRecord(stop.e, s));
-      if (dir == "both") CUDA_CHECK(cudaEventRecord(stop2.e, second));
+      CUDA_CHECK(cudaEventRecord(stop, s));
+      if (dir == "both") CUDA_CHECK(cudaEventRecord(stop2, second));
       *flag = 1;  // every copy is queued: let the stream go
       CUDA_CHECK(cudaStreamSynchronize(s));
       CUDA_CHECK(cudaStreamSynchronize(second));
-      double ms = elapsed(start, stop);
-      if (dir == "both") ms = std::max<double>(ms, elapsed(start, stop2));
+      double ms = stop.ms_since(start);
+      if (dir == "both") ms = std::max<double>(ms, stop2.ms_since(start));
       if (b > 0) samples.push_back(ms / reps);
     }
     // [held_timing]
@@ -125,11 +107,11 @@ double time_transfer(ch08::Path& path, const std::string& dir, std::size_t bytes
     const int n = std::min(reps, 20);
     for (int r = 0; r < n + 1; ++r) {
       path.reset(dir == "h2d", s);
-      CUDA_CHECK(cudaEventRecord(start.e, s));
+      CUDA_CHECK(cudaEventRecord(start, s));
       issue(dir == "h2d", s);
-      CUDA_CHECK(cudaEventRecord(stop.e, s));
+      CUDA_CHECK(cudaEventRecord(stop, s));
       CUDA_CHECK(cudaStreamSynchronize(s));
-      if (r > 0) samples.push_back(elapsed(start, stop));
+      if (r > 0) samples.push_back(stop.ms_since(start));
     }
     reps_out = n;
   }
@@ -236,7 +218,7 @@ int main(int argc, char** argv) {
     const int steps = 2 + static_cast<int>(selected.size() * 2) + 1;
     course::Progress progress(steps, "08_pinned", !opt.quiet);
     course::PinnedBuffer<int> flag(1);
-    Stream second;
+    course::Stream second;  // the second direction of "both" (the context's stream takes the first)
 
     // The two ceilings of this run: pinned H2D at 256 MiB, and the host's own pageable → pinned
     // memcpy with every core.
@@ -248,7 +230,7 @@ int main(int argc, char** argv) {
       auto pinned = course::find_version(ch08::paths(), "pinned")->run(ctx);
       pinned->prepare(bytes);
       int reps = 0;
-      pinned_h2d_gbps = course::gbps(static_cast<double>(bytes), time_transfer(*pinned, "h2d", bytes, ctx, second.s, flag.data(), reps));
+      pinned_h2d_gbps = course::gbps(static_cast<double>(bytes), time_transfer(*pinned, "h2d", bytes, ctx, second, flag.data(), reps));
       std::vector<unsigned char> pageable(bytes, 1);
       course::PinnedBuffer<unsigned char> staging(bytes);
       course::ThreadPool pool(cores);
@@ -297,7 +279,7 @@ int main(int argc, char** argv) {
         std::vector<double> xs, ts;
         for (std::size_t bytes : sweep_sizes) {
           int reps = 0;
-          const double ms = time_transfer(*path, dir, bytes, ctx, second.s, flag.data(), reps);
+          const double ms = time_transfer(*path, dir, bytes, ctx, second, flag.data(), reps);
           const double counted = dir == "both" ? 2.0 * bytes : static_cast<double>(bytes);
           sweep.add_row({std::string(v->name), dir, static_cast<long long>(bytes), static_cast<long long>(reps), ms,
                          course::gbps(counted, ms), static_cast<long long>(path->asynchronous() ? 1 : 0)});

@@ -188,11 +188,12 @@ float device_dot(course::Context& ctx, const float* d_x, const float* d_y, std::
 
 void parallel_memcpy(course::ThreadPool& pool, void* dst, const void* src, std::size_t bytes) {
   const unsigned parts = pool.size();
-  // Slices of whole 4 KiB pages, so no two threads write one page.
-  const std::size_t pages = (bytes + 4095) / 4096;
+  // Slices of whole pages (the system's size: not 4 KiB everywhere), so no two threads write one page.
+  const std::size_t page = course::host_page_bytes();
+  const std::size_t pages = (bytes + page - 1) / page;
   pool.run([&](unsigned part) {
-    const std::size_t begin = std::min(bytes, pages * part / parts * 4096);
-    const std::size_t end = std::min(bytes, pages * (part + 1) / parts * 4096);
+    const std::size_t begin = std::min(bytes, pages * part / parts * page);
+    const std::size_t end = std::min(bytes, pages * (part + 1) / parts * page);
     if (end > begin)
       std::memcpy(static_cast<unsigned char*>(dst) + begin, static_cast<const unsigned char*>(src) + begin, end - begin);
   });
@@ -206,19 +207,13 @@ Stager::Stager(course::Context& ctx, unsigned threads, std::size_t chunk_bytes, 
   if (chunk_bytes == 0 || buffers < 2)
     throw course::UsageError("Stager: chunk_bytes must be > 0 and buffers >= 2 (one filling, one on the link)");
   ctx_.activate();
-  slots_.resize(static_cast<std::size_t>(buffers));
-  for (auto& s : slots_) {
-    s.host = course::PinnedBuffer<unsigned char>(chunk_bytes);
-    CUDA_CHECK(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming));
-  }
+  slots_.resize(static_cast<std::size_t>(buffers));  // each slot's event is made here (course::Event)
+  for (auto& s : slots_) s.host = course::PinnedBuffer<unsigned char>(chunk_bytes);
 }
 
 Stager::~Stager() {
-  for (auto& s : slots_) {
-    if (s.done == nullptr) continue;
-    cudaEventSynchronize(s.done);  // the last copy out of this buffer has finished reading it
-    cudaEventDestroy(s.done);
-  }
+  // The last copy out of each buffer has finished reading it before the buffer is freed.
+  for (auto& s : slots_) cudaEventSynchronize(s.done);
 }
 
 void Stager::parallel_copy(void* dst, const void* src, std::size_t bytes) { parallel_memcpy(pool_, dst, src, bytes); }
@@ -406,8 +401,9 @@ class Registered : public DeviceSide {
     // x and y, each registered where it lies; one registration for both when they share a page
     // (a page is locked once: a second registration of it fails).
     unsigned char* y = src_.data() + max_bytes_ / 2;
-    const bool share_page = (reinterpret_cast<std::uintptr_t>(src_.data() + bytes - 1) >> 12) >=
-                            (reinterpret_cast<std::uintptr_t>(y) >> 12);
+    const std::uintptr_t page = course::host_page_bytes();
+    const bool share_page = reinterpret_cast<std::uintptr_t>(src_.data() + bytes - 1) / page >=
+                            reinterpret_cast<std::uintptr_t>(y) / page;
     Registration rx(src_.data(), share_page ? max_bytes_ / 2 + bytes : bytes);
     Registration ry = share_page ? Registration() : Registration(y, bytes);
     CUDA_CHECK(cudaMemcpyAsync(d_buf_.data(), src_.data(), bytes, cudaMemcpyHostToDevice, ctx_.stream()));
@@ -431,19 +427,16 @@ class Mapped : public DeviceSide {
   using DeviceSide::DeviceSide;
   void prepare(std::size_t max_bytes) override {
     prepare_device(max_bytes);
-    CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&src_), max_bytes, cudaHostAllocMapped));
-    CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&dst_), max_bytes, cudaHostAllocMapped));
-    std::memset(src_, 0, max_bytes);
-    std::memset(dst_, 0, max_bytes);
-    CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&d_src_), src_, 0));
-    CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&d_dst_), dst_, 0));
+    // Owners, not raw pointers: a second prepare() frees the first one's memory, a failed one leaks nothing.
+    src_ = course::PinnedBuffer<unsigned char>(max_bytes, cudaHostAllocMapped);
+    dst_ = course::PinnedBuffer<unsigned char>(max_bytes, cudaHostAllocMapped);
+    std::memset(src_.data(), 0, max_bytes);
+    std::memset(dst_.data(), 0, max_bytes);
+    CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&d_src_), src_.data(), 0));
+    CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&d_dst_), dst_.data(), 0));
   }
-  ~Mapped() override {
-    if (src_ != nullptr) cudaFreeHost(src_);
-    if (dst_ != nullptr) cudaFreeHost(dst_);
-  }
-  unsigned char* src() override { return src_; }
-  unsigned char* dst() override { return dst_; }
+  unsigned char* src() override { return src_.data(); }
+  unsigned char* dst() override { return dst_.data(); }
   void h2d(std::size_t bytes, cudaStream_t stream) override {
     require_prepared(bytes, "h2d");
     sm_copy(d_buf_.data(), d_src_, bytes, ctx_, stream);
@@ -459,8 +452,7 @@ class Mapped : public DeviceSide {
   }
 
  private:
-  unsigned char* src_ = nullptr;
-  unsigned char* dst_ = nullptr;
+  course::PinnedBuffer<unsigned char> src_, dst_;
   unsigned char* d_src_ = nullptr;
   unsigned char* d_dst_ = nullptr;
 };

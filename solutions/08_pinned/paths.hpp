@@ -20,6 +20,7 @@
 #include "course/context.hpp"
 #include "course/pinned.hpp"
 #include "course/registry.hpp"
+#include "course/stream.hpp"
 #include "course/thread_pool.hpp"
 
 namespace ch08 {
@@ -71,7 +72,7 @@ class Stager {
  private:
   struct Slot {
     course::PinnedBuffer<unsigned char> host;
-    cudaEvent_t done = nullptr;  // recorded after the copy out of `host`: the buffer is free again
+    course::Event done{cudaEventDisableTiming};  // recorded after the copy out of `host`: the buffer is free again
   };
   /// The pool's threads copy [src, src + bytes) to dst, each a contiguous slice.
   void parallel_copy(void* dst, const void* src, std::size_t bytes);
