@@ -30,6 +30,7 @@
 #include "course/random.hpp"
 #include "course/reference.hpp"
 #include "course/stats.hpp"
+#include "course/stream.hpp"
 #include "course/table.hpp"
 #include "course/thread_pool.hpp"
 #include "course/timer.hpp"
@@ -37,7 +38,6 @@
 
 namespace {
 
-using Version = course::Version<ch09::Issue>;
 // This chapter's measurement table: the shared columns, with pct_roofline renamed pct_link. Here
 // the percentage is of this run's pinned host-to-device bandwidth (the link as measured), not of
 // the card's read roofline, and one name means one thing across the course.
@@ -56,6 +56,7 @@ const std::vector<std::string>& link_screen_columns() {
   return cols;
 }
 
+using Version = course::Version<ch09::Issue>;
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -134,9 +135,7 @@ double alone_ms(ch09::Pipeline& p, const ch09::Job& job, void (ch09::Pipeline::*
 // stream 1, forked and joined with events, event-timed on stream 0 (median). The yardstick assumes
 // that the link moves both directions at full speed together; this row shows whether this host does.
 double copies_together_ms(ch09::Pipeline& p, const ch09::Job& job) {
-  cudaEvent_t fork = nullptr, join = nullptr;
-  CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
-  CUDA_CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+  course::Event fork(cudaEventDisableTiming), join(cudaEventDisableTiming);
   const auto samples = course::time_gpu_ms(
       [&] {
         CUDA_CHECK(cudaEventRecord(fork, p.stream(0)));
@@ -149,8 +148,6 @@ double copies_together_ms(ch09::Pipeline& p, const ch09::Job& job) {
         CUDA_CHECK(cudaStreamWaitEvent(p.stream(0), join, 0));
       },
       2, 10, p.stream(0));
-  CUDA_CHECK(cudaEventDestroy(fork));
-  CUDA_CHECK(cudaEventDestroy(join));
   return course::summarize(samples).median;
 }
 

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "course/stream.hpp"
+
 namespace ch09 {
 
 /// Where an operation runs: the host-to-device copy engine, the SMs, the device-to-host engine.
@@ -36,7 +38,6 @@ struct Span {
 class Timeline {
  public:
   Timeline() = default;
-  ~Timeline();
   Timeline(const Timeline&) = delete;
   Timeline& operator=(const Timeline&) = delete;
 
@@ -56,7 +57,7 @@ class Timeline {
     int chunk;
   };
   cudaEvent_t event(std::size_t i);
-  std::vector<cudaEvent_t> events_;  // origin, then begin/end pairs
+  std::vector<course::Event> events_;  // origin, then begin/end pairs
   std::vector<Op> ops_;
 };
 

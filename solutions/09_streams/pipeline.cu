@@ -82,9 +82,11 @@ Pipeline::Pipeline(course::Context& ctx, std::size_t n_max, std::size_t max_chun
   d_partials_ = course::DeviceBuffer<float>(max_chunks * partial_stride_);
   h_partials_ = course::PinnedBuffer<float>(max_chunks * partial_stride_);
   streams_[0] = ctx_.stream();
-  for (int s = 1; s < kMaxStreams; ++s) CUDA_CHECK(cudaStreamCreateWithFlags(&streams_[s], cudaStreamNonBlocking));
-  CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
-  for (auto& e : joins_) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  own_streams_.reserve(kMaxStreams - 1);
+  for (int s = 1; s < kMaxStreams; ++s) streams_[s] = own_streams_.emplace_back(cudaStreamNonBlocking);
+  fork_.emplace(cudaEventDisableTiming);
+  joins_.reserve(kMaxStreams);
+  for (int s = 0; s < kMaxStreams; ++s) joins_.emplace_back(cudaEventDisableTiming);
 }
 
 Pipeline::~Pipeline() {
@@ -92,11 +94,7 @@ Pipeline::~Pipeline() {
   for (int s = 0; s < kMaxStreams; ++s)
     if (streams_[s] != nullptr) cudaStreamSynchronize(streams_[s]);
   for (auto& g : graphs_) cudaGraphExecDestroy(g.exec);
-  for (int s = 1; s < kMaxStreams; ++s)
-    if (streams_[s] != nullptr) cudaStreamDestroy(streams_[s]);
-  if (fork_ != nullptr) cudaEventDestroy(fork_);
-  for (auto& e : joins_)
-    if (e != nullptr) cudaEventDestroy(e);
+  // The streams and events are destroyed with their owners.
 }
 
 int Pipeline::dot_grid(std::size_t len) const {
@@ -157,8 +155,8 @@ void Pipeline::copy_out(const Job& job, std::size_t k, int s) {
 // [chunk_ops]
 
 void Pipeline::fork(int streams) {
-  CUDA_CHECK(cudaEventRecord(fork_, stream(0)));
-  for (int s = 1; s < streams; ++s) CUDA_CHECK(cudaStreamWaitEvent(stream(s), fork_, 0));
+  CUDA_CHECK(cudaEventRecord(*fork_, stream(0)));
+  for (int s = 1; s < streams; ++s) CUDA_CHECK(cudaStreamWaitEvent(stream(s), *fork_, 0));
 }
 
 void Pipeline::join(int streams) {

@@ -11,11 +11,13 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 #include "course/buffer.hpp"
 #include "course/context.hpp"
 #include "course/registry.hpp"
+#include "course/stream.hpp"
 #include "course/thread_pool.hpp"
 #include "timeline.hpp"
 
@@ -82,9 +84,12 @@ class Pipeline {
  private:
   course::Context& ctx_;
   std::size_t n_max_, max_chunks_, partial_stride_;
-  cudaStream_t streams_[kMaxStreams] = {};
-  cudaEvent_t fork_ = nullptr;
-  cudaEvent_t joins_[kMaxStreams] = {};
+  // Owners, made in the constructor's body once the device is current, so that a constructor that
+  // throws half way frees what it made; streams_ is the view the operations use.
+  std::vector<course::Stream> own_streams_;  // streams 1..kMaxStreams-1
+  cudaStream_t streams_[kMaxStreams] = {};   // stream 0 is the context's
+  std::optional<course::Event> fork_;
+  std::vector<course::Event> joins_;         // one per stream
   course::DeviceBuffer<float> d_x_, d_y_, d_out_, d_partials_;
   course::PinnedBuffer<float> h_partials_;
   struct Graph {

@@ -15,16 +15,8 @@ const char* engine_name(Engine e) {
   return "?";
 }
 
-Timeline::~Timeline() {
-  for (cudaEvent_t e : events_) cudaEventDestroy(e);
-}
-
 cudaEvent_t Timeline::event(std::size_t i) {
-  while (events_.size() <= i) {
-    cudaEvent_t e = nullptr;
-    CUDA_CHECK(cudaEventCreate(&e));
-    events_.push_back(e);
-  }
+  while (events_.size() <= i) events_.emplace_back();
   return events_[i];
 }
 
