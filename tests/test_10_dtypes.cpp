@@ -271,3 +271,24 @@ const bool registered = [] {
 }();
 
 }  // namespace
+
+// The last block of the single pass waits for every other block, so the whole grid must be resident
+// at once: the grid comes from the occupancy API for the kernel launched, never from a fixed
+// "two blocks per SM" (__launch_bounds__ caps registers; it promises no residency).
+TEST_CASE("ch10 workspace: the grid never exceeds the blocks the occupancy API says are resident", "[ch10][gpu]") {
+  COURSE_REQUIRE_GPU();
+  course::Context ctx;
+  ch10::Workspace ws(ctx, 1 << 20);
+  const void* kernel = course::test::probe_kernel_address();
+  int per_sm = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, static_cast<int>(ch10::kBlock), 0));
+  REQUIRE(per_sm >= 1);
+  const int resident = std::min(per_sm, 2) * ctx.facts().sm_count;
+  INFO("occupancy API: " << per_sm << " blocks of " << ch10::kBlock << " per SM, " << ctx.facts().sm_count
+                         << " SMs; grid_max " << ws.grid_max);
+  CHECK(ws.resident_grid(kernel) == std::min(resident, ws.grid_max));
+  CHECK(ws.resident_grid(kernel) == ws.resident_grid(kernel));  // asked once, kept
+  // However large n is, the grid stays resident; small n still gets one trip per thread.
+  CHECK(ws.grid_for(std::size_t{1} << 34, 1024, kernel) <= static_cast<unsigned>(resident));
+  CHECK(ws.grid_for(1, 1024, kernel) == 1u);
+}

@@ -368,7 +368,8 @@ void launch(const void* d_x, const void* d_y, std::size_t n, double* d_result, W
   if (n > 0 && ((reinterpret_cast<std::uintptr_t>(d_x) % sizeof(X)) || (reinterpret_cast<std::uintptr_t>(d_y) % sizeof(Y))))
     throw course::UsageError("ch10: x or y is not aligned to its element size");
   const long long head = vector_head(d_x, sizeof(X), d_y, sizeof(Y), V, n);
-  const unsigned blocks = ws.grid_for(n, std::size_t{kBlock} * V * kUnroll<X, Y>);
+  const unsigned blocks = ws.grid_for(n, std::size_t{kBlock} * V * kUnroll<X, Y>,
+                                     reinterpret_cast<const void*>(dot_kernel<X, Y, Acc>));
   const unsigned tag = ws.next_tag(stream);
   dot_kernel<X, Y, Acc><<<blocks, kBlock, 0, stream>>>(static_cast<const X*>(d_x), static_cast<const Y*>(d_y), n,
                                                        head, ws.tagged.data(), tag, d_result);
@@ -462,8 +463,6 @@ Workspace::Workspace(course::Context& context, std::size_t max_elements)
       converted(32 * std::max<std::size_t>(1, max_elements)),
       lib_result(64) {
   ctx.activate();
-  // __launch_bounds__(kBlock, 2) holds every instantiation to two resident blocks per SM, so the whole
-  // grid (at most grid_max blocks) is resident at once: the last block may wait for the others.
   CUDA_CHECK(cudaMemsetAsync(tagged.data(), 0, tagged.bytes(), ctx.stream()));
   ctx.synchronize();
 }
@@ -486,9 +485,26 @@ unsigned Workspace::next_tag(cudaStream_t stream) {
   return tag_;
 }
 
-unsigned Workspace::grid_for(std::size_t n, std::size_t elements_per_trip) const {
+// __launch_bounds__(kBlock, 2) caps the registers so that two blocks may fit; it guarantees no
+// residency (shared memory, or a card that holds 1536 threads per SM, can hold fewer). A grid that is
+// not all resident would hang the last block, so ask the occupancy API (as chapter 06's version 12 does).
+int Workspace::resident_grid(const void* kernel) {
+  auto it = resident_.find(kernel);
+  if (it == resident_.end()) {
+    ctx.activate();
+    int per_sm = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, static_cast<int>(kBlock), 0));
+    if (per_sm < 1)
+      throw course::CudaError(cudaErrorLaunchOutOfResources,
+                              "ch10: not one block of " + std::to_string(kBlock) + " threads of the kernel fits on an SM");
+    it = resident_.emplace(kernel, std::min(grid_max, std::min(2, per_sm) * ctx.facts().sm_count)).first;
+  }
+  return it->second;
+}
+
+unsigned Workspace::grid_for(std::size_t n, std::size_t elements_per_trip, const void* kernel) {
   const std::size_t wanted = std::max<std::size_t>(1, (n + elements_per_trip - 1) / elements_per_trip);
-  std::size_t blocks = std::min<std::size_t>(wanted, static_cast<std::size_t>(grid_max));
+  std::size_t blocks = std::min<std::size_t>(wanted, static_cast<std::size_t>(resident_grid(kernel)));
   if (grid_limit > 0) blocks = std::min<std::size_t>(blocks, grid_limit);
   return static_cast<unsigned>(blocks);
 }

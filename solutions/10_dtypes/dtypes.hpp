@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -43,14 +44,19 @@ struct Workspace {
   /// The tag of the next call (never 0 nor 0xFFFFFFFF; clears the slots when the 32-bit tag wraps).
   unsigned next_tag(cudaStream_t stream);
 
-  /// The course kernel's grid for n elements: one trip per thread while that fits on the SMs at once,
-  /// then grid_max blocks, each looping; at most `grid_limit` blocks when that is set (tests use it to
-  /// give each thread many elements).
-  unsigned grid_for(std::size_t n, std::size_t elements_per_trip) const;
+  /// The grid of `kernel` (an instantiation of the course kernel) for n elements: one trip per thread
+  /// while that fits on the SMs at once, then resident_grid(kernel) blocks, each looping; at most
+  /// `grid_limit` blocks when that is set (tests use it to give each thread many elements).
+  unsigned grid_for(std::size_t n, std::size_t elements_per_trip, const void* kernel);
+
+  /// The most blocks of `kernel` (kBlock threads, no dynamic shared memory) resident on the device at
+  /// once, at most grid_max: the kernel's last block waits for all the others, so every block must be
+  /// running. Asked of the occupancy API once per kernel and kept.
+  int resident_grid(const void* kernel);
 
   course::Context& ctx;
   std::size_t max_n = 0;
-  int grid_max = 0;            ///< SMs × resident blocks (at most 2) of the course kernel
+  int grid_max = 0;            ///< tagged slots: two blocks per SM, at most kBlock (one per thread of the last block)
   unsigned grid_limit = 0;     ///< 0, or a smaller grid (tests)
   course::DeviceBuffer<unsigned long long> tagged;  ///< 2 words per block: (tag << 32 | 32 bits of the partial)
   course::DeviceBuffer<unsigned char> cub_temp;
@@ -59,6 +65,7 @@ struct Workspace {
 
  private:
   unsigned tag_ = 0;
+  std::map<const void*, int> resident_;  // resident_grid's answers, per kernel
 };
 
 /// One implementation of a pair: d_result[0] = Σ x[i]·y[i] as a double, enqueued on `stream`.
