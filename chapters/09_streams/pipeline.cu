@@ -231,8 +231,8 @@ void issue_one_stream(Pipeline& p, const Job& job) {
 // [depth_first]
 // Chunk k on stream k % S, all three of its operations in a row. Different streams' work may run
 // at once: chunk 1's copy goes on the copy engine while chunk 0's kernel runs. On Fermi (2010) one
-// hardware queue served every stream, and this order blocked itself; today each stream has a
-// queue of its own (Hyper-Q, since Kepler), and the order of issue hardly matters.
+// hardware queue served every stream, and this order blocked itself; since Kepler each stream has
+// a queue of its own (Hyper-Q), and the order of issue hardly matters.
 void issue_depth_first(Pipeline& p, const Job& job) {
   p.fork(job.streams);
   for (std::size_t k = 0; k < chunk_count(job); ++k) {
