@@ -166,6 +166,7 @@ void measure_parts(ch11::Team& team, std::size_t n, int reps, course::Table& par
       g.context().activate();
       a.emplace_back(g);
       a.back().t->start();
+      g.count_call();
       g.launch_partial(counts[i]);
       a.back().t->record_stop();
       b.emplace_back(g);

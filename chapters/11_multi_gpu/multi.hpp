@@ -78,6 +78,7 @@ class Gpu {
   Gpu(int device, std::size_t capacity, int max_ranks);
   Gpu(const Gpu&) = delete;
   Gpu& operator=(const Gpu&) = delete;
+  ~Gpu();
 
   course::Context& context() { return ctx_; }
   std::size_t capacity() const { return capacity_; }
@@ -89,8 +90,16 @@ class Gpu {
   float* gathered() { return d_small_.data() + kGatherOffset; }  ///< every rank's partial, rank order
   float* host_partials() { return h_partials_.data(); }         ///< pinned, max_ranks floats
 
-  /// Launches the partial kernel over the first `count` elements of the slice into partial().
-  void launch_partial(std::size_t count);
+  /// Launches the partial kernel over the first `count` elements of the slice into `out`
+  /// (default partial(); a mapped pinned host slot works too: the device writes it directly).
+  /// Each launch is one call: count_call() first.
+  void launch_partial(std::size_t count, float* out = nullptr);
+  /// Counts one call of the partial kernel (eager or replayed); every 2^32 - 2 calls clears the
+  /// tagged slots and the epoch on the stream, before the tag could wrap.
+  void count_call();
+  /// Three timing events (start, kernel end, combine end), made once: the split of a call
+  /// records them instead of creating events on every call.
+  cudaEvent_t event(int i) const { return events_[i]; }
   /// Fills the partial, the gathered partials and the result with NaN (tests: a step that does
   /// not write its output cannot pass with an old value).
   void poison();
@@ -102,9 +111,11 @@ class Gpu {
   std::size_t capacity_;
   int max_ranks_;
   int grid_ = 1;
-  unsigned tag_ = 0;
+  unsigned calls_ = 0;
+  cudaEvent_t events_[3] = {nullptr, nullptr, nullptr};
   course::DeviceBuffer<float> d_x_, d_y_, d_small_;
   course::DeviceBuffer<unsigned long long> d_tagged_;
+  course::DeviceBuffer<unsigned> d_epoch_;  // the tag of the last call (partial_kernel)
   course::PinnedBuffer<float> h_partials_;
 };
 
@@ -127,6 +138,8 @@ struct Team {
   std::function<void(const float* mine, int count, float* all)> host_allgather;
   /// The graphs captured so far, one list (a graph per GPU, gpus order) per combine.
   std::vector<std::pair<void (*)(Team&), std::vector<GraphExec>>> graphs;
+  /// The whole calls captured by dot() for allgather_graph, one list per n (the latest 16).
+  std::vector<std::pair<std::size_t, std::vector<GraphExec>>> call_graphs;
 
   Team() = default;
   Team(const Team&) = delete;
@@ -152,6 +165,10 @@ using Combine = void (*)(Team& team);
 /// replaces NCCL's host work and the combine kernel's launch. `eager` must enqueue stream work
 /// only (no host waits): the "host" combine cannot be captured.
 void replay_graph(Team& team, Combine eager);
+
+/// Captures what `enqueue` puts on every GPU's stream of the team into one graph per GPU (gpus
+/// order). Every stream is captured at once; a failure ends every capture and throws.
+std::vector<Team::GraphExec> capture(Team& team, const std::function<void()>& enqueue);
 
 /// The chapter's registry: the ways to combine the partials.
 const std::vector<course::Version<Combine>>& versions();
