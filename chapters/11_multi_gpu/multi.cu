@@ -367,15 +367,17 @@ void Gpu::poison() {
 
 Team::Team(Team&& o) noexcept
     : gpus(std::move(o.gpus)), comms(std::move(o.comms)), first_rank(o.first_rank), ranks(o.ranks),
-      host_allgather(std::move(o.host_allgather)), graphs(std::move(o.graphs)) {
+      host_allgather(std::move(o.host_allgather)), graphs(std::move(o.graphs)), call_graphs(std::move(o.call_graphs)) {
   o.comms.clear();
   o.gpus.clear();
   o.graphs.clear();
+  o.call_graphs.clear();
 }
 
 Team& Team::operator=(Team&& o) noexcept {
   if (this != &o) {
     graphs.clear();  // a graph holds NCCL's resources of its communicator: destroyed first
+    call_graphs.clear();
     for (ncclComm_t c : comms) ncclCommDestroy(c);
     gpus = std::move(o.gpus);
     comms = std::move(o.comms);
@@ -383,15 +385,19 @@ Team& Team::operator=(Team&& o) noexcept {
     ranks = o.ranks;
     host_allgather = std::move(o.host_allgather);
     graphs = std::move(o.graphs);
+    call_graphs = std::move(o.call_graphs);
     o.comms.clear();
     o.gpus.clear();
     o.graphs.clear();
+    o.call_graphs.clear();
   }
   return *this;
 }
 
 Team::~Team() {
+  // A graph holds NCCL's resources of its communicator: every graph goes before the communicators.
   graphs.clear();
+  call_graphs.clear();
   for (ncclComm_t c : comms) ncclCommDestroy(c);  // a destructor must not throw: errors ignored
 }
 

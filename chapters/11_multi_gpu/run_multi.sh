@@ -14,7 +14,8 @@
 # strong scaling 2^31 in all; where the combine's time goes; one GPU against all; host data), the
 # MPI form with 1 and 2 processes, the plots, the run's metadata.
 # --quick: small sizes (a smoke test of the script; its numbers are not reference results).
-# Environment: SANITIZE_TIMEOUT seconds for the memcheck step (300); STEPS the driver's --steps.
+# Environment: SANITIZE_TIMEOUT seconds for the memcheck step (300), TEST_TIMEOUT for each test
+# (300), RUN_TIMEOUT for the chapter's run (900); STEPS the driver's --steps.
 # NVLink multicast stays off: NCCL_NVLS_ENABLE=0 here and in every process (the programs set it too).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0
@@ -31,7 +32,7 @@ while [ $# -gt 0 ]; do
     --build) build=$2; shift 2 ;;
     --arch) arch=$2; shift 2 ;;
     --quick) quick=1; shift ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "run_multi: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -70,7 +71,7 @@ bin=$build/bin
 
 # The chapter's tests: every test must pass, or be skipped only for want of GPUs.
 t0=$SECONDS
-ctest --test-dir "$build" -L ch11 --output-on-failure --output-junit "$logs/junit-ch11.xml" >"$logs/ctest-ch11.log" 2>&1
+ctest --test-dir "$build" -L ch11 --timeout "${TEST_TIMEOUT:-300}" --output-on-failure --output-junit "$logs/junit-ch11.xml" >"$logs/ctest-ch11.log" 2>&1
 rc=$?
 line=$(grep -E "tests passed|tests failed" "$logs/ctest-ch11.log" | tail -1)
 nskip=$(grep -c "(Skipped)" "$logs/ctest-ch11.log")
@@ -94,7 +95,7 @@ args=()
 [ $quick = 1 ] && args=(--n 2^24 --strong-n 2^25 --host-n 2^22 --reps 5)
 [ -n "${STEPS:-}" ] && args+=(--steps "$STEPS")
 t0=$SECONDS
-if "$bin/11_multi_gpu" --quiet --csv "$out/11_multi_gpu.csv" "${args[@]}" >"$logs/11_multi_gpu.log" 2>&1; then
+if timeout "${RUN_TIMEOUT:-900}" "$bin/11_multi_gpu" --quiet --csv "$out/11_multi_gpu.csv" "${args[@]}" >"$logs/11_multi_gpu.log" 2>&1; then
   note "11_multi_gpu ($gpus GPUs)" ok "$((SECONDS - t0)) s"
 else note "11_multi_gpu ($gpus GPUs)" FAIL "see logs/11_multi_gpu.log"; tail -20 "$logs/11_multi_gpu.log"; fi
 
