@@ -1,6 +1,7 @@
 """Chapter 11 plots: the dot on 1..G GPUs over a size sweep (GB/s against the GPUs' summed read
 roofline); the combine's time against the kernel's per size; weak and strong scaling (speed-up and
-efficiency against the ideal and the targets); host data copied over every GPU's link at once."""
+efficiency against the ideal and the targets); one GPU alone against all of them at the same n (the
+crossover); host data copied over every GPU's link at once."""
 import matplotlib.pyplot as plt
 
 import course_style as cs
@@ -73,6 +74,26 @@ def scaling(rows):
     return fig
 
 
+def crossover(rows):
+    fig, ax = plt.subplots(figsize=(8, 5))
+    pts = sorted(rows, key=lambda r: r["n"])
+    g = int(pts[0]["gpus"])
+    n = [r["n"] for r in pts]
+    ax.plot(n, [r["one_gpu_us"] for r in pts], "o-", color=cs.PALETTE[0], label="1 GPU alone (no combine)")
+    ax.plot(n, [r["team_us"] for r in pts], "s-", color=cs.PALETTE[1], label=f"{g} GPUs, allgather_graph")
+    ax.plot(n, [r["team_eager_us"] for r in pts], "^:", color=cs.PALETTE[2], label=f"{g} GPUs, allgather (eager)")
+    wins = [r["n"] for r in pts if r["team_wins"]]
+    if wins:
+        ax.axvline(min(wins), color=cs.COLORS["best"], lw=0.8, ls="--", label=f"{g} GPUs win from {cs.size_label(min(wins))}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("n (the whole vector)")
+    ax.set_ylabel("microseconds per call (host clock, median, in turns)")
+    ax.set_title(f"When do {g} GPUs beat one? The same n, timed in turns")
+    ax.legend(fontsize=8)
+    return fig
+
+
 def host(rows):
     fig, ax = plt.subplots()
     g = [r["gpus"] for r in rows]
@@ -92,7 +113,7 @@ def main():
     cs.apply()
     cs.save(sweep(rows), args.out, STEM)
     cs.save(split(rows), args.out, f"{STEM}_split")
-    for what, fn in (("scaling", scaling), ("host", host)):
+    for what, fn in (("scaling", scaling), ("crossover", crossover), ("host", host)):
         path = args.results / f"{STEM}_{what}.csv"
         if path.is_file():
             cs.save(fn(cs.load_csv(path)), args.out, f"{STEM}_{what}")

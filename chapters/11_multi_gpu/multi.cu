@@ -5,8 +5,8 @@
 //
 // Versions (ch11::versions(), the ways to combine the per-GPU partials; 11_multi_gpu --list):
 //   allgather  ncclAllGather of the partials, added in rank order on every GPU (exercise)  11_multi_gpu --kernel allgather
-//   allreduce  ncclAllReduce(sum): NCCL's order, which depends on its algorithm and topology 11_multi_gpu --kernel allreduce
 //   allgather_graph  the allgather combine captured once into a CUDA graph per GPU, replayed  11_multi_gpu --kernel allgather_graph
+//   allreduce  ncclAllReduce(sum): NCCL's order, which depends on its algorithm and topology 11_multi_gpu --kernel allreduce
 //   host       partials copied to the host, added there in rank order, copied back          11_multi_gpu --kernel host
 // Every version runs the same partial kernel on each GPU first: chapter 06's version 12, copied
 // here (a chapter depends only on common/). The same code runs under MPI: 11_multi_gpu_mpi.

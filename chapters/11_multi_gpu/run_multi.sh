@@ -113,6 +113,16 @@ fi
 
 python3 tools/run_metadata.py --out "$out/run_metadata.json" --chapter 11_multi_gpu --bin "$bin" >"$logs/metadata.log" 2>&1 ||
   note metadata FAIL "see logs/metadata.log"
+# The plots' footers name the GPUs: every one of them, and how they are linked.
+python3 - "$out/run_metadata.json" "$gpus" "$(grep -m1 -o -E 'NV[0-9]+|PIX|PXB|PHB|SYS' "$logs/topology.txt" 2>/dev/null)" <<'PY' || note metadata FAIL "could not name the GPUs"
+import json, sys
+path, count, link = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+data = json.load(open(path))
+record = data["chapters"]["11_multi_gpu"]
+if count > 1 and record.get("gpu"):
+    record["gpu"] = f"{count} × {record['gpu']}" + (f" ({link})" if link else "")
+json.dump(data, open(path, "w"), indent=2, ensure_ascii=False)
+PY
 if [ -f "$out/11_multi_gpu.csv" ]; then
   if python3 plots/11_multi_gpu.py --results "$out" --out "$out/plots" >"$logs/plots.log" 2>&1; then note plots ok "$out/plots"
   else note plots FAIL "see logs/plots.log"; fi
