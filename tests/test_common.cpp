@@ -1,6 +1,7 @@
 // Tests of the common kit: statistics, sizes, tables, the reference and its error bound, random
 // inputs (host and device agree), the timer, device facts, the checks' error reporting, and
 // course::Context (streams, scratch, occupancy, moves). Every GPU test makes its own Context.
+#include <algorithm>
 #include <unistd.h>
 
 #include <cmath>
@@ -97,6 +98,19 @@ TEST_CASE("common: table column names are snake_case", "[common]") {
   CHECK_THROWS_AS(course::Table({"speedup-vs"}), std::invalid_argument);
   CHECK_THROWS_AS(course::Table({"n", ""}), std::invalid_argument);
   CHECK_THROWS_AS(course::Table({"2x"}), std::invalid_argument);
+}
+
+TEST_CASE("common: a table of the link's share names its column pct_link, on screen too", "[common]") {
+  const auto has = [](const std::vector<std::string>& cols, const std::string& name) {
+    return std::find(cols.begin(), cols.end(), name) != cols.end();
+  };
+  const course::Table link = course::measurement_table(course::Share::link);
+  CHECK(has(link.columns(), "pct_link"));
+  CHECK_FALSE(has(link.columns(), "pct_roofline"));
+  CHECK(link.columns().size() == course::measurement_table().columns().size());
+  CHECK(has(course::measurement_screen_columns(course::Share::link), "pct_link"));
+  CHECK_FALSE(has(course::measurement_screen_columns(course::Share::link), "pct_roofline"));
+  CHECK(has(course::measurement_screen_columns(), "pct_roofline"));
 }
 
 TEST_CASE("common: measurement rows carry GB/s and % of roofline", "[common]") {

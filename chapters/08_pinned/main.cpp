@@ -43,24 +43,6 @@
 
 namespace {
 
-// This chapter's measurement table: the shared columns, with pct_roofline renamed pct_link. Here
-// the percentage is of this run's pinned host-to-device bandwidth (the link as measured), not of
-// the card's read roofline, and one name means one thing across the course.
-course::Table link_table() {
-  std::vector<std::string> cols = course::measurement_table().columns();
-  std::replace(cols.begin(), cols.end(), std::string("pct_roofline"), std::string("pct_link"));
-  return course::Table(cols);
-}
-
-const std::vector<std::string>& link_screen_columns() {
-  static const std::vector<std::string> cols = [] {
-    std::vector<std::string> c = course::measurement_screen_columns();
-    std::replace(c.begin(), c.end(), std::string("pct_roofline"), std::string("pct_link"));
-    return c;
-  }();
-  return cols;
-}
-
 using Version = course::Version<ch08::PathFactory>;
 constexpr std::size_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
 constexpr long long kHoldTimeoutNs = 2'000'000'000;  // a hold never outlives 2 s, whatever happens
@@ -243,7 +225,7 @@ int main(int argc, char** argv) {
 
     course::Table sweep({"path", "direction", "bytes", "reps", "median_ms", "gbps", "held"});
     course::Table fits({"path", "direction", "alpha_us", "beta_gbps", "link_gbps", "pct_wire", "points"});
-    course::Table table = link_table();
+    course::Table table = course::measurement_table(course::Share::link);
     course::Table pinning({"op", "bytes", "median_ms", "gbps"});
     course::Table targets({"target", "value_gbps", "ceiling_gbps", "ratio", "goal", "met"});
     course::Table staging({"chunk_bytes", "threads", "bytes", "median_ms", "gbps", "pct_ceiling"});
@@ -401,7 +383,7 @@ int main(int argc, char** argv) {
     fits.print(std::cout);
     std::cout << "\nThe dot of host data end to end (result on the host, every cost counted); pct_link = % of "
                  "this run's pinned H2D bandwidth:\n\n";
-    table.print(std::cout, link_screen_columns());
+    table.print(std::cout, course::measurement_screen_columns(course::Share::link));
     std::cout << "\nWhat pinning costs:\n\n";
     pinning.print(std::cout);
     if (!staging.rows().empty()) {

@@ -38,24 +38,6 @@
 
 namespace {
 
-// This chapter's measurement table: the shared columns, with pct_roofline renamed pct_link. Here
-// the percentage is of this run's pinned host-to-device bandwidth (the link as measured), not of
-// the card's read roofline, and one name means one thing across the course.
-course::Table link_table() {
-  std::vector<std::string> cols = course::measurement_table().columns();
-  std::replace(cols.begin(), cols.end(), std::string("pct_roofline"), std::string("pct_link"));
-  return course::Table(cols);
-}
-
-const std::vector<std::string>& link_screen_columns() {
-  static const std::vector<std::string> cols = [] {
-    std::vector<std::string> c = course::measurement_screen_columns();
-    std::replace(c.begin(), c.end(), std::string("pct_roofline"), std::string("pct_link"));
-    return c;
-  }();
-  return cols;
-}
-
 using Version = course::Version<ch09::Issue>;
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
@@ -241,8 +223,8 @@ int main(int argc, char** argv) {
     std::printf("Pinned H2D in this run: %.1f GB/s (one %s copy)\n\n", h2d_gbps,
                 course::format_bytes(large * sizeof(float)).c_str());
 
-    course::Table table = link_table();
-    course::Table sweep = link_table();
+    course::Table table = course::measurement_table(course::Share::link);
+    course::Table sweep = course::measurement_table(course::Share::link);
     course::Table timeline({"scenario", "version", "problem", "streams", "stream", "engine", "chunk", "ready_ms", "start_ms", "end_ms"});
     course::Table overlap({"scenario", "version", "problem", "n", "streams", "chunks", "wall_ms", "sum_ms", "busy_h2d_ms",
                            "busy_kernel_ms", "busy_d2h_ms", "overlap_pct", "bottleneck_pct"});
@@ -462,9 +444,9 @@ int main(int argc, char** argv) {
     std::cout << "\nThe dot of pinned host data, then the book's program (n = 20 x 2^20; bytes = a, b in and c out); "
                  "result on the host, every cost counted; pct_link = % of this run's pinned H2D bandwidth; 'bound' is the "
                  "yardstick 1.10 x the busiest engine + one chunk's share, a target and not a lower bound:\n\n";
-    table.print(std::cout, link_screen_columns());
+    table.print(std::cout, course::measurement_screen_columns(course::Share::link));
     std::cout << "\nStreams swept at n = " << course::format_size(large) << ":\n\n";
-    sweep.print(std::cout, link_screen_columns());
+    sweep.print(std::cout, course::measurement_screen_columns(course::Share::link));
     std::cout << "\nOverlap from the timelines:\n\n";
     overlap.print(std::cout);
     std::cout << "\nCUDA graph against plain issue (depth_first):\n\n";

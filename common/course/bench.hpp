@@ -30,9 +30,15 @@ struct Measurement {
 /// GB/s (1e9 bytes per second) for `bytes` moved in `ms` milliseconds.
 double gbps(double bytes, double ms);
 
+/// What a table's percentage column is a share of: the card's measured read roofline
+/// (`pct_roofline`, every chapter whose data is on the device) or the host link's measured rate
+/// (`pct_link`, chapters 08 and 09, where Measurement::roofline_gbps holds that rate). One name,
+/// one meaning across the course.
+enum class Share { roofline, link };
+
 /// An empty table with the shared columns: version, config, n, bytes, reps, median_ms, mean_ms,
-/// sd_ms, min_ms, gbps, pct_roofline, rel_error, valid.
-Table measurement_table();
+/// sd_ms, min_ms, gbps, pct_roofline (or pct_link), rel_error, valid.
+Table measurement_table(Share share = Share::roofline);
 
 /// measurement_table() plus a last column `dtype`: the element types of the inputs ("float32*int8"),
 /// for tables whose rows differ in type (chapter 10).
@@ -43,6 +49,6 @@ Table measurement_table_typed();
 void add_measurement(Table& table, const Measurement& m);
 
 /// The columns a person wants on screen (the CSV keeps them all).
-const std::vector<std::string>& measurement_screen_columns();
+const std::vector<std::string>& measurement_screen_columns(Share share = Share::roofline);
 
 }  // namespace course

@@ -7,9 +7,13 @@ namespace course {
 
 double gbps(double bytes, double ms) { return ms > 0 ? bytes / (ms * 1e-3) / 1e9 : std::nan(""); }
 
-Table measurement_table() {
+namespace {
+const char* share_column(Share share) { return share == Share::link ? "pct_link" : "pct_roofline"; }
+}  // namespace
+
+Table measurement_table(Share share) {
   return Table({"version", "config", "n", "bytes", "reps", "median_ms", "mean_ms", "sd_ms", "min_ms", "gbps",
-                "pct_roofline", "rel_error", "valid"});
+                share_column(share), "rel_error", "valid"});
 }
 
 Table measurement_table_typed() {
@@ -29,10 +33,12 @@ void add_measurement(Table& table, const Measurement& m) {
   table.add_row(std::move(row));
 }
 
-const std::vector<std::string>& measurement_screen_columns() {
-  static const std::vector<std::string> cols = {"version", "config",       "n",         "median_ms", "sd_ms",
-                                                "gbps",    "pct_roofline", "rel_error", "valid"};
-  return cols;
+const std::vector<std::string>& measurement_screen_columns(Share share) {
+  static const std::vector<std::string> roofline = {"version", "config",       "n",         "median_ms", "sd_ms",
+                                                    "gbps",    "pct_roofline", "rel_error", "valid"};
+  static const std::vector<std::string> link = {"version", "config",   "n",         "median_ms", "sd_ms",
+                                                "gbps",    "pct_link", "rel_error", "valid"};
+  return share == Share::link ? link : roofline;
 }
 
 }  // namespace course
