@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import course_style as cs
 
 STEM = "11_multi_gpu"
-STYLE = {"allgather": "o-", "allreduce": "s--", "host": "^:"}
+STYLE = {"allgather": "o-", "allgather_graph": "v-", "allreduce": "s--", "p2p": "D-", "host": "^:"}
 
 
 def sweep(rows):
@@ -80,11 +80,12 @@ def crossover(rows):
     g = int(pts[0]["gpus"])
     n = [r["n"] for r in pts]
     ax.plot(n, [r["one_gpu_us"] for r in pts], "o-", color=cs.PALETTE[0], label="1 GPU alone (no combine)")
-    ax.plot(n, [r["team_us"] for r in pts], "s-", color=cs.PALETTE[1], label=f"{g} GPUs, allgather_graph")
-    ax.plot(n, [r["team_eager_us"] for r in pts], "^:", color=cs.PALETTE[2], label=f"{g} GPUs, allgather (eager)")
+    ax.plot(n, [r["p2p_us"] for r in pts], "D-", color=cs.PALETTE[3], label=f"{g} GPUs, p2p (combine inside the kernel)")
+    ax.plot(n, [r["graph_us"] for r in pts], "s-", color=cs.PALETTE[1], label=f"{g} GPUs, allgather_graph")
+    ax.plot(n, [r["eager_us"] for r in pts], "^:", color=cs.PALETTE[2], label=f"{g} GPUs, allgather (eager)")
     wins = [r["n"] for r in pts if r["team_wins"]]
     if wins:
-        ax.axvline(min(wins), color=cs.COLORS["best"], lw=0.8, ls="--", label=f"{g} GPUs win from {cs.size_label(min(wins))}")
+        ax.axvline(min(wins), color=cs.COLORS["best"], lw=0.8, ls="--", label=f"{g} GPUs (p2p) win from {cs.size_label(min(wins))}")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("n (the whole vector)")

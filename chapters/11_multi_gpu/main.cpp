@@ -259,7 +259,7 @@ void measure_parts(ch11::Team& team, std::size_t n, int reps, course::Table& par
 // order alternating), for every power of two from 2^12 to 2^26: the n from which the team wins.
 struct CrossoverRow {
   std::size_t n;
-  double one_us, team_us, team_eager_us;
+  double one_us, p2p_us, graph_us, eager_us;
 };
 
 }  // namespace
@@ -362,7 +362,7 @@ int main(int argc, char** argv) {
     course::Table host({"gpus", "n", "n_per_gpu", "copy_ms", "h2d_gbps", "h2d_gbps_per_gpu", "h2d_speedup", "dot_ms",
                         "total_ms", "valid"});
     course::Table parts({"part", "side", "gpus", "n", "us", "what"});
-    course::Table crossover({"n", "gpus", "one_gpu_us", "team_us", "team_eager_us", "speedup", "team_wins"});
+    course::Table crossover({"n", "gpus", "one_gpu_us", "p2p_us", "graph_us", "eager_us", "speedup", "team_wins"});
     course::Table targets({"target", "value", "goal", "met"});
     std::set<std::string> failed;
     auto add = [&](const std::string& version, const std::string& config, int g, std::size_t n, const Row& r) {
@@ -429,6 +429,7 @@ int main(int argc, char** argv) {
     // Where the combine's time goes, on every GPU at a small n (2^16 per GPU): the host's steps,
     // the GPUs' spans between them, and NCCL's floor with the host out of the way.
     const Version* graph = course::find_version(ch11::versions(), "allgather_graph");
+    const Version* p2p = course::find_version(ch11::versions(), "p2p");
     if (wants("parts")) {
       progress.step("where the combine's time goes");
       ch11::Team team = ch11::make_local_team(devices, gpus);
@@ -443,9 +444,17 @@ int main(int argc, char** argv) {
                      static_cast<long long>(n), 1e3 * r.split.combine_ms, std::string("allgather_graph: NCCL and the add replayed from one graph per GPU")});
       parts.add_row({std::string("whole call, graph"), std::string("call"), static_cast<long long>(gpus), static_cast<long long>(n),
                      1e3 * r.ms.median, std::string("allgather_graph, host clock, result on every GPU")});
-      targets.add_row({"combine on " + std::to_string(gpus) + " GPU(s), allgather_graph at " + course::format_size(n) +
-                           ": partial end to result, us (at most)", 1e3 * r.split.combine_ms, 12.0,
-                       static_cast<long long>(gpus >= 2 && 1e3 * r.split.combine_ms <= 12.0)});
+      // The same call with the combine inside the kernel: partial stores straight into every GPU.
+      const Row q = measure(team, *p2p, n, ref, std::max(opt.reps, 200), opt.warmup);
+      if (!q.valid) failed.insert("p2p (parts)");
+      parts.add_row({std::string("partial end to result, p2p"), std::string("gpu"), static_cast<long long>(gpus),
+                     static_cast<long long>(n), 1e3 * q.split.combine_ms,
+                     std::string("p2p: tagged partials stored over NVLink, read and added in the same kernel (GPU clock)")});
+      parts.add_row({std::string("whole call, p2p"), std::string("call"), static_cast<long long>(gpus), static_cast<long long>(n),
+                     1e3 * q.ms.median, std::string("p2p, host clock, result on every GPU")});
+      targets.add_row({"combine on " + std::to_string(gpus) + " GPU(s), p2p at " + course::format_size(n) +
+                           ": partial end to result, us (at most)", 1e3 * q.split.combine_ms, 12.0,
+                       static_cast<long long>(gpus >= 2 && 1e3 * q.split.combine_ms <= 12.0)});
     }
 
     // One GPU alone against all of them at the same n, in turns: the crossover.
@@ -463,32 +472,35 @@ int main(int argc, char** argv) {
         ch11::fill_slices(team, n, seed);
         ch11::fill_slices(solo, n, seed);
         const course::Reference ref = ch11::reference_from_seed(n, seed);
-        std::vector<double> one, many, many_eager;
+        // One GPU alone, then the team with p2p, allgather_graph and allgather: one call of each
+        // per round, the order turning each round.
+        const ch11::Combine team_versions[3] = {p2p->run, graph->run, eager->run};
+        std::vector<double> times[4];
         bool valid = true;
         const int reps = std::max(opt.reps, n >= (std::size_t{1} << 24) ? 50 : 200);
         for (int r = 0; r < opt.warmup + reps; ++r) {
-          for (int k = 0; k < 3; ++k) {
-            const int which = (k + r) % 3;  // the order turns each round
+          for (int k = 0; k < 4; ++k) {
+            const int which = (k + r) % 4;
             const auto t0 = Clock::now();
-            float got = 0;
-            if (which == 0) got = ch11::single_gpu_dot(*devices[0], n);
-            else got = ch11::dot(team, which == 1 ? graph->run : eager->run, n)[0];
+            const float got = which == 0 ? ch11::single_gpu_dot(*devices[0], n)
+                                         : ch11::dot(team, team_versions[which - 1], n)[0];
             const double us = us_between(t0, Clock::now());
             if (r == opt.warmup + reps - 1 || r == 0) valid = valid && course::check_dot(got, ref).ok;
-            if (r < opt.warmup) continue;
-            (which == 0 ? one : which == 1 ? many : many_eager).push_back(us);
+            if (r >= opt.warmup) times[which].push_back(us);
           }
         }
         if (!valid) failed.insert("crossover");
-        rows.push_back({n, course::summarize(one).median, course::summarize(many).median, course::summarize(many_eager).median});
+        rows.push_back({n, course::summarize(times[0]).median, course::summarize(times[1]).median,
+                        course::summarize(times[2]).median, course::summarize(times[3]).median});
       }
-      // The crossover: the smallest n from which the team wins at every larger n measured.
+      // The crossover: the smallest n from which the team (p2p, the fastest combine) wins at
+      // every larger n measured.
       std::size_t from = 0;
-      for (auto it = rows.rbegin(); it != rows.rend() && it->team_us < it->one_us; ++it) from = it->n;
+      for (auto it = rows.rbegin(); it != rows.rend() && it->p2p_us < it->one_us; ++it) from = it->n;
       for (const CrossoverRow& c : rows)
-        crossover.add_row({static_cast<long long>(c.n), static_cast<long long>(gpus), c.one_us, c.team_us, c.team_eager_us,
-                           c.one_us / c.team_us, static_cast<long long>(c.team_us < c.one_us)});
-      targets.add_row({std::to_string(gpus) + " GPUs (allgather_graph) faster than 1 GPU alone from n = (at most 2^23)",
+        crossover.add_row({static_cast<long long>(c.n), static_cast<long long>(gpus), c.one_us, c.p2p_us, c.graph_us,
+                           c.eager_us, c.one_us / c.p2p_us, static_cast<long long>(c.p2p_us < c.one_us)});
+      targets.add_row({std::to_string(gpus) + " GPUs (p2p) faster than 1 GPU alone from n = (at most 2^23)",
                        static_cast<double>(from), static_cast<double>(std::size_t{1} << 23),
                        static_cast<long long>(from != 0 && from <= (std::size_t{1} << 23))});
     }

@@ -52,6 +52,24 @@ class NcclGroup {
   bool open_ = false;
 };
 
+/// The GPUs of a team cannot write into each other's memory (the p2p combine needs peer access).
+class NoPeerAccess : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// What the partial kernel needs to combine the partials itself (version "p2p"); ranks == 0: it
+/// does not. inboxes: a device array of `ranks` pointers, inboxes[r] the inbox on rank r's GPU.
+struct PeerCombine {
+  unsigned long long* const* inboxes = nullptr;
+  int rank = 0;
+  int ranks = 0;
+  unsigned tag = 0;                    ///< this call's number, the same on every rank, never 0
+  float* result = nullptr;             ///< the dot, on this GPU
+  float* host_result = nullptr;        ///< and in pinned host memory (may be null)
+  unsigned long long* clock = nullptr; ///< two GPU clock stamps (ns): partial done, result written
+};
+
 /// Sets NCCL_NVLS_ENABLE=0 in this process's environment (NVLink multicast off; the shared
 /// machines require it). Every function that creates a communicator calls it first.
 void disable_nvls();
@@ -93,7 +111,7 @@ class Gpu {
   /// Launches the partial kernel over the first `count` elements of the slice into `out`
   /// (default partial(); a mapped pinned host slot works too: the device writes it directly).
   /// Each launch is one call: count_call() first.
-  void launch_partial(std::size_t count, float* out = nullptr);
+  void launch_partial(std::size_t count, float* out = nullptr, const PeerCombine& peers = {});
   /// Counts one call of the partial kernel (eager or replayed); every 2^32 - 2 calls clears the
   /// tagged slots and the epoch on the stream, before the tag could wrap.
   void count_call();
@@ -140,8 +158,11 @@ struct Team {
   std::vector<std::pair<void (*)(Team&), std::vector<GraphExec>>> graphs;
   /// The whole calls captured by dot() for allgather_graph, one list per n (the latest 16).
   std::vector<std::pair<std::size_t, std::vector<GraphExec>>> call_graphs;
+  /// The p2p combine's inboxes and tag, made on its first use (multi.cu).
+  struct PeerState;
+  std::unique_ptr<PeerState> peers;
 
-  Team() = default;
+  Team();
   Team(const Team&) = delete;
   Team& operator=(const Team&) = delete;
   Team(Team&& o) noexcept;
@@ -172,6 +193,10 @@ std::vector<Team::GraphExec> capture(Team& team, const std::function<void()>& en
 
 /// The chapter's registry: the ways to combine the partials.
 const std::vector<course::Version<Combine>>& versions();
+
+/// False for a combine that needs one process to drive every rank (p2p: its stores into another
+/// GPU's memory need that GPU in this process): the MPI form leaves it out.
+bool across_processes(const course::Version<Combine>& v);
 
 /// Fills each GPU's slice of the n-element inputs with values random_vector(n, seed) and
 /// random_vector(n, course::seed_y(seed)) would hold at those indices (generated on the GPU). Asynchronous.

@@ -4,6 +4,7 @@
 //   allgather  ncclAllGather of the partials, added in rank order on every GPU (exercise)  11_multi_gpu --kernel allgather
 //   allgather_graph  the allgather combine captured once into a CUDA graph per GPU, replayed  11_multi_gpu --kernel allgather_graph
 //   allreduce  ncclAllReduce(sum): NCCL's order, which depends on its algorithm and topology 11_multi_gpu --kernel allreduce
+//   p2p        each GPU's kernel stores its tagged partial into every GPU's memory; no NCCL    11_multi_gpu --kernel p2p
 //   host       partials copied to the host, added there in rank order, copied back          11_multi_gpu --kernel host
 // Every version runs the same partial kernel on each GPU first: chapter 06's version 12, copied
 // here (a chapter depends only on common/). The same code runs under MPI: 11_multi_gpu_mpi.
@@ -124,6 +125,12 @@ __device__ __forceinline__ float thread_dot_vec4(const float* __restrict__ x, co
   return sum;
 }
 
+__device__ __forceinline__ unsigned long long course_globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (unsigned offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_down_sync(kFullMask, v, offset);
@@ -154,9 +161,52 @@ __device__ __forceinline__ unsigned this_calls_tag(const unsigned* epoch) {
   return cuda::atomic_ref<const unsigned, cuda::thread_scope_device>(*epoch).load(cuda::memory_order_relaxed) + 1;
 }
 
+// [p2p_combine]
+// Version "p2p": the combine inside the partial kernel. The last block of each GPU stores its
+// partial, tagged with the call's number in one 8-byte word (chapter 06's trick, and NCCL's own
+// low-latency protocol), straight into slot `rank` of every GPU's inbox over NVLink; then waits
+// until its own inbox holds every rank's word of this call and adds them in rank order. No
+// library launch, no host step between the kernel and the result. A word is stored and read whole,
+// so the tag and the value arrive together; the host waits for every GPU before the next call, so
+// no rank can overwrite a slot that another has not read yet. A rank that never arrives (its
+// launch failed) ends the wait after about a second with NaN, never a hang.
+constexpr int kMaxPeerRanks = 64;
+__device__ float add_in_rank_order(const float* partials, int count);  // exercise 2, below
+
+__device__ void combine_over_peers(const PeerCombine& pc, float total) {
+  __shared__ float s_part[kMaxPeerRanks];
+  using Word = cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>;
+  if (threadIdx.x == 0) {
+    pc.clock[0] = course_globaltimer();
+    const unsigned long long word = static_cast<unsigned long long>(pc.tag) << 32 | __float_as_uint(total);
+    for (int r = 0; r < pc.ranks; ++r) Word(pc.inboxes[r][pc.rank]).store(word, cuda::memory_order_relaxed);
+  }
+  if (threadIdx.x < static_cast<unsigned>(pc.ranks)) {
+    Word slot(pc.inboxes[pc.rank][threadIdx.x]);
+    unsigned long long word = slot.load(cuda::memory_order_relaxed);
+    for (unsigned spins = 0; static_cast<unsigned>(word >> 32) != pc.tag; ++spins) {
+      if (spins > (1u << 24)) {  // about a second of 64 ns naps: the peer is not coming
+        word = static_cast<unsigned long long>(pc.tag) << 32 | __float_as_uint(__int_as_float(0x7fc00000));
+        break;
+      }
+      __nanosleep(64);
+      word = slot.load(cuda::memory_order_relaxed);
+    }
+    s_part[threadIdx.x] = __uint_as_float(static_cast<unsigned>(word));
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const float sum = add_in_rank_order(s_part, pc.ranks);
+    *pc.result = sum;
+    if (pc.host_result) *pc.host_result = sum;
+    pc.clock[1] = course_globaltimer();
+  }
+}
+// [p2p_combine]
+
 __global__ void __launch_bounds__(kBlock, 2) partial_kernel(const float* __restrict__ x, const float* __restrict__ y,
                                                             std::size_t n, unsigned long long* tagged, unsigned* epoch,
-                                                            float* __restrict__ partial) {
+                                                            float* __restrict__ partial, PeerCombine peers) {
   const std::size_t thread = blockIdx.x * std::size_t{kBlock} + threadIdx.x;
   float sum = block_sum(thread_dot_vec4(x, y, n, thread, std::size_t{gridDim.x} * kBlock));
   const unsigned last = gridDim.x - 1;
@@ -174,6 +224,7 @@ __global__ void __launch_bounds__(kBlock, 2) partial_kernel(const float* __restr
       *partial = sum;
       *epoch = s_tag;
     }
+    if (peers.ranks > 0) combine_over_peers(peers, sum);
     return;
   }
   __syncthreads();  // block_sum's shared memory is used again; s_tag is written
@@ -190,6 +241,7 @@ __global__ void __launch_bounds__(kBlock, 2) partial_kernel(const float* __restr
     *partial = others + sum;
     *epoch = tag;  // every word of this call has been read: the next call's tag is tag + 1
   }
+  if (peers.ranks > 0) combine_over_peers(peers, others + sum);  // thread 0's total is the one stored
 }
 // [partial_kernel]
 
@@ -281,6 +333,12 @@ void combine_allreduce(Team& team) {
 void combine_allgather_graph(Team& team) { replay_graph(team, combine_allgather); }
 // [combine_graph]
 
+// Version "p2p" runs inside the partial kernel (combine_over_peers): dot() launches it. Called as
+// a separate step, it would have nothing to combine.
+void combine_p2p(Team&) {
+  throw course::UsageError("the p2p combine runs inside the partial kernel: call ch11::dot with it");
+}
+
 // Version "host": what one would write without NCCL. Each partial crosses PCIe to the host, the
 // host adds them in rank order (across processes through host_allgather, MPI's job), and the
 // result goes back to every GPU. The host waits in the middle: the combine costs two round trips.
@@ -313,11 +371,14 @@ const std::vector<course::Version<Combine>>& versions() {
       {"allgather", "ncclAllGather of the partials, added in rank order on every GPU (deterministic)", combine_allgather, true},
       {"allgather_graph", "the allgather combine captured once into a CUDA graph per GPU and replayed: one launch per GPU", combine_allgather_graph},
       {"allreduce", "ncclAllReduce(sum) of the partials: NCCL's order, fixed only by algorithm and topology", combine_allreduce},
+      {"p2p", "each GPU's kernel stores its tagged partial into every GPU's memory over NVLink; no NCCL, one launch per GPU", combine_p2p},
       {"host", "partials copied to the host, added in rank order, copied back to every GPU", combine_host},
   };
   return registry;
 }
 // [registry]
+
+bool across_processes(const course::Version<Combine>& v) { return v.run != combine_p2p; }
 
 float add_in_rank_order_host(const float* partials, int count) {
   float sum = 0.0f;
@@ -347,7 +408,7 @@ Gpu::Gpu(int device, std::size_t capacity, int max_ranks)
 // [launch_partial]
 // One trip per thread (8192 elements per block) while that fits on the SMs at once; beyond, two
 // blocks per SM, each looping (chapter 06's grid for version 12).
-void Gpu::launch_partial(std::size_t count, float* out) {
+void Gpu::launch_partial(std::size_t count, float* out, const PeerCombine& peers) {
   if (count > capacity_)
     throw course::UsageError("ch11::Gpu: a slice of " + std::to_string(count) + " elements, the buffers hold " +
                              std::to_string(capacity_));
@@ -355,7 +416,7 @@ void Gpu::launch_partial(std::size_t count, float* out) {
   const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>(wanted, static_cast<std::size_t>(grid_)));
   ctx_.activate();  // the stream and the buffers belong to this device
   partial_kernel<<<blocks, kBlock, 0, ctx_.stream()>>>(d_x_.data(), d_y_.data(), count, d_tagged_.data(), d_epoch_.data(),
-                                                        out ? out : partial());
+                                                        out ? out : partial(), peers);
   CUDA_CHECK_LAUNCH("partial_kernel");
 }
 
@@ -381,9 +442,21 @@ void Gpu::poison() {
   ctx_.synchronize();
 }
 
+// The p2p combine's state: on every GPU of the team an inbox of one 8-byte word per rank, the
+// device array of every GPU's inbox pointer, and two clock stamps; made on first use.
+struct Team::PeerState {
+  std::vector<course::DeviceBuffer<unsigned long long>> inboxes;  // gpus order
+  std::vector<course::DeviceBuffer<unsigned long long*>> tables;  // on GPU i: the pointers to every inbox
+  std::vector<course::DeviceBuffer<unsigned long long>> clocks;   // on GPU i: partial end, result (ns)
+  unsigned calls = 0;                                             // the tag of the last call
+};
+
+Team::Team() = default;
+
 Team::Team(Team&& o) noexcept
     : gpus(std::move(o.gpus)), comms(std::move(o.comms)), first_rank(o.first_rank), ranks(o.ranks),
-      host_allgather(std::move(o.host_allgather)), graphs(std::move(o.graphs)), call_graphs(std::move(o.call_graphs)) {
+      host_allgather(std::move(o.host_allgather)), graphs(std::move(o.graphs)), call_graphs(std::move(o.call_graphs)),
+      peers(std::move(o.peers)) {
   o.comms.clear();
   o.gpus.clear();
   o.graphs.clear();
@@ -402,6 +475,7 @@ Team& Team::operator=(Team&& o) noexcept {
     host_allgather = std::move(o.host_allgather);
     graphs = std::move(o.graphs);
     call_graphs = std::move(o.call_graphs);
+    peers = std::move(o.peers);
     o.comms.clear();
     o.gpus.clear();
     o.graphs.clear();
@@ -414,6 +488,7 @@ Team::~Team() {
   // A graph holds NCCL's resources of its communicator: every graph goes before the communicators.
   graphs.clear();
   call_graphs.clear();
+  peers.reset();
   for (ncclComm_t c : comms) ncclCommDestroy(c);  // a destructor must not throw: errors ignored
 }
 
@@ -616,12 +691,94 @@ void replay_call(Team& team, std::size_t n, const std::vector<std::size_t>& coun
   }
 }
 
+// Peer access between every pair of the team's GPUs, and the inboxes, on first use of p2p.
+Team::PeerState& peer_state(Team& team) {
+  if (team.peers) return *team.peers;
+  const int count = static_cast<int>(team.gpus.size());
+  if (count != team.ranks)
+    throw course::UsageError("p2p: one process must drive every rank (stores into another process's GPU memory "
+                             "need CUDA IPC); under MPI use allgather");
+  if (count > kMaxPeerRanks) throw course::UsageError("p2p: at most " + std::to_string(kMaxPeerRanks) + " GPUs");
+  for (int i = 0; i < count; ++i)
+    for (int j = 0; j < count; ++j) {
+      if (i == j) continue;
+      const int a = team.gpus[static_cast<std::size_t>(i)]->context().device();
+      const int b = team.gpus[static_cast<std::size_t>(j)]->context().device();
+      int can = 0;
+      CUDA_CHECK(cudaDeviceCanAccessPeer(&can, a, b));
+      if (!can)
+        throw NoPeerAccess("p2p: GPU " + std::to_string(a) + " cannot write into GPU " + std::to_string(b) +
+                           "'s memory (no peer access between them)");
+      team.gpus[static_cast<std::size_t>(i)]->context().activate();
+      const cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
+      if (e == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();
+      else CUDA_CHECK(e);
+    }
+  auto state = std::make_unique<Team::PeerState>();
+  std::vector<unsigned long long*> pointers;
+  for (Gpu* g : team.gpus) {
+    g->context().activate();
+    state->inboxes.emplace_back(static_cast<std::size_t>(count));
+    state->inboxes.back().fill_bytes(0, g->context().stream());
+    state->clocks.emplace_back(2);
+    pointers.push_back(state->inboxes.back().data());
+  }
+  for (Gpu* g : team.gpus) {
+    g->context().activate();
+    state->tables.emplace_back(static_cast<std::size_t>(count));
+    CUDA_CHECK(cudaMemcpyAsync(state->tables.back().data(), pointers.data(), pointers.size() * sizeof(pointers[0]),
+                               cudaMemcpyHostToDevice, g->context().stream()));
+  }
+  for (Gpu* g : team.gpus) g->context().synchronize();  // the host vector dies here
+  team.peers = std::move(state);
+  return *team.peers;
+}
+
+// One p2p call: every GPU's kernel, launched one after the other, combines inside itself and
+// writes the result into its pinned host slot. Everything that can fail on the host is done
+// before the first launch, so no GPU is left waiting for a peer that was never launched.
+void p2p_call(Team& team, const std::vector<std::size_t>& counts, Split* split) {
+  Team::PeerState& state = peer_state(team);
+  if (++state.calls >= 0xFFFFFFFEu) {  // the tag would wrap: clear every inbox, with no call in flight
+    for (std::size_t i = 0; i < team.gpus.size(); ++i) {
+      team.gpus[i]->context().activate();
+      state.inboxes[i].fill_bytes(0, team.gpus[i]->context().stream());
+    }
+    for (Gpu* g : team.gpus) g->context().synchronize();
+    state.calls = 1;
+  }
+  std::vector<PeerCombine> launches;
+  for (std::size_t i = 0; i < team.gpus.size(); ++i) {
+    Gpu& g = *team.gpus[i];
+    PeerCombine pc;
+    pc.inboxes = state.tables[i].data();
+    pc.rank = static_cast<int>(i);
+    pc.ranks = team.ranks;
+    pc.tag = state.calls;
+    pc.result = g.result();
+    pc.host_result = g.host_partials() + g.max_ranks() + 1;
+    pc.clock = state.clocks[i].data();
+    launches.push_back(pc);
+    g.count_call();
+  }
+  for (std::size_t i = 0; i < team.gpus.size(); ++i) {
+    Gpu& g = *team.gpus[i];
+    g.context().activate();
+    if (split) CUDA_CHECK(cudaEventRecord(g.event(0), g.context().stream()));
+    g.launch_partial(counts[i], nullptr, launches[i]);
+    if (split) CUDA_CHECK(cudaEventRecord(g.event(1), g.context().stream()));
+  }
+}
+
 }  // namespace
 
 std::vector<float> dot(Team& team, Combine combine, std::size_t n, Split* split) {
   const std::vector<std::size_t> counts = slice_counts(team, n);
+  const bool p2p = combine == combine_p2p;
   if (combine == combine_allgather_graph) {
     replay_call(team, n, counts);  // the graph records the split's events on every call
+  } else if (p2p) {
+    p2p_call(team, counts, split);
   } else {
     for (Gpu* g : team.gpus) g->count_call();
     enqueue_call(team, combine, counts, split != nullptr, false);
@@ -631,7 +788,16 @@ std::vector<float> dot(Team& team, Combine combine, std::size_t n, Split* split)
     Gpu& g = *team.gpus[i];
     g.context().synchronize();
     results[i] = g.host_partials()[g.max_ranks() + 1];
-    if (split) {
+    if (split && p2p) {
+      // One kernel does both: its span by events, the combine's share by the GPU's clock stamps.
+      float whole = 0;
+      unsigned long long stamps[2] = {0, 0};
+      CUDA_CHECK(cudaEventElapsedTime(&whole, g.event(0), g.event(1)));
+      CUDA_CHECK(cudaMemcpy(stamps, team.peers->clocks[i].data(), sizeof stamps, cudaMemcpyDeviceToHost));
+      const double combined = static_cast<double>(stamps[1] - stamps[0]) * 1e-6;
+      split->kernel_ms = std::max(split->kernel_ms, static_cast<double>(whole) - combined);
+      split->combine_ms = std::max(split->combine_ms, combined);
+    } else if (split) {
       float kernel = 0, combined = 0;
       CUDA_CHECK(cudaEventElapsedTime(&kernel, g.event(0), g.event(1)));
       CUDA_CHECK(cudaEventElapsedTime(&combined, g.event(1), g.event(2)));
