@@ -15,11 +15,13 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -295,6 +297,113 @@ TEST_CASE("ch07 alloc_per_call: a call that runs out of device memory frees what
   // And the engine still works.
   const auto in = course::test::make_dot_inputs(1000, 53);
   CHECK(course::check_dot(v->run(engine, in.x.data(), in.y.data(), 1000, nullptr), in.ref).ok);
+}
+
+// ---- exercise 4 (think): may this array skip staging? --------------------------------------
+// ch07::covers on registrations described as offsets into one host buffer; no GPU, nothing is
+// registered with CUDA: the function sees only the map.
+namespace {
+
+using Ranges = std::map<const char*, std::size_t>;
+
+std::string describe(const std::vector<std::pair<std::size_t, std::size_t>>& regs) {
+  std::ostringstream s;
+  if (regs.empty()) s << "no registrations";
+  for (std::size_t i = 0; i < regs.size(); ++i)
+    s << (i ? ", " : "registrations ") << "[" << regs[i].first << ", " << regs[i].first + regs[i].second << ")";
+  return s.str();
+}
+
+std::string query(std::size_t offset, std::size_t bytes) {
+  std::ostringstream s;
+  s << "covers(ranges, buffer + " << offset << ", " << bytes << ") (offsets into one buffer)";
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("ch07 covers: a range inside one registration, and none that leaves it", "[ch07][exercise][covers]") {
+  std::vector<char> buffer(8192);
+  const char* b = buffer.data();
+  const std::vector<std::pair<std::size_t, std::size_t>> regs = {{1000, 1000}, {2000, 1000}, {5000, 100}};
+  Ranges ranges;
+  for (const auto& [start, len] : regs) ranges.emplace(b + start, len);
+  INFO("ch07::covers (exercise 4), " << describe(regs) << ".");
+  struct Case {
+    std::size_t offset, bytes;
+    bool inside;
+    const char* what;
+  };
+  const Case cases[] = {
+      {1000, 1000, true, "all of one registration"},
+      {1500, 100, true, "the middle of one registration"},
+      {1900, 100, true, "ending at a registration's last byte"},
+      {1900, 200, false, "across two registrations that touch"},
+      {5050, 100, false, "starting inside a registration, running past its end"},
+      {900, 50, false, "before every registration"},
+      {990, 20, false, "starting before a registration, ending inside it"},
+      {3000, 10, false, "starting one past a registration's last byte"},
+      {0, 0, false, "zero bytes"},
+  };
+  for (const auto& c : cases) {
+    const bool got = ch07::covers(ranges, b + c.offset, c.bytes);
+    INFO(query(c.offset, c.bytes) << ": " << c.what << "; returned " << std::boolalpha << got);
+    CHECK(got == c.inside);
+  }
+  {
+    INFO("covers(ranges, nullptr, 100): a null pointer lies in no registration");
+    CHECK_FALSE(ch07::covers(ranges, nullptr, 100));
+  }
+  {
+    INFO("covers on an empty map, " << query(1500, 100) << ": nothing is registered");
+    CHECK_FALSE(ch07::covers(Ranges{}, b + 1500, 100));
+  }
+}
+
+TEST_CASE("ch07 covers: agrees with a linear scan on random registrations", "[ch07][exercise][covers]") {
+  constexpr std::size_t kBuffer = std::size_t{1} << 16;
+  std::vector<char> buffer(kBuffer);
+  const char* b = buffer.data();
+  std::mt19937_64 rng(course::test::seed(707));
+  auto draw = [&rng](std::size_t lo, std::size_t hi) { return lo + rng() % (hi - lo + 1); };  // in [lo, hi]
+  std::size_t queries = 0, wrong = 0;
+  std::string first;
+  for (int round = 0; round < 300; ++round) {
+    // Disjoint ranges left to right: gaps of 0 (ranges that touch) to 64 bytes, lengths 1 to 300.
+    std::vector<std::pair<std::size_t, std::size_t>> regs;
+    const std::size_t count = draw(0, 40);
+    for (std::size_t at = draw(0, 64); regs.size() < count;) {
+      const std::size_t len = draw(1, 300);
+      if (at + len > kBuffer) break;
+      regs.emplace_back(at, len);
+      at += len + (rng() % 3 == 0 ? 0 : draw(1, 64));
+    }
+    Ranges ranges;
+    for (const auto& [start, len] : regs) ranges.emplace(b + start, len);
+    // Queries at, around and between every range's ends, and anywhere.
+    std::vector<std::pair<std::size_t, std::size_t>> qs;
+    for (const auto& [start, len] : regs)
+      for (std::size_t s : {start - (start > 0), start, start + 1, start + len - 1, start + len})
+        for (std::size_t e : {start + len - 1, start + len, start + len + 1, s + 1, s + draw(1, 400)})
+          if (e >= s) qs.emplace_back(s, e - s);
+    for (int k = 0; k < 200; ++k) qs.emplace_back(draw(0, kBuffer - 1), draw(0, 700));
+    for (const auto& [offset, bytes] : qs) {
+      if (offset + bytes > kBuffer) continue;
+      bool expected = false;
+      for (const auto& [start, len] : regs) expected = expected || (bytes > 0 && start <= offset && offset + bytes <= start + len);
+      const bool got = ch07::covers(ranges, b + offset, bytes);
+      ++queries;
+      if (got != expected && wrong++ == 0) {
+        std::vector<std::pair<std::size_t, std::size_t>> near;  // the registrations within 400 bytes of it
+        for (const auto& r : regs)
+          if (r.first + r.second + 400 > offset && r.first < offset + bytes + 400) near.push_back(r);
+        first = query(offset, bytes) + " returned " + (got ? "true" : "false") + "; near it, " + describe(near);
+      }
+    }
+  }
+  INFO("ch07::covers (exercise 4): " << wrong << " of " << queries << " answers differ from a scan of every "
+       "registration; the first: " << first << ".");
+  CHECK(wrong == 0);
 }
 
 // ---- the boundary: bad input, everywhere -------------------------------------------------------

@@ -122,6 +122,11 @@ inline void mark(PhaseEvents* clock, int boundary) {
   if (clock != nullptr) clock->mark(boundary);
 }
 
+/// Whether [p, p + bytes) lies entirely inside one range of `ranges` (each entry: a range's first
+/// byte -> its length in bytes; the ranges are disjoint). False for a null p, bytes == 0 or no
+/// ranges. Engine::is_registered asks it of the engine's registrations (exercise 4, *think*).
+bool covers(const std::map<const char*, std::size_t>& ranges, const void* p, std::size_t bytes);
+
 /// Everything one dotcourse_context owns. Not copyable, not thread-safe by itself: the C API
 /// serializes calls with `lock`.
 class Engine {

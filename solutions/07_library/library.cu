@@ -238,14 +238,7 @@ void Engine::unregister_host(const void* p) {
   registered_.erase(it);
 }
 
-bool Engine::is_registered(const void* p, std::size_t bytes) const {
-  if (p == nullptr || registered_.empty()) return false;
-  const char* start = static_cast<const char*>(p);
-  auto next = registered_.upper_bound(start);
-  if (next == registered_.begin()) return false;
-  const auto& r = *std::prev(next);
-  return start + bytes <= r.first + r.second;
-}
+bool Engine::is_registered(const void* p, std::size_t bytes) const { return covers(registered_, p, bytes); }
 
 float* Engine::d_h_result() {
   if (d_h_result_ == nullptr) {
@@ -584,5 +577,37 @@ float dot_device(Engine& e, const float* d_x, const float* d_y, std::size_t n, c
   return *e.h_result();
 }
 // [dot_device]
+
+// [covers]
+// Exercise 4 (think): may an array skip staging? dot_host copies an array straight from the
+// caller's memory only when all of it lies in ONE registered range: a view into a registered array
+// need not start where the registration starts, and two registrations that touch are still two.
+bool covers(const std::map<const char*, std::size_t>& ranges, const void* p, std::size_t bytes) {
+  // BEGIN SOLUTION
+  if (p == nullptr || bytes == 0) return false;
+  const char* start = static_cast<const char*>(p);
+  // The ranges are disjoint and sorted by their first byte, so the only one that can hold p is the
+  // last one starting at or before it: one step back from the first that starts after it.
+  const auto next = ranges.upper_bound(start);
+  if (next == ranges.begin()) return false;  // every range starts after p
+  const auto& r = *std::prev(next);
+  // Compare offsets from the range's start, never p + bytes: that sum may lie past the end of
+  // any object (or wrap), where pointer arithmetic is undefined.
+  const auto offset = reinterpret_cast<std::uintptr_t>(start) - reinterpret_cast<std::uintptr_t>(r.first);
+  return offset < r.second && bytes <= r.second - offset;
+  // STUB
+  //> // TODO(student): exercise 4 (think). Return whether [p, p + bytes) lies entirely inside ONE of
+  //> // `ranges` (each entry: a range's first byte -> its length in bytes; no two of them overlap,
+  //> // but two may touch). A null p or bytes == 0 is inside none. Engine::is_registered asks this
+  //> // on every dot_host call, so the answer must not cost a walk over the whole map. Tests (host
+  //> // only): "ch07 covers: a range inside one registration, and none that leaves it", "ch07
+  //> // covers: agrees with a linear scan on random registrations".
+  //> (void)ranges;
+  //> (void)p;
+  //> (void)bytes;
+  //> return false;
+  // END SOLUTION
+}
+// [covers]
 
 }  // namespace ch07
