@@ -1,13 +1,17 @@
 // Chapter 08 grading tests: every path of the registry moves bytes intact at awkward sizes (around
 // the staging chunk too) and computes the dot of host data within the fp64 bound, the same bits on
 // every run; the staged copy (the exercise) reuses its pinned buffers safely and loses nothing when
-// destroyed with copies in flight; and the errors of pinning are clear and harmless: a range
-// registered twice, a pointer never registered, a failed registration, a destroyed pinned buffer.
+// destroyed with copies in flight; the errors of pinning are clear and harmless: a range
+// registered twice, a pointer never registered, a failed registration, a destroyed pinned buffer;
+// and (host only) the staged copy's predicted time matches a chunk-by-chunk simulation.
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <random>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -292,4 +296,85 @@ TEST_CASE("ch08 link: the rate is computed from generation and width", "[ch08]")
   const ch08::LinkInfo info = ch08::link_info(0);
   if (info.generation == 5 && info.width == 16) CHECK(info.gbps > 62.9);
   CHECK(!info.text.empty());
+}
+
+// Exercise 2 (think): the predicted time of a staged copy. Host only (no GPU). Checked against a
+// simulation of the Stager chunk by chunk: the host fills a buffer once it is free (the link has
+// sent the chunk that was in it) and the host has handed over the previous chunk; the link sends a
+// chunk once it is filled and the previous one is sent. Two buffers, the fewest the Stager
+// allows, and the staged path's four, must give the same answer.
+namespace {
+
+double simulate_staged_ms(std::size_t bytes, std::size_t chunk, double host_gbps, double link_gbps, double per_chunk_us,
+                          int buffers) {
+  std::vector<double> buffer_free(static_cast<std::size_t>(buffers), 0.0);  // when the link last sent out of it
+  double host_done = 0.0, link_done = 0.0;
+  std::size_t sent = 0, i = 0;
+  while (sent < bytes) {
+    const std::size_t len = std::min(chunk, bytes - sent);
+    double& buffer = buffer_free[i % buffer_free.size()];
+    const double fill_start = std::max(host_done, buffer);
+    host_done = fill_start + per_chunk_us / 1000.0 + static_cast<double>(len) / (host_gbps * 1e6);
+    link_done = std::max(host_done, link_done) + static_cast<double>(len) / (link_gbps * 1e6);
+    buffer = link_done;
+    sent += len;
+    ++i;
+  }
+  return link_done;
+}
+
+}  // namespace
+
+TEST_CASE("ch08 staged_copy_ms: matches a chunk-by-chunk simulation", "[ch08][exercise][think]") {
+  struct Case {
+    std::size_t bytes, chunk;
+    double host, link, per_chunk_us;
+  };
+  std::vector<Case> cases;
+  const std::size_t MiB = std::size_t{1} << 20;
+  for (std::size_t chunk : {std::size_t{1}, std::size_t{3}, std::size_t{4096}, 2 * MiB, 8 * MiB, 32 * MiB})
+    for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, chunk - 1, chunk, chunk + 1, 2 * chunk, 50 * chunk + 7})
+      for (double host : {5.0, 50.8, 200.0})        // the host slower and faster than the link
+        for (double link : {10.0, 54.5})
+          for (double per_chunk_us : {0.0, 3.0, 40.0})
+            cases.push_back({bytes, chunk, host, link, per_chunk_us});
+  cases.push_back({512 * MiB, 2 * MiB, 23.9, 54.5, 4.0});  // the knobs table's shapes
+  cases.push_back({512 * MiB, 32 * MiB, 50.8, 54.5, 4.0});
+  std::mt19937_64 rng(course::test::seed(808));
+  for (int k = 0; k < 300; ++k) {
+    const std::size_t chunk = 1 + rng() % (std::size_t{1} << (rng() % 26));
+    const std::size_t bytes = rng() % (chunk * (1 + rng() % 200) + 1);
+    const double host = 0.5 + static_cast<double>(rng() % 4000) / 10.0;
+    const double link = 0.5 + static_cast<double>(rng() % 1000) / 10.0;
+    const double per_chunk_us = (rng() % 3 == 0) ? 0.0 : static_cast<double>(rng() % 10000) / 100.0;
+    cases.push_back({bytes, chunk, host, link, per_chunk_us});
+  }
+  std::size_t wrong = 0;
+  std::string first;
+  for (const Case& c : cases) {
+    const double two = simulate_staged_ms(c.bytes, c.chunk, c.host, c.link, c.per_chunk_us, 2);
+    const double four = simulate_staged_ms(c.bytes, c.chunk, c.host, c.link, c.per_chunk_us, 4);
+    REQUIRE(std::fabs(two - four) <= 1e-12 * two);  // the simulation itself: buffers beyond two change nothing
+    const double got = ch08::staged_copy_ms(c.bytes, c.chunk, c.host, c.link, c.per_chunk_us);
+    const bool ok = c.bytes == 0 ? got == 0.0 : std::fabs(got - two) <= 1e-9 * two;
+    if (!ok && wrong++ == 0) {
+      std::ostringstream s;
+      s << "staged_copy_ms(bytes = " << c.bytes << ", chunk_bytes = " << c.chunk << ", host_gbps = " << c.host
+        << ", link_gbps = " << c.link << ", per_chunk_us = " << c.per_chunk_us << ") returned " << got
+        << " ms; the simulation finishes at " << two << " ms";
+      first = s.str();
+    }
+  }
+  INFO(wrong << " of " << cases.size() << " predictions wrong; the first: " << first
+             << ".\nHint: -1 is the unfilled stub. Draw the host's and the link's timelines for three chunks, with "
+                "the host faster, then slower, than the link: what does nothing overlap at the start and at the end? "
+                "Is the last chunk as long as the others? 1 GB/s is 10^6 bytes per millisecond.");
+  CHECK(wrong == 0);
+
+  // Impossible arguments are refused by name (kit code, outside the hole).
+  CHECK_THROWS_AS(ch08::staged_copy_ms(100, 0, 50.0, 50.0, 1.0), course::UsageError);
+  CHECK_THROWS_AS(ch08::staged_copy_ms(100, 10, 0.0, 50.0, 1.0), course::UsageError);
+  CHECK_THROWS_AS(ch08::staged_copy_ms(100, 10, 50.0, -1.0, 1.0), course::UsageError);
+  CHECK_THROWS_AS(ch08::staged_copy_ms(100, 10, std::nan(""), 50.0, 1.0), course::UsageError);
+  CHECK_THROWS_AS(ch08::staged_copy_ms(100, 10, 50.0, 50.0, -1.0), course::UsageError);
 }

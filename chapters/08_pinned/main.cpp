@@ -228,7 +228,8 @@ int main(int argc, char** argv) {
     course::Table table = course::measurement_table(course::Share::link);
     course::Table pinning({"op", "bytes", "median_ms", "gbps"});
     course::Table targets({"target", "value_gbps", "ceiling_gbps", "ratio", "goal", "met"});
-    course::Table staging({"chunk_bytes", "threads", "bytes", "median_ms", "gbps", "pct_ceiling"});
+    course::Table staging({"chunk_bytes", "threads", "bytes", "median_ms", "gbps", "pct_ceiling", "host_gbps", "per_chunk_us",
+                           "predicted_ms"});
     std::set<std::string> failed;
 
     for (const Version* v : selected) {
@@ -356,10 +357,22 @@ int main(int argc, char** argv) {
         const double ceiling = std::min(pinned_h2d_gbps, host_copy_gbps);
         targets.add_row({std::string("staged h2d 2 x 256 MiB pageable vs min(pinned H2D, host memcpy)"), g, ceiling, g / ceiling,
                          0.90, static_cast<long long>(g >= 0.90 * ceiling)});
-        // The staging knobs: chunk size and threads (4 pinned buffers each).
+        // The staging knobs: chunk size and threads (4 pinned buffers each), each beside exercise 2's
+        // prediction from this run's pinned H2D rate and, for that many threads, the host's copy rate
+        // (512 MiB) and its per-chunk hand-over (one page per thread).
         for (std::size_t chunk : {2 * MiB, 8 * MiB, 32 * MiB})
           for (unsigned threads : {4u, 8u, cores}) {
             if (threads > cores) continue;
+            double host_gbps = 0, per_chunk_us = 0;
+            {
+              course::ThreadPool pool_t(threads);
+              auto copy = [&](std::size_t b) { ch08::parallel_memcpy(pool_t, pinned_dst.data(), path->src(), b); };
+              const double copy_ms = course::summarize(course::time_cpu_ms([&] { copy(bytes); }, 1, 3)).median;
+              host_gbps = course::gbps(static_cast<double>(bytes), copy_ms);
+              per_chunk_us = 1e3 * course::summarize(course::time_cpu_ms([&] { copy(threads * 4 * KiB); }, 5, 50)).median;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the pool's polling threads are gone
+            const double predicted = ch08::staged_copy_ms(bytes, chunk, host_gbps, pinned_h2d_gbps, per_chunk_us);
             ch08::Stager stager(ctx, threads, chunk, 4);
             std::vector<double> t;
             for (int r = 0; r < 5; ++r) {
@@ -370,7 +383,8 @@ int main(int argc, char** argv) {
             }
             const double ms = course::summarize(t).median;
             staging.add_row({static_cast<long long>(chunk), static_cast<long long>(threads), static_cast<long long>(bytes), ms,
-                             course::gbps(static_cast<double>(bytes), ms), 100 * course::gbps(static_cast<double>(bytes), ms) / ceiling});
+                             course::gbps(static_cast<double>(bytes), ms), 100 * course::gbps(static_cast<double>(bytes), ms) / ceiling,
+                             host_gbps, per_chunk_us, predicted});
           }
       }
     }
@@ -387,7 +401,8 @@ int main(int argc, char** argv) {
     std::cout << "\nWhat pinning costs:\n\n";
     pinning.print(std::cout);
     if (!staging.rows().empty()) {
-      std::cout << "\nStaging knobs (pageable -> device, 512 MiB; pct_ceiling: % of min(pinned H2D, host memcpy)):\n\n";
+      std::cout << "\nStaging knobs (pageable -> device, 512 MiB; pct_ceiling: % of min(pinned H2D, host memcpy); "
+                   "predicted_ms: ch08::staged_copy_ms from pinned H2D, host_gbps and per_chunk_us):\n\n";
       staging.print(std::cout);
     }
     std::cout << "\nTargets:\n\n";

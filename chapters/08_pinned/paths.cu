@@ -245,6 +245,24 @@ void Stager::h2d(void* d_dst, const void* h_src, std::size_t bytes, cudaStream_t
 }
 // [staged_h2d]
 
+// [staged_copy_ms]
+// Exercise 2 (*think*): how long a staged copy takes, as a two-stage pipeline of host and link.
+double staged_copy_ms(std::size_t bytes, std::size_t chunk_bytes, double host_gbps, double link_gbps, double per_chunk_us) {
+  if (chunk_bytes == 0 || !(host_gbps > 0) || !(link_gbps > 0) || !(per_chunk_us >= 0))
+    throw course::UsageError("staged_copy_ms: chunk_bytes " + std::to_string(chunk_bytes) + ", host_gbps " +
+                             std::to_string(host_gbps) + ", link_gbps " + std::to_string(link_gbps) + ", per_chunk_us " +
+                             std::to_string(per_chunk_us) + " (need chunk_bytes > 0, positive rates, per_chunk_us >= 0)");
+  // [hole 2 begin]
+  // TODO(student): the time from the first host copy to the last byte on the device, in ms,
+  // for the model paths.hpp states above staged_copy_ms; 0 for no bytes. Test: "ch08
+  // staged_copy_ms: matches a chunk-by-chunk simulation" (many sizes, chunk sizes, rates and
+  // per-chunk costs; the last chunk shorter or not; the host faster and slower than the link).
+  (void)bytes;
+  return -1.0;
+  // [hole 2 end]
+}
+// [staged_copy_ms]
+
 // ---------------------------------------------------------------------------------------------
 // The paths.
 

@@ -86,6 +86,16 @@ class Stager {
 /// Host memory `bytes` long copied with all of `pool`'s threads (the staged path's other ceiling).
 void parallel_memcpy(course::ThreadPool& pool, void* dst, const void* src, std::size_t bytes);
 
+/// Exercise 2 (*think*): the predicted time of a staged copy, host only. `bytes` travel in chunks of
+/// `chunk_bytes` (the last one shorter). The host fills a chunk in per_chunk_us µs plus its length
+/// at `host_gbps`, then hands it to the link and starts the next; the link sends a chunk at
+/// `link_gbps` once the host has filled it and the link has sent the previous one. As in Stager,
+/// a buffer is refilled only after the link has sent the chunk in it: with two buffers, chunk i+2
+/// waits for chunk i's copy (the answer is the same with the Stager's four). Milliseconds from the
+/// first host copy to the last byte on the device; 0 for no bytes. Throws UsageError for
+/// chunk_bytes 0, a rate that is not positive or a negative per_chunk_us.
+double staged_copy_ms(std::size_t bytes, std::size_t chunk_bytes, double host_gbps, double link_gbps, double per_chunk_us);
+
 /// One way from host memory to the device. `prepare(max_bytes)` allocates, once, what the path
 /// keeps; then src()/dst() are the caller's host arrays, and the copies and the dot use them.
 class Path {

@@ -257,6 +257,38 @@ void Stager::h2d(void* d_dst, const void* h_src, std::size_t bytes, cudaStream_t
 }
 // [staged_h2d]
 
+// [staged_copy_ms]
+// Exercise 2 (*think*): how long a staged copy takes, as a two-stage pipeline of host and link.
+double staged_copy_ms(std::size_t bytes, std::size_t chunk_bytes, double host_gbps, double link_gbps, double per_chunk_us) {
+  if (chunk_bytes == 0 || !(host_gbps > 0) || !(link_gbps > 0) || !(per_chunk_us >= 0))
+    throw course::UsageError("staged_copy_ms: chunk_bytes " + std::to_string(chunk_bytes) + ", host_gbps " +
+                             std::to_string(host_gbps) + ", link_gbps " + std::to_string(link_gbps) + ", per_chunk_us " +
+                             std::to_string(per_chunk_us) + " (need chunk_bytes > 0, positive rates, per_chunk_us >= 0)");
+  // BEGIN SOLUTION
+  if (bytes == 0) return 0.0;
+  // GB/s is 1e6 bytes per ms. Chunks 0 .. k-2 are full; the last holds the remaining `last` bytes.
+  const std::size_t k = (bytes - 1) / chunk_bytes + 1;  // ceil without overflow
+  const double full = static_cast<double>(chunk_bytes), last = static_cast<double>(bytes - (k - 1) * chunk_bytes);
+  const double a = per_chunk_us * 1e-3 + full / (host_gbps * 1e6), b = full / (link_gbps * 1e6);
+  const double a_last = per_chunk_us * 1e-3 + last / (host_gbps * 1e6), b_last = last / (link_gbps * 1e6);
+  if (k == 1) return a_last + b_last;
+  // The last byte lands at the longest path through the pipeline: the host's first j+1 steps, then
+  // the link's steps from chunk j on, for the j where the pipeline changes engine. The full chunks
+  // are alike, so only three j can give the longest: the first chunk, the last full one, the last.
+  // (A buffer's wait holds the host back only while the link is behind, so it never delays the link.)
+  const double m = static_cast<double>(k - 1);
+  return std::max({a + m * b + b_last, m * a + b + b_last, m * a + a_last + b_last});
+  // STUB
+  //> // TODO(student): the time from the first host copy to the last byte on the device, in ms,
+  //> // for the model paths.hpp states above staged_copy_ms; 0 for no bytes. Test: "ch08
+  //> // staged_copy_ms: matches a chunk-by-chunk simulation" (many sizes, chunk sizes, rates and
+  //> // per-chunk costs; the last chunk shorter or not; the host faster and slower than the link).
+  //> (void)bytes;
+  //> return -1.0;
+  // END SOLUTION
+}
+// [staged_copy_ms]
+
 // ---------------------------------------------------------------------------------------------
 // The paths.
 
