@@ -2,12 +2,16 @@
 // bound at awkward sizes around the chunk, gives the same bits on every run, and (the chunked
 // orders) the same bits as each other, since the partials are combined in a fixed order; the
 // book's program gives exactly the host's answer; a graph replays new data and re-captures a new
-// shape; bad jobs (too large, no chunk, too many streams, pageable input) are refused by name.
+// shape; bad jobs (too large, no chunk, too many streams, pageable input) are refused by name; and
+// (host only) the predicted time of a chunked pipeline matches a simulation of its three engines.
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <random>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -233,4 +237,105 @@ TEST_CASE("ch09 registry: unique names, breadth_first the exercise", "[ch09]") {
     CHECK(!v.description.empty());
     CHECK(v.exercise == (v.name == "breadth_first"));
   }
+}
+
+// Exercise 3 (think): how long a chunked pipeline takes. Host only (no GPU). Checked against a
+// simulation operation by operation: each engine takes the chunks in order, one at a time; chunk
+// k's kernel starts once its copy in and the engine's previous kernel are done, and so on.
+namespace {
+
+double simulate_pipeline_ms(const double engine_ms[3], std::size_t chunks, double latency_us) {
+  double engine_free[3] = {0.0, 0.0, 0.0};
+  for (std::size_t k = 0; k < chunks; ++k) {
+    double ready = 0.0;  // chunk k's previous operation is done
+    for (int e = 0; e < 3; ++e) {
+      const double start = std::max(ready, engine_free[e]);
+      engine_free[e] = start + latency_us / 1000.0 + engine_ms[e] / static_cast<double>(chunks);
+      ready = engine_free[e];
+    }
+  }
+  return engine_free[2];
+}
+
+struct PipelineCase {
+  double engine_ms[3];
+  double latency_us;
+};
+
+std::vector<PipelineCase> pipeline_cases() {
+  std::vector<PipelineCase> cases = {
+      {{2.0, 0.5, 1.0}, 4.0},      // the copy in the busiest
+      {{10.0, 0.0, 0.0}, 0.0},     // one engine, no latency
+      {{1.0, 1.0, 1.0}, 10.0},     // three equal engines
+      {{0.0, 0.0, 0.0}, 5.0},      // latency only
+      {{0.05, 2.0, 0.05}, 1.0},    // the kernel the busiest
+      {{0.01, 0.01, 0.5}, 100.0},  // the copy back the busiest, a large latency
+  };
+  std::mt19937_64 rng(course::test::seed(909));
+  for (int k = 0; k < 60; ++k) {
+    PipelineCase c{};
+    for (double& t : c.engine_ms) t = (rng() % 5 == 0) ? 0.0 : static_cast<double>(rng() % 200000) / 10000.0;
+    c.latency_us = (rng() % 4 == 0) ? 0.0 : static_cast<double>(rng() % 50000) / 1000.0;
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+std::string describe(const PipelineCase& c, std::size_t chunks) {
+  std::ostringstream s;
+  s << "pipeline_ms(h2d_ms = " << c.engine_ms[0] << ", kernel_ms = " << c.engine_ms[1] << ", d2h_ms = " << c.engine_ms[2]
+    << ", chunks = " << chunks << ", latency_us = " << c.latency_us << ")";
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("ch09 pipeline_ms: matches an operation-by-operation simulation of three engines", "[ch09][exercise][think]") {
+  std::size_t wrong = 0, total = 0;
+  std::string first;
+  for (const PipelineCase& c : pipeline_cases())
+    for (std::size_t chunks = 1; chunks <= 64; ++chunks) {
+      const double expected = simulate_pipeline_ms(c.engine_ms, chunks, c.latency_us);
+      const double got = ch09::pipeline_ms(c.engine_ms[0], c.engine_ms[1], c.engine_ms[2], chunks, c.latency_us);
+      ++total;
+      if (!(std::fabs(got - expected) <= 1e-9 * expected) && wrong++ == 0) {
+        std::ostringstream s;
+        s << describe(c, chunks) << " returned " << got << " ms; the simulation finishes at " << expected << " ms";
+        first = s.str();
+      }
+    }
+  INFO(wrong << " of " << total << " predictions wrong; the first: " << first
+             << ".\nHint: -1 is the unfilled stub. Draw the three engines' timelines for three chunks: when does "
+                "the first chunk's copy back start, and what keeps the last one waiting? Every operation pays the "
+                "latency, whatever its engine.");
+  CHECK(wrong == 0);
+  CHECK_THROWS_AS(ch09::pipeline_ms(1.0, 1.0, 1.0, 0, 1.0), course::UsageError);  // kit code, outside the hole
+}
+
+TEST_CASE("ch09 pipeline_ms: its best chunk count is the simulation's", "[ch09][exercise][think]") {
+  // Ties (two chunk counts within rounding of each other) are accepted: the chunk count the
+  // prediction picks must be as fast as the best one in the simulation.
+  std::size_t wrong = 0, total = 0;
+  std::string first;
+  for (const PipelineCase& c : pipeline_cases()) {
+    std::size_t best_predicted = 1, best_simulated = 1;
+    double predicted_min = 0.0, simulated_min = 0.0;
+    for (std::size_t chunks = 1; chunks <= 64; ++chunks) {
+      const double p = ch09::pipeline_ms(c.engine_ms[0], c.engine_ms[1], c.engine_ms[2], chunks, c.latency_us);
+      const double s = simulate_pipeline_ms(c.engine_ms, chunks, c.latency_us);
+      if (chunks == 1 || p < predicted_min) predicted_min = p, best_predicted = chunks;
+      if (chunks == 1 || s < simulated_min) simulated_min = s, best_simulated = chunks;
+    }
+    const double at_predicted = simulate_pipeline_ms(c.engine_ms, best_predicted, c.latency_us);
+    ++total;
+    if (!(at_predicted <= simulated_min * (1 + 1e-9)) && wrong++ == 0) {
+      std::ostringstream s;
+      s << describe(c, best_predicted) << " is the smallest prediction over 1..64 chunks, but the simulation is "
+        << "fastest at " << best_simulated << " chunks (" << simulated_min << " ms against " << at_predicted << " ms)";
+      first = s.str();
+    }
+  }
+  INFO(wrong << " of " << total << " jobs given the wrong chunk count; the first: " << first
+             << ".\nHint: more chunks shorten the fill and the drain, and every chunk adds a latency to each engine.");
+  CHECK(wrong == 0);
 }

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Proves the "think" exercises of chapters 01-07 on a machine with a GPU (their host-only tests run
+# Proves the "think" exercises of chapters 01-09 on a machine with a GPU (their host-only tests run
 # anywhere): each test fails on the student's unfilled tree and passes on the solutions (none
 # skipped), the GPU ones are clean under compute-sanitizer (memcheck; racecheck for the shared-memory
 # tree), and every negative case written for them is caught. tools/gpu_check.sh covers the same
 # through the grader (the manifests hold these tests); this script is the quick, focused proof.
 #   tools/check_thinking.sh [--out DIR] [--cpu-only] [--build-prefix P]
-#   --cpu-only: no GPU here: the host-only exercises (01, 02, 03, 06, 07) and their negative cases only.
+#   --cpu-only: no GPU here: the host-only exercises (01-03, 06-09) and their negative cases only.
 #   --build-prefix P: build in P-solutions and P-chapters (default build/think; reuses what is there).
 #   Environment: CUDA_ARCHS (default native; 90-real without a GPU), JOBS (default nproc).
 set -uo pipefail
@@ -30,16 +30,18 @@ if [ $cpu_only = 1 ]; then archs=${CUDA_ARCHS:-90-real}; else archs=${CUDA_ARCHS
 
 # The exercises' tests, by name (each is also a rule of tools/grading/NN_*.json), and their cases.
 cpu_tests='^ch01 predicted_add_ms: |^ch02 compensated: |^ch03 chunk_owner: |^ch06 wave_efficiency: |^ch07 covers: '
+cpu_tests+='|^ch08 staged_copy_ms: |^ch09 pipeline_ms: '
 gpu_tests='^ch04 max_product: |^ch05 block_sum_any: '
 cpu_cases="01_predicted_add_reads_only 02_compensated_kahan_original 03_chunk_owner_equal_chunks 06_wave_efficiency_no_rounding
-           07_covers_start_only 07_covers_next_range"
+           07_covers_start_only 07_covers_next_range 08_staged_no_fill_term 08_staged_full_last_chunk
+           09_pipeline_yardstick 09_pipeline_no_latency"
 gpu_cases="04_max_product_int_bits 04_max_product_no_retry 05_block_sum_any_pow2_tree"
 targets="test_01_timing test_02_cpu_dot test_03_one_thread test_04_one_block test_05_many_blocks test_06_ladder
-         test_07_library"
+         test_07_library test_08_pinned test_09_streams"
 regex=$cpu_tests
 cases=$cpu_cases
 if [ $cpu_only = 0 ]; then regex="$cpu_tests|$gpu_tests"; cases="$cpu_cases $gpu_cases"; fi
-expected=$(( $cpu_only == 1 ? 9 : 14 ))  # 1 + 3 + 2 + 1 + 2 host tests; 3 + 2 GPU tests
+expected=$(( $cpu_only == 1 ? 12 : 17 ))  # 1 + 3 + 2 + 1 + 2 + 1 + 2 host tests; 3 + 2 GPU tests
 
 summary=()
 overall=0

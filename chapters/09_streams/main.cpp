@@ -230,6 +230,7 @@ int main(int argc, char** argv) {
                            "busy_kernel_ms", "busy_d2h_ms", "overlap_pct", "bottleneck_pct"});
     course::Table graphs({"n", "chunks", "streams", "depth_first_ms", "graph_ms", "saved_us"});
     course::Table targets({"target", "value", "goal", "met"});
+    course::Table predictions({"n", "chunks", "streams", "depth_first_ms", "predicted_ms"});  // exercise 3, on screen
     std::set<std::string> failed;
     auto add = [&](course::Table& t, const course::Measurement& m) {
       if (!m.valid) failed.insert(m.version);
@@ -244,9 +245,11 @@ int main(int argc, char** argv) {
       const ch09::Job job = dot_job(host, n, chunks, streams);
       const std::string config = "chunks=" + std::to_string(ch09::chunk_count(job)) + " streams=" + std::to_string(streams);
       const int reps = n >= (std::size_t{1} << 24) ? std::min(opt.reps, 20) : std::max(opt.reps, 50);
+      double depth_ms = 0;
       for (const Version* v : selected) {
         const course::Measurement m = measure(p, *v, job, &host.ref, nullptr, config, h2d_gbps, reps, opt.warmup);
         add(table, m);
+        if (v->name == "depth_first") depth_ms = m.ms.median;
         if (n == large && m.valid && (v->name == "depth_first" || v->name == "breadth_first" || v->name == "graph"))
           best_large = best_large == 0 ? m.ms.median : std::min(best_large, m.ms.median);
       }
@@ -259,6 +262,11 @@ int main(int argc, char** argv) {
       add(table, plain_row("kernel_alone", config, n, bytes, ker, h2d_gbps));
       add(table, plain_row("d2h_alone", config, n, bytes, d2h, h2d_gbps));
       add(table, plain_row("bound", config, n, bytes, yardstick, h2d_gbps));
+      // Exercise 3's prediction from the engines alone; their times already hold every chunk's
+      // latency, so none is added.
+      if (depth_ms > 0)
+        predictions.add_row({static_cast<long long>(n), static_cast<long long>(ch09::chunk_count(job)), static_cast<long long>(streams),
+                             depth_ms, ch09::pipeline_ms(h2d, ker, d2h, ch09::chunk_count(job), 0.0)});
       {
         std::vector<double> samples;
         float got = 0;
@@ -445,6 +453,10 @@ int main(int argc, char** argv) {
                  "result on the host, every cost counted; pct_link = % of this run's pinned H2D bandwidth; 'bound' is the "
                  "yardstick 1.10 x the busiest engine + one chunk's share, a target and not a lower bound:\n\n";
     table.print(std::cout, course::measurement_screen_columns(course::Share::link));
+    if (!predictions.rows().empty()) {
+      std::cout << "\nExercise 3: ch09::pipeline_ms from h2d_alone, kernel_alone and d2h_alone (try other --chunks):\n\n";
+      predictions.print(std::cout);
+    }
     std::cout << "\nStreams swept at n = " << course::format_size(large) << ":\n\n";
     sweep.print(std::cout, course::measurement_screen_columns(course::Share::link));
     std::cout << "\nOverlap from the timelines:\n\n";

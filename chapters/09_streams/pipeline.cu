@@ -359,4 +359,19 @@ float cpu_dot(course::ThreadPool& pool, const float* x, const float* y, std::siz
   return static_cast<float>(sum);
 }
 
+// [pipeline_ms]
+// Exercise 3 (*think*): how long a pipeline of `chunks` chunks takes on three in-order engines.
+double pipeline_ms(double h2d_ms, double kernel_ms, double d2h_ms, std::size_t chunks, double latency_us) {
+  if (chunks == 0) throw course::UsageError("pipeline_ms: chunks must be at least 1");
+  // [hole 3 begin]
+  // TODO(student): the wall time from the first copy in to the last copy out, in ms, for the
+  // model pipeline.hpp states above pipeline_ms. Tests: "ch09 pipeline_ms: matches an
+  // operation-by-operation simulation of three engines" and "ch09 pipeline_ms: its best chunk
+  // count is the simulation's".
+  (void)h2d_ms, (void)kernel_ms, (void)d2h_ms, (void)latency_us;
+  return -1.0;
+  // [hole 3 end]
+}
+// [pipeline_ms]
+
 }  // namespace ch09

@@ -370,4 +370,25 @@ float cpu_dot(course::ThreadPool& pool, const float* x, const float* y, std::siz
   return static_cast<float>(sum);
 }
 
+// [pipeline_ms]
+// Exercise 3 (*think*): how long a pipeline of `chunks` chunks takes on three in-order engines.
+double pipeline_ms(double h2d_ms, double kernel_ms, double d2h_ms, std::size_t chunks, double latency_us) {
+  if (chunks == 0) throw course::UsageError("pipeline_ms: chunks must be at least 1");
+  // BEGIN SOLUTION
+  const double k = static_cast<double>(chunks), lat = latency_us * 1e-3;
+  const double a[3] = {lat + h2d_ms / k, lat + kernel_ms / k, lat + d2h_ms / k};
+  // The first chunk goes through all three engines; after it, the busiest engine delivers one
+  // chunk per step of its own, and nothing downstream of it can run ahead of it.
+  return a[0] + a[1] + a[2] + (k - 1) * std::max({a[0], a[1], a[2]});
+  // STUB
+  //> // TODO(student): the wall time from the first copy in to the last copy out, in ms, for the
+  //> // model pipeline.hpp states above pipeline_ms. Tests: "ch09 pipeline_ms: matches an
+  //> // operation-by-operation simulation of three engines" and "ch09 pipeline_ms: its best chunk
+  //> // count is the simulation's".
+  //> (void)h2d_ms, (void)kernel_ms, (void)d2h_ms, (void)latency_us;
+  //> return -1.0;
+  // END SOLUTION
+}
+// [pipeline_ms]
+
 }  // namespace ch09

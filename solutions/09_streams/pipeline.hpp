@@ -125,4 +125,12 @@ void book_reference(const float* a, const float* b, float* c, std::size_t n, std
 /// contiguous slice, several float accumulators, the slices' sums added in a fixed order).
 float cpu_dot(course::ThreadPool& pool, const float* x, const float* y, std::size_t n);
 
+/// Exercise 3 (*think*): the predicted wall time of a chunked pipeline, host only. The job needs
+/// h2d_ms, kernel_ms and d2h_ms of its three engines for the whole input; cut into `chunks` equal
+/// chunks, each operation costs latency_us µs plus its engine's time / chunks. Each engine takes the
+/// chunks in order, one at a time; a chunk's kernel starts once its copy in is done, its copy out
+/// once its kernel is done, and no engine waits for a free stream. Milliseconds from the first copy
+/// in to the last copy out. Throws UsageError for chunks 0.
+double pipeline_ms(double h2d_ms, double kernel_ms, double d2h_ms, std::size_t chunks, double latency_us);
+
 }  // namespace ch09
