@@ -380,7 +380,6 @@ Gpu::Gpu(int device, std::size_t capacity, int max_ranks)
   d_small_ = course::DeviceBuffer<float>(kGatherOffset + static_cast<std::size_t>(max_ranks));
   d_tagged_ = course::DeviceBuffer<unsigned long long>(static_cast<std::size_t>(grid_));
   d_epoch_ = course::DeviceBuffer<unsigned>(1);
-  for (auto& e : events_) CUDA_CHECK(cudaEventCreate(&e));
   h_partials_ = course::PinnedBuffer<float>(static_cast<std::size_t>(max_ranks) + 2);
   // Tag 0 is never handed out: a slot nobody wrote in this call is never taken as written.
   CUDA_CHECK(cudaMemsetAsync(d_tagged_.data(), 0, d_tagged_.bytes(), ctx_.stream()));
@@ -414,10 +413,6 @@ void Gpu::count_call() {
   calls_ = 0;
 }
 
-Gpu::~Gpu() {
-  for (auto& e : events_)
-    if (e) cudaEventDestroy(e);
-}
 // [launch_partial]
 
 void Gpu::poison() {

@@ -26,6 +26,7 @@
 #include "course/context.hpp"
 #include "course/reference.hpp"
 #include "course/registry.hpp"
+#include "course/stream.hpp"
 
 namespace ch11 {
 
@@ -96,7 +97,6 @@ class Gpu {
   Gpu(int device, std::size_t capacity, int max_ranks);
   Gpu(const Gpu&) = delete;
   Gpu& operator=(const Gpu&) = delete;
-  ~Gpu();
 
   course::Context& context() { return ctx_; }
   std::size_t capacity() const { return capacity_; }
@@ -130,7 +130,7 @@ class Gpu {
   int max_ranks_;
   int grid_ = 1;
   unsigned calls_ = 0;
-  cudaEvent_t events_[3] = {nullptr, nullptr, nullptr};
+  course::Event events_[3];  // made on this device: ctx_, constructed first, selected it
   course::DeviceBuffer<float> d_x_, d_y_, d_small_;
   course::DeviceBuffer<unsigned long long> d_tagged_;
   course::DeviceBuffer<unsigned> d_epoch_;  // the tag of the last call (partial_kernel)
