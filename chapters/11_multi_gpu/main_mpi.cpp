@@ -10,7 +10,8 @@
 // the GPU of its local rank. Across nodes the program does not change: mpirun starts it on every
 // node, and NCCL takes the network (InfiniBand, RoCE, TCP) where NVLink or PCIe ended.
 
-#include <cuda.h>
+#include <cuda.h>  // the driver API types only: its functions are looked up at run time
+#include <cuda_runtime.h>
 #include <mpi.h>
 
 #include <algorithm>
@@ -56,21 +57,33 @@ std::vector<float> gather_results(float mine, int ranks) {
 
 // The devices other than `mine` on which this process holds a context ("" when none): a rank must
 // open a context only on its own GPU (each costs memory there, and an exclusive-process GPU
-// admits one process). The driver API sees the primary contexts the runtime made.
+// admits one process). The driver API sees the primary contexts the runtime made; its functions
+// are looked up through the runtime, so the program does not link libcuda and still starts (and
+// says "no GPU") on a machine without a driver.
 std::string foreign_contexts(int mine) {
+  using GetFn = CUresult (*)(CUdevice*, int);
+  using StateFn = CUresult (*)(CUdevice, unsigned*, int*);
+  void* get = nullptr;
+  void* state = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion("cuDeviceGet", &get, 12000, cudaEnableDefault, &found) != cudaSuccess || !get ||
+      cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &state, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+      !state)
+    return "the driver's cuDeviceGet / cuDevicePrimaryCtxGetState could not be found";
   int count = 0;
-  if (cuDeviceGetCount(&count) != CUDA_SUCCESS) return "cuDeviceGetCount failed";
-  std::string found;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) return "cudaGetDeviceCount failed";
+  std::string foreign;
   for (int d = 0; d < count; ++d) {
     if (d == mine) continue;
     CUdevice dev = 0;
     unsigned flags = 0;
     int active = 0;
-    if (cuDeviceGet(&dev, d) != CUDA_SUCCESS || cuDevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS)
+    if (reinterpret_cast<GetFn>(get)(&dev, d) != CUDA_SUCCESS ||
+        reinterpret_cast<StateFn>(state)(dev, &flags, &active) != CUDA_SUCCESS)
       return "cuDevicePrimaryCtxGetState failed for device " + std::to_string(d);
-    if (active) found += (found.empty() ? "" : ", ") + std::to_string(d);
+    if (active) foreign += (foreign.empty() ? "" : ", ") + std::to_string(d);
   }
-  return found;
+  return foreign;
 }
 
 }  // namespace

@@ -30,7 +30,7 @@ if(NOT MPI_CXX_FOUND)
 endif()
 message(STATUS "dotcourse: MPI ${MPI_CXX_VERSION} (${MPIEXEC_EXECUTABLE}): building 11_multi_gpu_mpi")
 add_executable(11_multi_gpu_mpi "${PROJECT_SOURCE_DIR}/chapters/11_multi_gpu/main_mpi.cpp")
-target_link_libraries(11_multi_gpu_mpi PRIVATE 11_multi_gpu_lib course_cli MPI::MPI_CXX CUDA::cuda_driver)
+target_link_libraries(11_multi_gpu_mpi PRIVATE 11_multi_gpu_lib course_cli MPI::MPI_CXX)
 add_dependencies(11_multi_gpu_all 11_multi_gpu_mpi)  # built with the chapter: CTest runs its checks
 if(COURSE_BUILD_TESTS AND MPIEXEC_EXECUTABLE)
   # The MPI form's own check (--test: awkward sizes, the fp64 bound, the same bits on every rank
