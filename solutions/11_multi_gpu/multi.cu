@@ -255,8 +255,9 @@ __device__ float add_in_rank_order(const float* partials, int count) {
   for (int r = 0; r < count; ++r) sum += partials[r];
   return sum;
   // STUB
-  //> // TODO(student): return partials[0] + partials[1] + ... + partials[count - 1], added in
-  //> // that order starting from 0.0f (the host's add_in_rank_order_host must give the same bits).
+  //> // TODO(student): exercise 2. Return the sum of the count partials in rank order: bit for bit
+  //> // what add_in_rank_order_host gives for the same partials, on any GPU and any run, for any count
+  //> // (0 included). Checked by "ch11 rank order: any number of partials added in rank order, ...".
   //> (void)partials;
   //> (void)count;
   //> return 0.0f;
@@ -298,9 +299,11 @@ void combine_allgather(Team& team) {
   }
   group.end();
   // STUB
-  //> // TODO(student): inside one NCCL group (an NcclGroup object, closed with its end()), for every
-  //> // GPU i of the team: ncclAllGather (in NCCL_CHECK) of its 1-float partial() into its gathered(),
-  //> // type ncclFloat, on communicator team.comms[i] and the GPU's context().stream().
+  //> // TODO(student): exercise 2. Enqueue, on every GPU's own stream, the NCCL collective after
+  //> // which every GPU holds rank r's partial() at gathered()[r] for every rank r, whatever order
+  //> // they arrive in. One thread drives every GPU of the team, so no call may wait for another GPU's
+  //> // call, and a failed call must not leave NCCL half set up (read ch11::NcclGroup). Checked by
+  //> // "ch11 allgather on 1 GPU: *" (and on 2 GPUs), and through the graph by "ch11 allgather_graph *".
   // END SOLUTION
   for (Gpu* g : team.gpus) {
     g->context().activate();
