@@ -6,6 +6,7 @@
 // refused. The MPI form is tested by CTest with 1 and 2 processes (chapters/11_multi_gpu/multi_gpu.cmake).
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "course/buffer.hpp"
@@ -221,6 +223,36 @@ TEST_CASE("ch11 rank order: any number of partials added in rank order, bit for 
     INFO(count << " partials: got " << got << ", in rank order they add up to " << expected
                << ". add_in_rank_order (exercise 2): start from 0.0f and add partials[0], partials[1], ... in that order.");
     REQUIRE(bits(got) == bits(expected));
+  }
+}
+
+TEST_CASE("ch11 p2p on 2 GPUs: launched from a thread per GPU or from one, the same bits, call after call",
+          "[ch11][gpu][multi]") {
+  COURSE_REQUIRE_GPU();
+  COURSE_REQUIRE_GPUS(2);
+  const Version* p2p = course::find_version(ch11::versions(), "p2p");
+  REQUIRE(p2p != nullptr);
+  COURSE_REQUIRE_PEER_ACCESS(*p2p, 2);
+  const std::size_t n = (std::size_t{1} << 16) + 3;
+  auto devices = make_gpus(2, ch11::max_slice(n, 2));
+  const auto in = course::test::make_dot_inputs(n, 1117);
+  for (int round = 0; round < 2; ++round) {  // a team made, used and destroyed twice: its threads must stop
+    ch11::Team team = ch11::make_local_team(devices, 2);
+    ch11::upload_slices(team, in.x.data(), in.y.data(), n);
+    std::vector<std::uint32_t> seen;
+    for (int call = 0; call < 200; ++call) {
+      team.threaded_launch = call % 2 == 0;
+      // Idle past the workers' spin: they sleep, and the next call must wake them.
+      if (call == 100) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      for (float r : ch11::dot(team, p2p->run, n)) seen.push_back(bits(r));
+    }
+    float first = 0;
+    std::memcpy(&first, &seen[0], sizeof first);
+    const course::Verdict verdict = course::check_dot(first, in.ref);
+    INFO(course::test::explain(verdict, n, "p2p", hint(*p2p)));
+    REQUIRE(verdict.ok);
+    INFO("p2p gave different bits from one call to the next, or between launching from threads and from one thread");
+    REQUIRE(std::count(seen.begin(), seen.end(), seen[0]) == static_cast<long>(seen.size()));
   }
 }
 

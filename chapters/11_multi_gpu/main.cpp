@@ -452,6 +452,17 @@ int main(int argc, char** argv) {
                      std::string("p2p: tagged partials stored over NVLink, read and added in the same kernel (GPU clock)")});
       parts.add_row({std::string("whole call, p2p"), std::string("call"), static_cast<long long>(gpus), static_cast<long long>(n),
                      1e3 * q.ms.median, std::string("p2p, host clock, result on every GPU")});
+      // The same p2p call with every kernel launched from this one thread, one after the other:
+      // what launching from a thread per GPU saves.
+      team.threaded_launch = false;
+      const Row s = measure(team, *p2p, n, ref, std::max(opt.reps, 200), opt.warmup);
+      team.threaded_launch = true;
+      if (!s.valid) failed.insert("p2p, one launching thread (parts)");
+      parts.add_row({std::string("partial end to result, p2p, one launching thread"), std::string("gpu"),
+                     static_cast<long long>(gpus), static_cast<long long>(n), 1e3 * s.split.combine_ms,
+                     std::string("p2p with the kernels launched one after the other from one host thread")});
+      parts.add_row({std::string("whole call, p2p, one launching thread"), std::string("call"), static_cast<long long>(gpus),
+                     static_cast<long long>(n), 1e3 * s.ms.median, std::string("p2p launched from one thread, host clock")});
       targets.add_row({"combine on " + std::to_string(gpus) + " GPU(s), p2p at " + course::format_size(n) +
                            ": partial end to result, us (at most)", 1e3 * q.split.combine_ms, 12.0,
                        static_cast<long long>(gpus >= 2 && 1e3 * q.split.combine_ms <= 12.0)});

@@ -15,11 +15,17 @@
 #include <cuda/atomic>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <exception>
 #include <functional>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "course/check.hpp"
 #include "course/random.hpp"
@@ -424,13 +430,95 @@ void Gpu::poison() {
   ctx_.synchronize();
 }
 
+// [launchers]
+// One host thread per GPU after the first, so that the kernels of a p2p call start together. A
+// launch costs the host a few microseconds; launched one after the other from one thread, the last
+// GPU starts that much later, and every other GPU waits for its partial inside the combine. After
+// a job a worker spins for a while (a timing loop calls again within microseconds), then sleeps on
+// a condition variable, so an idle team costs no CPU.
+class Launchers {
+ public:
+  explicit Launchers(std::size_t workers) : done_(workers), errors_(workers) {
+    for (auto& d : done_) d.store(0);
+    for (std::size_t w = 0; w < workers; ++w) threads_.emplace_back([this, w] { work(w); });
+  }
+  Launchers(const Launchers&) = delete;
+  Launchers& operator=(const Launchers&) = delete;
+  ~Launchers() {
+    stop_.store(true);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      wake_.notify_all();
+    }
+    for (std::thread& t : threads_) t.join();
+  }
+
+  /// job(0) on this thread and job(1 + w) on worker w, all at once; returns when every job has
+  /// returned, and rethrows the first job's exception if any threw.
+  void run(const std::function<void(std::size_t)>& job) {
+    job_ = &job;
+    const unsigned generation = generation_.fetch_add(1) + 1;  // publishes job_ to the workers
+    if (sleepers_.load() > 0) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      wake_.notify_all();
+    }
+    std::exception_ptr mine;
+    try {
+      job(0);
+    } catch (...) {
+      mine = std::current_exception();
+    }
+    for (auto& d : done_)
+      while (d.load(std::memory_order_acquire) != generation) std::this_thread::yield();
+    if (mine) std::rethrow_exception(mine);
+    for (auto& e : errors_)
+      if (e) std::rethrow_exception(std::exchange(e, nullptr));
+  }
+
+ private:
+  void work(std::size_t w) {
+    unsigned seen = 0;
+    for (;;) {
+      const auto spin_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+      for (unsigned spins = 1; generation_.load() == seen && !stop_.load(); ++spins) {
+        if (spins % 1024 != 0 || std::chrono::steady_clock::now() < spin_until) continue;
+        std::unique_lock<std::mutex> lock(mutex_);
+        sleepers_.fetch_add(1);
+        wake_.wait(lock, [&] { return generation_.load() != seen || stop_.load(); });
+        sleepers_.fetch_sub(1);
+      }
+      if (stop_.load()) return;
+      seen = generation_.load();
+      try {
+        (*job_)(w + 1);
+      } catch (...) {
+        errors_[w] = std::current_exception();
+      }
+      done_[w].store(seen, std::memory_order_release);
+    }
+  }
+
+  const std::function<void(std::size_t)>* job_ = nullptr;
+  std::atomic<unsigned> generation_{0};
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> stop_{false};
+  std::vector<std::atomic<unsigned>> done_;
+  std::vector<std::exception_ptr> errors_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::vector<std::thread> threads_;
+};
+// [launchers]
+
 // The p2p combine's state: on every GPU of the team an inbox of one 8-byte word per rank, the
-// device array of every GPU's inbox pointer, and two clock stamps; made on first use.
+// device array of every GPU's inbox pointer, two clock stamps, and the threads that launch on
+// every GPU after the first; made on first use.
 struct Team::PeerState {
   std::vector<course::DeviceBuffer<unsigned long long>> inboxes;  // gpus order
   std::vector<course::DeviceBuffer<unsigned long long*>> tables;  // on GPU i: the pointers to every inbox
   std::vector<course::DeviceBuffer<unsigned long long>> clocks;   // on GPU i: partial end, result (ns)
   unsigned calls = 0;                                             // the tag of the last call
+  std::unique_ptr<Launchers> launchers;                           // last: its threads stop first
 };
 
 Team::Team() = default;
@@ -438,7 +526,7 @@ Team::Team() = default;
 Team::Team(Team&& o) noexcept
     : gpus(std::move(o.gpus)), comms(std::move(o.comms)), first_rank(o.first_rank), ranks(o.ranks),
       host_allgather(std::move(o.host_allgather)), graphs(std::move(o.graphs)), call_graphs(std::move(o.call_graphs)),
-      peers(std::move(o.peers)) {
+      peers(std::move(o.peers)), threaded_launch(o.threaded_launch) {
   o.comms.clear();
   o.gpus.clear();
   o.graphs.clear();
@@ -458,6 +546,7 @@ Team& Team::operator=(Team&& o) noexcept {
     graphs = std::move(o.graphs);
     call_graphs = std::move(o.call_graphs);
     peers = std::move(o.peers);
+    threaded_launch = o.threaded_launch;
     o.comms.clear();
     o.gpus.clear();
     o.graphs.clear();
@@ -712,13 +801,15 @@ Team::PeerState& peer_state(Team& team) {
                                cudaMemcpyHostToDevice, g->context().stream()));
   }
   for (Gpu* g : team.gpus) g->context().synchronize();  // the host vector dies here
+  state->launchers = std::make_unique<Launchers>(team.gpus.size() - 1);
   team.peers = std::move(state);
   return *team.peers;
 }
 
-// One p2p call: every GPU's kernel, launched one after the other, combines inside itself and
-// writes the result into its pinned host slot. Everything that can fail on the host is done
-// before the first launch, so no GPU is left waiting for a peer that was never launched.
+// One p2p call: every GPU's kernel, each launched from its own host thread at the same time,
+// combines inside itself and writes the result into its pinned host slot. Everything that can fail
+// on the host is done before the launches, so no GPU is left waiting for a peer that was never
+// launched (if a launch fails all the same, its peers end their wait with NaN after about a second).
 void p2p_call(Team& team, const std::vector<std::size_t>& counts, Split* split) {
   Team::PeerState& state = peer_state(team);
   if (++state.calls >= 0xFFFFFFFEu) {  // the tag would wrap: clear every inbox, with no call in flight
@@ -743,12 +834,17 @@ void p2p_call(Team& team, const std::vector<std::size_t>& counts, Split* split) 
     launches.push_back(pc);
     g.count_call();
   }
-  for (std::size_t i = 0; i < team.gpus.size(); ++i) {
+  auto launch = [&](std::size_t i) {
     Gpu& g = *team.gpus[i];
-    g.context().activate();
+    g.context().activate();  // the current device is per thread
     if (split) CUDA_CHECK(cudaEventRecord(g.event(0), g.context().stream()));
     g.launch_partial(counts[i], nullptr, launches[i]);
     if (split) CUDA_CHECK(cudaEventRecord(g.event(1), g.context().stream()));
+  };
+  if (team.threaded_launch) {
+    state.launchers->run(launch);
+  } else {
+    for (std::size_t i = 0; i < team.gpus.size(); ++i) launch(i);
   }
 }
 

@@ -161,6 +161,9 @@ struct Team {
   /// The p2p combine's inboxes and tag, made on its first use (multi.cu).
   struct PeerState;
   std::unique_ptr<PeerState> peers;
+  /// p2p: launch every GPU's kernel from its own host thread, all at once (true), or one after
+  /// the other from the calling thread (false: the driver measures what the threads save).
+  bool threaded_launch = true;
 
   Team();
   Team(const Team&) = delete;
