@@ -113,6 +113,7 @@ void check_at_sizes(const Version& v, int per_thread, std::uint64_t seed) {
 
 const bool registered = [] {
   for (const auto& v : ch05::versions()) {
+    if (v.run.floor) continue;  // the speed-of-light row is not a dot product: its own test case below
     const std::string name(v.name);
     const std::string tags = std::string("[ch05][gpu]") + (v.exercise ? "[exercise]" : "");
     course::test::add_case("ch05 " + name + ": matches the fp64 reference at awkward sizes", tags, [&v] {
@@ -325,5 +326,37 @@ TEST_CASE("ch05 block_sum_any: follows its input (new values, the same block siz
     const course::Verdict verdict = course::check_dot(ch05::block_sum_any_on_gpu(in.x, ctx), ref);
     INFO("round " << round + 1 << ": " << verdict.message);
     CHECK(verdict.ok);
+  }
+}
+
+// The speed-of-light row is the floor, not a dot product: it must run at any size and alignment,
+// write its one value (finite, from finite inputs) and nothing past it, and read nothing outside
+// the inputs (NaN lies in the guard zones around them). It stays out of grading.
+TEST_CASE("ch05 speed_of_light: runs at awkward sizes and alignments, writes its one value", "[ch05][gpu]") {
+  COURSE_REQUIRE_GPU();
+  const auto& reg = ch05::versions();
+  int floors = 0;
+  for (const auto& v : reg) floors += v.run.floor ? 1 : 0;
+  CHECK(floors == 1);
+  const auto* v = course::find_version(reg, "speed_of_light");
+  REQUIRE(v != nullptr);
+  CHECK(v->run.floor);
+  CHECK(!v->exercise);
+  course::Context ctx;
+  ch05::Workspace ws(ctx);
+  cudaStream_t stream = ctx.stream();
+  for (std::size_t n : course::test::awkward_sizes(256, 505)) {
+    const auto in = course::test::make_dot_inputs(n + 3, 5050 + n);
+    course::test::Guarded<float> d_x(in.x), d_y(in.y), d_result(1);
+    for (const auto& [off_x, off_y] : {std::pair<std::size_t, std::size_t>{0, 0}, {1, 1}, {1, 2}}) {
+      d_result.fill_bytes(0xFF, stream);
+      v->run.launch(d_x.data() + off_x, d_y.data() + off_y, n, d_result.data(), ws, stream);
+      ctx.synchronize();
+      const float got = d_result.download()[0];
+      INFO("speed_of_light at n = " << n << ", x + " << off_x << ", y + " << off_y << ": wrote " << got << "; "
+                                    << d_result.guard_damage());
+      CHECK(std::isfinite(got));
+      CHECK(d_result.guard_damage().empty());
+    }
   }
 }

@@ -228,6 +228,7 @@ void test_huge(const Version& v) {
 // One test case per version and property; the names are what tools/grading/06_ladder.json awards.
 const bool registered = [] {
   for (const auto& v : ch06::versions()) {
+    if (ch06::is_speed_of_light(v)) continue;  // not a dot product: its own test case below
     std::string tags = "[ch06][gpu]";
     if (v.exercise) tags += "[exercise]";
     const std::string name(v.name);
@@ -253,13 +254,19 @@ const bool registered = [] {
 
 TEST_CASE("ch06 registry: baselines first, the classic seven, four exercises, the tagged single pass last", "[ch06]") {
   const auto& vs = ch06::versions();
-  REQUIRE(vs.size() == 15);
+  REQUIRE(vs.size() == 16);
   CHECK(ch06::is_library(vs[0]));
   CHECK(ch06::is_library(vs[1]));
   CHECK(!ch06::is_library(vs[2]));
   CHECK(ch06::is_baseline(vs[2]));
   CHECK(std::string(vs[2].name) == "atomic_vec4");
-  for (std::size_t i = 3; i < vs.size(); ++i) CHECK(!ch06::is_baseline(vs[i]));
+  CHECK(ch06::is_baseline(vs[3]));
+  CHECK(ch06::is_speed_of_light(vs[3]));
+  CHECK(std::string(vs[3].name) == "speed_of_light");
+  CHECK(!vs[3].exercise);
+  CHECK(vs[3].run == &ch06::run_read_only);
+  for (std::size_t i = 4; i < vs.size(); ++i) CHECK(!ch06::is_baseline(vs[i]));
+  for (std::size_t i = 0; i < vs.size(); ++i) CHECK(ch06::is_speed_of_light(vs[i]) == (i == 3));
   std::vector<std::string> exercises;
   for (std::size_t i = 0; i < vs.size(); ++i) {
     CHECK(vs[i].run != nullptr);
@@ -295,7 +302,7 @@ TEST_CASE("ch06 Workspace: refuses a call larger than it was made for", "[ch06][
   }
 }
 
-// The read-only kernel is the driver's measuring stick, not a dot product: it must run at any size
+// The read-only kernel is the registry's speed_of_light row, not a dot product: it must run at any size
 // and alignment, write its one value (a finite one, from finite inputs) and nothing past it, and
 // read no element outside the inputs (NaN lies around them; the sanitizer run checks the rest).
 TEST_CASE("ch06 read-only kernel: runs at awkward sizes and alignments, writes its one value", "[ch06][gpu]") {

@@ -5,6 +5,7 @@
 // in the whole grid and in one thread; float16 accumulation fails where float32 passes.
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <set>
@@ -291,4 +292,35 @@ TEST_CASE("ch10 workspace: the grid never exceeds the blocks the occupancy API s
   // However large n is, the grid stays resident; small n still gets one trip per thread.
   CHECK(ws.grid_for(std::size_t{1} << 34, 1024, kernel) <= static_cast<unsigned>(resident));
   CHECK(ws.grid_for(1, 1024, kernel) == 1u);
+}
+
+// The speed-of-light row of every pair is the floor, not a dot product: it must run at any size and
+// alignment of its types, write its one value (finite) and nothing past it. It stays out of grading.
+TEST_CASE("ch10 speed_of_light: every pair's floor runs at awkward sizes and alignments", "[ch10][gpu]") {
+  COURSE_REQUIRE_GPU();
+  auto sizes = course::test::awkward_sizes(ch10::kBlock, 12);
+  sizes.insert(sizes.end(), {15, 16, 17, 33, 8191, 8193});
+  const std::size_t n_max = *std::max_element(sizes.begin(), sizes.end());
+  course::Context ctx;
+  ch10::Workspace ws(ctx, n_max);
+  course::test::Guarded<double> result(1);
+  for (const auto& p : ch10::pairs()) {
+    REQUIRE(p.speed_of_light != nullptr);
+    for (std::size_t n : sizes) {
+      const TypedInputs in = make_inputs(p, n, 300 + n);
+      for (const auto& [ox, oy] : {std::pair<std::size_t, std::size_t>{0, 0}, {1, 0}, {5, 2}}) {
+        DeviceTyped dx(in.x, course::dtype_size(p.x), ox), dy(in.y, course::dtype_size(p.y), oy);
+        result.fill_bytes(0xFF, ctx.stream());
+        p.speed_of_light(dx.data(), dy.data(), n, result.data(), ws, ctx.stream());
+        ctx.synchronize();
+        const double got = result.download()[0];
+        INFO(p.name << " speed_of_light at n = " << n << " (x + " << ox << ", y + " << oy << "): wrote " << got
+                    << "; " << result.guard_damage());
+        CHECK(std::isfinite(got));
+        CHECK(result.guard_damage().empty());
+      }
+    }
+  }
+  CHECK_THROWS_AS(ch10::pairs().front().speed_of_light(nullptr, nullptr, n_max + 1, result.data(), ws, ctx.stream()),
+                  course::UsageError);
 }

@@ -8,6 +8,7 @@
 //   cublas             cublasSdot_64, the library baseline (two kernels)     06_ladder --kernel cublas
 //   cub                cub::DeviceReduce::TransformReduce over x·y           06_ladder --kernel cub
 //   atomic_vec4        float4 loop, shuffles, atomicAdd per block (baseline) 06_ladder --kernel atomic_vec4
+//   speed_of_light     not a dot: version 12's loads and grid, no combine    06_ladder --kernel speed_of_light
 //   v1_divergent       interleaved addressing, divergent branch (tid % 2s)   06_ladder --kernel v1_divergent
 //   v2_bank_conflicts  interleaved addressing, strided index: bank conflicts 06_ladder --kernel v2_bank_conflicts
 //   v3_sequential      sequential addressing (exercise)                      06_ladder --kernel v3_sequential
@@ -21,8 +22,9 @@
 //   v11_single_pass    the last block adds the partials: one launch (exercise) 06_ladder --kernel v11_single_pass
 //   v12_tagged_partials tagged partials, the last block reads them at once  06_ladder --kernel v12_tagged_partials
 // The library baselines live in baselines.cu; the atomic baseline (not deterministic) lives here.
-// Beside the versions, two measuring sticks for the driver (not dot products): an empty kernel
-// (the launch-latency floor) and the read-only kernel (the final version's loads, no combine).
+// Two measuring sticks, not dot products: the speed-of-light row of the registry (the read-only
+// kernel: the final version's loads on its grid, no combine, timed like every version) and, in the
+// driver only, an empty kernel (the launch-latency floor).
 //
 // Versions 1–10 write one partial sum per block; a second, one-block kernel (finish_kernel) adds
 // them, in the same stream, without the host waiting. Versions 11 and 12 need no second launch.
@@ -646,6 +648,8 @@ const std::vector<course::Version<Launcher>>& versions() {
       {"cublas", "cuBLAS: cublasSdot_64 (library baseline)", run_cublas},
       {"cub", "CUB: DeviceReduce::TransformReduce over x[i]*y[i] (library baseline)", run_cub},
       {"atomic_vec4", "float4 grid-stride, shuffles, one atomicAdd per block after a memset (baseline)", run_atomic},
+      {"speed_of_light", "not a dot: the final version's 16-byte loads on its grid, no combine (the floor)",
+       run_read_only},
       {"v1_divergent", "interleaved addressing, divergent branch (tid % 2s)", run_v1},
       {"v2_bank_conflicts", "interleaved addressing, no divergence, bank conflicts", run_v2},
       {"v3_sequential", "sequential addressing: conflict-free", run_v3, true},
@@ -665,7 +669,11 @@ const std::vector<course::Version<Launcher>>& versions() {
 
 bool is_library(const course::Version<Launcher>& version) { return version.name == "cublas" || version.name == "cub"; }
 
-bool is_baseline(const course::Version<Launcher>& version) { return is_library(version) || version.name == "atomic_vec4"; }
+bool is_speed_of_light(const course::Version<Launcher>& version) { return version.name == "speed_of_light"; }
+
+bool is_baseline(const course::Version<Launcher>& version) {
+  return is_library(version) || version.name == "atomic_vec4" || is_speed_of_light(version);
+}
 
 void run_empty(cudaStream_t stream) {
   empty_kernel<<<1, 1, 0, stream>>>();

@@ -89,16 +89,22 @@ const std::vector<course::Version<Launcher>>& versions();
 /// True for the library baselines (cuBLAS, CUB).
 bool is_library(const course::Version<Launcher>& version);
 
-/// True for every baseline (the libraries and atomic_vec4): tables and plots mark them apart, the
-/// driver runs them beside any --kernel, and none of them promises the same bits on every run.
+/// True for every baseline (the libraries, atomic_vec4 and speed_of_light): tables and plots mark
+/// them apart, the driver runs them beside any --kernel, and none of them promises the same bits on
+/// every run.
 bool is_baseline(const course::Version<Launcher>& version);
+
+/// True for the speed-of-light row (run_read_only): not a dot product but the floor every version is
+/// held to, timed in the same run. Its result is a value the compiler cannot drop, not Σ x·y: the
+/// driver and the tests check only that it ran (a finite value written), never that it is right.
+bool is_speed_of_light(const course::Version<Launcher>& version);
 
 /// An empty kernel, <<<1, 1>>>: its time per call is the launch-latency part of the floor.
 void run_empty(cudaStream_t stream);
 
 /// Not a dot product: the final version's loads on the final version's grid, each thread's sum,
 /// no reduction and no combine, one value written to d_result. Its time per call is the floor with
-/// memory latency (the launch, the first trip to DRAM, the bytes), timed beside the versions.
+/// memory latency (the launch, the first trip to DRAM, the bytes): the registry's speed_of_light row.
 void run_read_only(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws,
                    cudaStream_t stream);
 

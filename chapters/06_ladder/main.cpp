@@ -15,8 +15,8 @@
 // each size reads at least twice the L2's capacity between two uses of the same copy, so no size is
 // served from the cache. Beside every version, per size: the launch-latency floor, an empty
 // kernel's time per call (timed the same way) plus the bytes over the measured read roofline, and
-// the read-only kernel (the final version's loads and grid, no combine): the floor with memory
-// latency.
+// the registry's speed_of_light row (the read-only kernel: the final version's loads and grid, no
+// combine), the floor with memory latency, timed like every version but checked only for having run.
 
 #include <algorithm>
 #include <chrono>
@@ -97,7 +97,8 @@ struct Inputs {
   }
 };
 
-/// Runs `v` once on copy `set` with a poisoned result and checks it against the reference.
+/// Runs `v` once on copy `set` with a poisoned result and checks it against the reference. The
+/// speed-of-light row is not a dot product: it passes when it wrote a finite value over the poison.
 course::Verdict validate(const Version& v, const Inputs& in, std::size_t set, course::DeviceBuffer<float>& d_result,
                          ch06::Workspace& ws) {
   cudaStream_t stream = ws.ctx.stream();
@@ -106,11 +107,18 @@ course::Verdict validate(const Version& v, const Inputs& in, std::size_t set, co
   float got = 0.0f;
   d_result.download_async(&got, 1, stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (ch06::is_speed_of_light(v)) {
+    course::Verdict ran;
+    ran.ok = std::isfinite(got);
+    ran.got = got;
+    ran.message = ran.ok ? "" : "the speed-of-light kernel left its result unwritten (NaN)";
+    return ran;
+  }
   return course::check_dot(got, in.ref);
 }
 
-/// Times every version of `vs` at one size, and beside them an empty kernel and the read-only
-/// kernel (ch06::run_read_only, not validated: it is not a dot product). One call at a time,
+/// Times every version of `vs` at one size (the speed_of_light row among them), and beside them an
+/// empty kernel. One call at a time,
 /// each on an idle GPU, timed by its own event pair: the time per call a caller waits, launch
 /// latency included (for small n that latency is the point; see the chapter's text). Round-robin:
 /// call r of every version runs before call r + 1 of any, so a drift of the clocks or the memory
@@ -118,11 +126,10 @@ course::Verdict validate(const Version& v, const Inputs& in, std::size_t set, co
 /// is validated before and after timing: a benchmark must not be able to pass by not running.
 std::vector<course::Measurement> measure_size(const std::vector<const Version*>& vs, const Inputs& in,
                                               ch06::Workspace& ws, const course::Options& opt, int reps,
-                                              std::vector<std::string>& failures, double& empty_ms,
-                                              double& read_only_ms) {
+                                              std::vector<std::string>& failures, double& empty_ms) {
   cudaStream_t stream = ws.ctx.stream();
   course::DeviceBuffer<float> d_result(1);
-  const std::size_t count = vs.size();  // index `count` is the empty kernel, `count + 1` the read-only one
+  const std::size_t count = vs.size();  // index `count` is the empty kernel
   std::vector<course::Verdict> before;
   for (const Version* v : vs) before.push_back(validate(*v, in, 0, d_result, ws));
   std::size_t set = 0;
@@ -130,24 +137,21 @@ std::vector<course::Measurement> measure_size(const std::vector<const Version*>&
     set = (set + 1) % in.sets;
     if (i == count)
       ch06::run_empty(stream);
-    else if (i == count + 1)
-      ch06::run_read_only(in.x(set), in.y(set), in.n, d_result.data(), ws, stream);
     else
       vs[i]->run(in.x(set), in.y(set), in.n, d_result.data(), ws, stream);
   };
   for (int w = 0; w < opt.warmup; ++w)
-    for (std::size_t i = 0; i <= count + 1; ++i) call(i);
+    for (std::size_t i = 0; i <= count; ++i) call(i);
   CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::vector<std::vector<double>> samples(count + 2);
+  std::vector<std::vector<double>> samples(count + 1);
   course::EventTimer timer(stream);
   for (int r = 0; r < reps; ++r)
-    for (std::size_t i = 0; i <= count + 1; ++i) {
+    for (std::size_t i = 0; i <= count; ++i) {
       timer.start();
       call(i);
       samples[i].push_back(timer.stop_ms());  // waits: the next call starts on an idle GPU
     }
   empty_ms = course::summarize(samples[count]).median;
-  read_only_ms = course::summarize(samples[count + 1]).median;
 
   std::vector<course::Measurement> out;
   for (std::size_t i = 0; i < count; ++i) {
@@ -281,15 +285,14 @@ int main(int argc, char** argv) {
     course::Table table = course::measurement_table();
     std::vector<Row> rows;
     std::vector<std::string> failures;
-    std::map<std::size_t, double> empty_ms;      // per size: an empty kernel's median time per call
-    std::map<std::size_t, double> read_only_ms;  // per size: the read-only kernel's
+    std::map<std::size_t, double> empty_ms;  // per size: an empty kernel's median time per call
     {
       course::Progress progress(static_cast<int>(sizes.size()), "06_ladder", !opt.quiet);
       for (std::size_t n : sizes) {
         progress.step("n=" + course::format_size(n));
         const Inputs in(n, facts.l2_bytes, opt.seed, ctx.stream());
         settle(*chosen.front(), in, ws, 20.0);
-        const auto measured = measure_size(chosen, in, ws, opt, reps, failures, empty_ms[n], read_only_ms[n]);
+        const auto measured = measure_size(chosen, in, ws, opt, reps, failures, empty_ms[n]);
         for (std::size_t i = 0; i < chosen.size(); ++i) {
           rows.push_back({chosen[i], measured[i]});
           course::add_measurement(table, measured[i]);
@@ -322,8 +325,9 @@ int main(int argc, char** argv) {
       std::cout << "\n";
     }
 
-    // The size sweep: time per call of the final version beside the baselines, version 11 and the
-    // launch-latency floor, and the targets.
+    // The size sweep: time per call of the final version beside the baselines, version 11, the
+    // launch-latency floor and the speed-of-light row (its columns keep the name read_only), and the
+    // targets.
     const Version& best = ch06::final_version();
     auto time_of = [&](std::string_view version, std::size_t n) {
       for (const auto& r : rows)
@@ -338,7 +342,7 @@ int main(int argc, char** argv) {
     for (std::size_t n : sizes) {
       const double mine = time_of(best.name, n), v11 = time_of("v11_single_pass", n), atomic = time_of("atomic_vec4", n),
                    cublas = time_of("cublas", n), cub = time_of("cub", n), floor = launch_floor_ms(n),
-                   read_only = read_only_ms.at(n);
+                   read_only = time_of("speed_of_light", n);
       std::string fastest;
       double fastest_ms = kNone;
       for (const auto& r : rows)
@@ -349,7 +353,7 @@ int main(int argc, char** argv) {
       sweep.add_row({static_cast<long long>(n), number(mine), number(v11), number(atomic), number(cublas), number(cub),
                      empty_ms.at(n), floor, number(mine / cublas), number(mine / cub), number(mine / atomic),
                      number(mine / floor), number(v11 / floor), number(atomic / floor), number(cublas / floor),
-                     number(cub / floor), fastest, read_only, read_only / floor, number(mine / read_only),
+                     number(cub / floor), fastest, number(read_only), number(read_only / floor), number(mine / read_only),
                      number(atomic / read_only)});
       if (std::isnan(mine)) continue;
       auto target = [&](const std::string& what, double value, double threshold, bool at_most) {
@@ -360,7 +364,11 @@ int main(int argc, char** argv) {
       target("final time / cuBLAS time <= 1", mine / cublas, 1.0, true);
       target("final time / CUB time <= 1", mine / cub, 1.0, true);
       target("final time / atomic_vec4 time <= 1", mine / atomic, 1.0, true);
-      target("final time / launch floor <= 1.15", mine / floor, 1.15, true);
+      // The floor a kernel that reads its inputs from DRAM can reach is the speed-of-light row, not
+      // the launch floor (an empty kernel leaves out the first trip to memory): the final version is
+      // held to 1.05 times it at every size from 2^10 to 2^28.
+      if (n >= (std::size_t{1} << 10) && n <= (std::size_t{1} << 28))
+        target("final time / speed_of_light time <= 1.05", mine / read_only, 1.05, true);
       if (n <= (std::size_t{1} << 20)) target("final time / cuBLAS time <= 0.75", mine / cublas, 0.75, true);
       if (n == (std::size_t{1} << 28)) {
         for (const auto& r : rows)
@@ -371,8 +379,8 @@ int main(int argc, char** argv) {
       }
     }
     std::printf("Time per call, %s against the baselines and the launch-latency floor (an empty kernel's time per "
-                "call + bytes / read roofline), and the read-only kernel (the final version's loads, no combine); "
-                "ratio < 1: the course kernel is faster\n",
+                "call + bytes / read roofline), and speed_of_light (read_only_ms: the final version's loads, no "
+                "combine); ratio < 1: the course kernel is faster\n",
                 std::string(best.name).c_str());
     sweep.print(std::cout, {"n", "final_ms", "v11_ms", "atomic_ms", "cublas_ms", "cub_ms", "floor_ms", "read_only_ms",
                             "final_vs_cublas", "final_vs_cub", "final_vs_atomic", "final_vs_floor",

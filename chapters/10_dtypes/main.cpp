@@ -9,7 +9,8 @@
 //       (and _accuracy, _targets beside it)
 //
 // Every implementation is validated against the fp64 (or exact integer) reference before and after
-// timing, within the error bound of its accumulator. Each call is timed by its own pair of CUDA
+// timing, within the error bound of its accumulator (the speed_of_light row, the pair's bytes read and
+// nothing computed, only for having written a value). Each call is timed by its own pair of CUDA
 // events, the implementations in turn; inputs rotate over enough copies to read at least twice the
 // L2's capacity between two uses of a copy.
 
@@ -74,10 +75,11 @@ struct Inputs {
 };
 
 struct Impl {
-  std::string version;  // course, cublas, convert_cublas, cub
+  std::string version;  // course, cublas, convert_cublas, cub, speed_of_light
   std::string config;
   ch10::Launcher run;
   course::Dtype acc;    // whose unit roundoff bounds its error
+  bool floor = false;   // the speed-of-light row: not a dot product, checked only for having run
 };
 
 std::vector<Impl> impls_of(const ch10::Pair& p) {
@@ -87,7 +89,8 @@ std::vector<Impl> impls_of(const ch10::Pair& p) {
   const course::Dtype course_acc = course::dtype_is_integer(p.x) && course::dtype_is_integer(p.y) ? course::Dtype::i64 : p.acc;
   return {{"course", std::string("acc=") + course::dtype_name(p.acc), p.run, course_acc},
           {converts ? "convert_cublas" : "cublas", p.library_name, p.library, lib_acc},
-          {"cub", std::string("TransformReduce acc=") + course::dtype_name(course_acc), p.cub, course_acc}};
+          {"cub", std::string("TransformReduce acc=") + course::dtype_name(course_acc), p.cub, course_acc},
+          {"speed_of_light", "16-byte loads of both inputs, no arithmetic", p.speed_of_light, course_acc, true}};
 }
 
 course::Verdict validate(const Impl& impl, const Inputs& in, std::size_t set, course::DeviceBuffer<double>& d_result,
@@ -98,6 +101,13 @@ course::Verdict validate(const Impl& impl, const Inputs& in, std::size_t set, co
   double got = 0;
   d_result.download_async(&got, 1, stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (impl.floor) {
+    course::Verdict ran;
+    ran.ok = std::isfinite(got);
+    ran.got = got;
+    ran.message = ran.ok ? "" : "the speed-of-light kernel left its result unwritten (NaN)";
+    return ran;
+  }
   return course::check_dot_typed(got, in.ref, course::unit_roundoff(impl.acc));
 }
 
@@ -162,6 +172,7 @@ int main(int argc, char** argv) {
     course::Table targets({"target", "pair", "n", "value", "goal", "met"});
     std::vector<std::string> failures;
     std::map<std::string, double> pct_at_max;
+    std::map<std::string, double> course_ms_at_max, floor_ms_at_max;  // per pair: course kernel, speed_of_light
 
     {
       course::Progress progress(static_cast<int>(chosen.size() * sizes.size()), "10_dtypes", !opt.quiet);
@@ -212,6 +223,8 @@ int main(int argc, char** argv) {
                                  (before[i].ok ? after : before[i]).message);
             course::add_measurement(table, m);
             if (i == 0 && n == max_n) pct_at_max[p->name] = 100.0 * course::gbps(m.bytes, m.ms.median) / roof.read_gbps;
+            if (i == 0 && n == max_n) course_ms_at_max[p->name] = m.ms.median;
+            if (impls[i].floor && n == max_n) floor_ms_at_max[p->name] = m.ms.median;
           }
         }
       }
@@ -267,6 +280,12 @@ int main(int argc, char** argv) {
     for (const auto& [name, pct] : pct_at_max)
       targets.add_row({"pct_roofline_at_max_n", name, static_cast<long long>(max_n), pct, 95.0,
                        static_cast<long long>(pct >= 95.0 ? 1 : 0)});
+    // The course kernel against the floor of its own bytes (informational: a goal, not a grade).
+    for (const auto& [name, floor_ms] : floor_ms_at_max) {
+      const double ratio = course_ms_at_max.at(name) / floor_ms;
+      targets.add_row({"course_vs_speed_of_light_at_max_n", name, static_cast<long long>(max_n), ratio, 1.05,
+                       static_cast<long long>(ratio <= 1.05 ? 1 : 0)});
+    }
     std::printf("\nTargets:\n");
     targets.print(std::cout);
 

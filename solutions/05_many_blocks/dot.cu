@@ -2,6 +2,7 @@
 //
 // Versions (ch05::versions(); one with `05_many_blocks --kernel NAME`, all with `05_many_blocks`):
 //   cublas        cublasSdot, the library baseline                              05_many_blocks --kernel cublas
+//   speed_of_light not a dot: 16-byte loads, a grid of resident blocks (floor)  05_many_blocks --kernel speed_of_light
 //   grid_atomic   grid-stride loop over all SMs, one atomicAdd per thread       05_many_blocks --kernel grid_atomic
 //   block_serial  shared-memory partials, thread 0 adds them; one atomic/block  05_many_blocks --kernel block_serial
 //   block_tree    shared-memory tree with __syncthreads(); one atomic/block     05_many_blocks --kernel block_tree
@@ -112,6 +113,51 @@ __global__ void dot_block_tree(const float* __restrict__ x, const float* __restr
   if (threadIdx.x == 0) atomicAdd(result, sum);
 }
 // [block_tree_kernel]
+
+// [speed_of_light_kernel]
+// Not a dot product: the floor every version here is held to. The same 8n bytes read with the best
+// access pattern (chapter 06 teaches it): 16-byte loads, four of x and four of y in flight per
+// thread, on a grid of the blocks the SMs hold at once; a scalar head and tail, and a scalar loop
+// when x and y are misaligned differently. Nothing else: each thread sums its products only so that
+// the compiler cannot drop the loads, and one value is written (thread 0 of block 0, or a thread
+// whose sum has one unlikely bit pattern). Its time is the launch, the first trip to DRAM and the bytes.
+__global__ void speed_of_light_kernel(const float* __restrict__ x, const float* __restrict__ y, std::size_t n,
+                                      float* result) {
+  constexpr int kUnroll = 4;
+  const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t threads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  const auto x_off = reinterpret_cast<std::uintptr_t>(x) % 16;
+  float sum = 0.0f;
+  if (x_off != reinterpret_cast<std::uintptr_t>(y) % 16) {
+    for (std::size_t i = thread; i < n; i += threads) sum += x[i] * y[i];
+  } else {
+    const std::size_t to_boundary = (16 - x_off) % 16 / sizeof(float);
+    const std::size_t head = n < to_boundary ? n : to_boundary;
+    const std::size_t n4 = (n - head) / 4;
+    const std::size_t tail = head + 4 * n4;
+    if (thread < head) sum += x[thread] * y[thread];
+    if (thread < n - tail) sum += x[tail + thread] * y[tail + thread];
+    const float4* x4 = reinterpret_cast<const float4*>(x + head);
+    const float4* y4 = reinterpret_cast<const float4*>(y + head);
+    std::size_t i = thread;
+    for (; i + (kUnroll - 1) * threads < n4; i += kUnroll * threads) {
+      float4 a[kUnroll], b[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        a[u] = x4[i + u * threads];
+        b[u] = y4[i + u * threads];
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) sum += a[u].x * b[u].x + a[u].y * b[u].y + a[u].z * b[u].z + a[u].w * b[u].w;
+    }
+    for (; i < n4; i += threads) {
+      const float4 a = x4[i], b = y4[i];
+      sum += a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+    }
+  }
+  if ((blockIdx.x == 0 && threadIdx.x == 0) || __float_as_uint(sum) == 0x7fc0deadu) *result = sum;
+}
+// [speed_of_light_kernel]
 
 // [two_level_kernel]
 // What changed: no atomics at all. Block b sums its own tile of blockDim.x * per_thread elements
@@ -312,6 +358,23 @@ void run_block_tree(const float* d_x, const float* d_y, std::size_t n, float* d_
   ws.grid = grid;
 }
 
+// The speed-of-light row: one 16-byte load of x and of y per thread while that fits on the SMs at
+// once, else exactly the resident blocks, each looping.
+void run_speed_of_light(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws,
+                        cudaStream_t s) {
+  const course::LaunchShape shape = ws.ctx.occupancy(speed_of_light_kernel);
+  ws.grid = 0;
+  ws.block = shape.block;
+  if (n == 0) {  // a launch of zero blocks is an error
+    zero_result(d_result, s);
+    return;
+  }
+  const int grid = grid_stride_blocks(ws.ctx, shape, (n + 3) / 4);
+  speed_of_light_kernel<<<grid, shape.block, 0, s>>>(d_x, d_y, n, d_result);
+  CUDA_CHECK_LAUNCH("speed_of_light_kernel");
+  ws.grid = grid;
+}
+
 // [two_level_launch]
 // One block per tile of block * per_thread elements; then the partials travel to the host, which
 // must wait for them (cudaStreamSynchronize) before it adds them in order, in float, and sends the
@@ -405,6 +468,8 @@ float* Workspace::host_partials(std::size_t count) {
 const std::vector<course::Version<GpuDot>>& versions() {
   static const std::vector<course::Version<GpuDot>> registry = {
       {"cublas", "cuBLAS cublasSdot: the library baseline", {run_cublas, true}, false},
+      {"speed_of_light", "not a dot: 16-byte loads on a grid of resident blocks, one value written (the floor)",
+       {run_speed_of_light, false, true}, false},
       {"grid_atomic", "grid-stride loop over every SM, one atomicAdd per thread", {run_grid_atomic}, false},
       {"block_serial", "partials in shared memory, thread 0 adds them, one atomicAdd per block", {run_block_serial},
        false},

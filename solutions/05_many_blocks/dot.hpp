@@ -72,6 +72,10 @@ struct GpuDot {
   Launcher launch;
   /// The same inputs give the same bits on every run (no atomics: a fixed order of additions).
   bool deterministic = false;
+  /// Not a dot product: the speed-of-light row, the same bytes read with the best access pattern and
+  /// nothing else, timed beside the versions. Its value is only a sign that it ran (finite): the
+  /// driver and the tests never hold it to the reference.
+  bool floor = false;
 };
 
 /// The chapter's registry, in the order the text tells the story; cuBLAS first, as the baseline.

@@ -389,7 +389,8 @@ Pair make_pair(const char* name, const char* description, const char* library_na
   using Acc = typename Promote<X, Y>::type;
   return Pair{name, description, course::dtype_of<X>(), course::dtype_of<Y>(), course::dtype_of<Acc>(),
               run_pair<X, Y>, library_name, library, library_extra_bytes,
-              cub_launcher(course::dtype_of<X>(), course::dtype_of<Y>()), exercise};
+              cub_launcher(course::dtype_of<X>(), course::dtype_of<Y>()), exercise,
+              speed_of_light_launcher(course::dtype_of<X>(), course::dtype_of<Y>())};
 }
 
 }  // namespace

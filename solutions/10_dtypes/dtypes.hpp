@@ -87,6 +87,10 @@ struct Pair {
   double library_extra_bytes;  ///< bytes per element the library's conversion writes and reads again (0: none)
   Launcher cub;
   bool exercise = false;
+  /// Not a dot product: the pair's bytes read with 16-byte loads on the course kernel's grid and
+  /// nothing else, timed beside the others as the speed_of_light row (the floor). Its value only shows
+  /// that it ran (finite): it is never held to the reference.
+  Launcher speed_of_light = nullptr;
 };
 
 /// The pairs, in the order the text discusses them.
@@ -120,6 +124,8 @@ void run_convert_cublas_i8_i8(const void*, const void*, std::size_t, double*, Wo
 /// CUB's DeviceReduce::TransformReduce over the pair (x, y), accumulating in the type the course's
 /// rule gives (its own copy of the rule: a baseline does not depend on an exercise).
 Launcher cub_launcher(course::Dtype x, course::Dtype y);
+/// The speed-of-light kernel for inputs of these types (only their sizes matter).
+Launcher speed_of_light_launcher(course::Dtype x, course::Dtype y);
 /// Bytes of scratch memory CUB asks for, at most over the registry's pairs, at n elements.
 std::size_t cub_temp_bytes_for(std::size_t n);
 
