@@ -1,4 +1,5 @@
-"""Tests of tools/grade's logic: no GPU, no build, standard library only.
+"""Tests of the grader (tools/grade, the package tools/coursetools/): no GPU, no build, standard
+library only.
 
     python3 -m unittest discover -s tests/tools -p 'test_*.py'
 
@@ -7,12 +8,11 @@ of each kind: passed, failed (a Catch2 assertion), skipped by the GPU guard (COU
 crashed (SIGSEGV: empty failure), and "Unable to find executable" (notrun that is not a skip).
 """
 
-import importlib.machinery
-import importlib.util
 import io
 import json
 import os
 import re
+import shutil
 import sys
 import xml.etree.ElementTree as ET
 import tempfile
@@ -23,20 +23,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 FIXTURES = HERE / "fixtures"
+sys.path.insert(0, str(REPO / "tools"))  # the course's tools are a package there, not installed
+
+from coursetools import cli, ctest, junit, perf, proc, report, sanitizer, scoring, splice  # noqa: E402
+from coursetools import manifest as mf  # noqa: E402  (manifest() below builds one)
 
 
-def load_grade():
-    """tools/grade has no .py suffix: load it from its path."""
-    path = REPO / "tools" / "grade"
-    loader = importlib.machinery.SourceFileLoader("course_grade", str(path))
-    spec = importlib.util.spec_from_loader("course_grade", loader)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["course_grade"] = module  # dataclasses look their module up while the file runs
-    loader.exec_module(module)
-    return module
-
-
-grade = load_grade()
 
 ADD = "ch01 add_gpu: matches the host bitwise at awkward sizes"
 COPIES = "ch01 add_gpu_copies: matches the host bitwise at awkward sizes"
@@ -57,7 +49,7 @@ def manifest(correctness=None, performance=None, chapter="01_timing"):
                 {"tests": "ch01 add_gpu_copies: *", "points": 2},
                 {"tests": "ch01 time_with_events_ms: *", "points": 4}],
             "performance": performance if performance is not None else []}
-    return grade.parse_manifest(data, Path(f"{chapter}.json"))
+    return mf.parse_manifest(data, Path(f"{chapter}.json"))
 
 
 def perf_rule(**over):
@@ -69,7 +61,7 @@ def perf_rule(**over):
 
 
 def result(name, status, output="", message="", no_gpu=False):
-    return grade.TestResult(name, status, output, message, 0.0, no_gpu)
+    return junit.TestResult(name, status, output, message, 0.0, no_gpu)
 
 
 def passing(*names):
@@ -78,11 +70,11 @@ def passing(*names):
 
 def chapter01():
     """The repository's own manifest of chapter 01."""
-    return next(m for m in grade.load_manifests(REPO / "tools" / "grading") if m.chapter == "01_timing")
+    return next(m for m in mf.load_manifests(REPO / "tools" / "grading") if m.chapter == "01_timing")
 
 
 def csv_rows():
-    return grade.read_csv_rows(FIXTURES / "01_timing.csv")
+    return perf.read_csv_rows(FIXTURES / "01_timing.csv")
 
 
 class FakeRunner:
@@ -97,12 +89,12 @@ class FakeRunner:
 
 
 def ok_run(rows=None):
-    return grade.PerfRun(0, rows if rows is not None else csv_rows(), "", "fixture.csv")
+    return perf.PerfRun(0, rows if rows is not None else csv_rows(), "", "fixture.csv")
 
 
 class JUnitParsing(unittest.TestCase):
     def setUp(self):
-        self.tests = grade.parse_junit(FIXTURES / "ctest_mixed.xml")
+        self.tests = junit.parse_junit(FIXTURES / "ctest_mixed.xml")
         self.by_name = {t.name: t for t in self.tests}
 
     def test_every_testcase_is_read_with_its_name_unescaped(self):
@@ -126,15 +118,15 @@ class JUnitParsing(unittest.TestCase):
     def test_gpu_skips_are_recognised_with_the_guards_reason(self):
         self.assertTrue(self.by_name[EVENTS].no_gpu)
         self.assertFalse(self.by_name[ADD].no_gpu)
-        reason = grade.gpu_skip_reason(self.tests)
+        reason = junit.gpu_skip_reason(self.tests)
         self.assertTrue(reason.startswith("COURSE-NO-GPU: no usable CUDA GPU"), reason)
-        self.assertIsNone(grade.gpu_skip_reason(passing(ADD)))
+        self.assertIsNone(junit.gpu_skip_reason(passing(ADD)))
 
     def test_output_is_the_tests_own_text(self):
         self.assertIn("255 of 255 elements wrong", self.by_name[ADD].output)
 
     def test_failure_excerpt_drops_the_catch2_banner_and_keeps_the_hint(self):
-        text = grade.failure_excerpt(self.by_name[ADD])
+        text = junit.failure_excerpt(self.by_name[ADD])
         self.assertIn("CHECK( 255 == 0 )", text)
         self.assertIn("Hint: NaN means", text)
         self.assertNotIn("Catch v2", text)
@@ -146,18 +138,18 @@ class JUnitParsing(unittest.TestCase):
                "t.cpp:5: FAILED:\n  CHECK( a == b )\nwith message:\n  first size\n\n-----\nch01 x: y\n"
                "  second section\n-----\nt.cpp:9\n" + "." * 79 + "\n\nt.cpp:12: FAILED:\n  REQUIRE( c )\n\n"
                + "=" * 79 + "\ntest cases: 1 | 1 failed\n")
-        text = grade.failure_excerpt(result("ch01 x: y", "failed", out))
+        text = junit.failure_excerpt(result("ch01 x: y", "failed", out))
         self.assertTrue(text.startswith("t.cpp:5: FAILED:"), text)
         self.assertIn("first size", text)
         self.assertNotIn("test cases:", text)
 
     def test_a_crash_is_explained_from_the_console(self):
-        console = grade.parse_ctest_console((FIXTURES / "ctest_mixed_console.txt").read_text())
+        console = ctest.parse_ctest_console((FIXTURES / "ctest_mixed_console.txt").read_text())
         self.assertEqual(console[CRASH], "Exception: SegFault")
         self.assertEqual(console[ADD], "Failed")
         self.assertEqual(console[COPIES], "Passed")
         self.assertEqual(console[MISSING], "Not Run")
-        text = grade.failure_excerpt(self.by_name[CRASH], console[CRASH])
+        text = junit.failure_excerpt(self.by_name[CRASH], console[CRASH])
         self.assertIn("CTest: Exception: SegFault", text)
         self.assertIn("launching", text)
 
@@ -169,7 +161,7 @@ class JUnitParsing(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             p = Path(d) / "j.xml"
             p.write_text(xml)
-            tests = {t.name: t for t in grade.parse_junit(p)}
+            tests = {t.name: t for t in junit.parse_junit(p)}
         self.assertEqual(tests["ch02 a: b"].status, "passed")
         self.assertEqual(tests["ch02 c: d"].status, "failed")
         self.assertIn("boom", tests["ch02 c: d"].message)
@@ -177,47 +169,47 @@ class JUnitParsing(unittest.TestCase):
 
     def test_the_real_no_gpu_run_of_chapter_01(self):
         """ctest_nogpu.xml: the solutions build of chapter 01 on a machine without a GPU."""
-        tests = grade.parse_junit(FIXTURES / "ctest_nogpu.xml")
+        tests = junit.parse_junit(FIXTURES / "ctest_nogpu.xml")
         self.assertEqual(len(tests), 7)
         self.assertTrue(all(t.status == "skipped" and t.no_gpu for t in tests))
-        self.assertEqual(grade.gpu_skip_reason(tests),
+        self.assertEqual(junit.gpu_skip_reason(tests),
                          "COURSE-NO-GPU: no usable CUDA GPU (cudaGetDeviceCount: cudaErrorInsufficientDriver, "
                          "CUDA driver version is insufficient for CUDA runtime version)")
 
     def test_ctest4_catch2v3_student_tree_on_a_gpu(self):
         """ctest4_student_on_gpu.xml: the unfilled student tree of chapter 01 on the H100 (CMake 4.4,
         Catch2 3.4): <failure message="Failed"/> and a <properties> block per test case."""
-        tests = {t.name: t for t in grade.parse_junit(FIXTURES / "ctest4_student_on_gpu.xml")}
+        tests = {t.name: t for t in junit.parse_junit(FIXTURES / "ctest4_student_on_gpu.xml")}
         self.assertEqual(len(tests), 7)
         self.assertEqual({n for n, t in tests.items() if t.status == "failed"}, {ADD, COPIES, EVENTS})
         self.assertEqual({n for n, t in tests.items() if t.status == "passed"},
                          {ADD_CPU, SQRT_CPU, CRASH, MISSING})
-        text = grade.failure_excerpt(tests[ADD])
+        text = junit.failure_excerpt(tests[ADD])
         self.assertTrue(text.startswith("/home/course/dotcourse/tests/test_01_timing.cpp:38: FAILED:"), text)
         self.assertIn("at n = 1: 1 of 1 elements wrong", text)
         self.assertIn("bounds check i < n", text)
-        self.assertEqual(grade.one_line(text),
+        self.assertEqual(report.one_line(text),
                          "add_gpu (float) at n = 1: 1 of 1 elements wrong; the first at index 0 (got -")
-        g = grade.assemble([chapter01()], list(tests.values()),
+        g = scoring.assemble([chapter01()], list(tests.values()),
                            lambda m, r: self.fail("no measurement without passing tests"))
         self.assertEqual(g.total()[0], 0.0)   # the unfilled tree scores zero
         self.assertGreater(g.total()[1], 0.0)
         self.assertEqual(g.not_assessed(), 0.0)
-        self.assertEqual(g.exit_code(), grade.EXIT_OK)
+        self.assertEqual(g.exit_code(), scoring.EXIT_OK)
 
     def test_missing_or_broken_junit_is_a_grader_error(self):
         with tempfile.TemporaryDirectory() as d:
-            with self.assertRaises(grade.GradeError):
-                grade.parse_junit(Path(d) / "absent.xml")
+            with self.assertRaises(proc.GradeError):
+                junit.parse_junit(Path(d) / "absent.xml")
             bad = Path(d) / "bad.xml"
             bad.write_text("<testsuite><testcase")
-            with self.assertRaises(grade.GradeError):
-                grade.parse_junit(bad)
+            with self.assertRaises(proc.GradeError):
+                junit.parse_junit(bad)
 
 
 class Manifests(unittest.TestCase):
     def test_the_repositorys_manifests_are_valid(self):
-        manifests = grade.load_manifests(REPO / "tools" / "grading")
+        manifests = mf.load_manifests(REPO / "tools" / "grading")
         self.assertGreaterEqual(len(manifests), 1)
         for m in manifests:
             self.assertTrue(m.correctness or m.performance, m.path)
@@ -227,14 +219,14 @@ class Manifests(unittest.TestCase):
     def test_chapter_01_grades_its_exercises_and_the_add_kernels_roofline(self):
         m = chapter01()
         tests = passing(ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS, PREDICT, ADD_CPU)
-        graded, others = grade.grade_correctness([m], tests)
+        graded, others = scoring.grade_correctness([m], tests)
         self.assertEqual({i.name for i in graded}, {ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS, PREDICT})
         self.assertEqual([i.name for i in others], [ADD_CPU])
         self.assertTrue(all(i.max_points > 0 for i in graded))
         (perf,) = m.performance
         self.assertEqual(perf.metric, "pct_roofline")
         self.assertEqual(perf.row["version"], "add_gpu")
-        self.assertTrue(any(grade.match(g, ADD) for g in perf.requires))
+        self.assertTrue(any(scoring.match(g, ADD) for g in perf.requires))
 
     def test_mistakes_are_caught_when_the_grader_starts(self):
         bad = [
@@ -251,20 +243,20 @@ class Manifests(unittest.TestCase):
             {"chapter": "timing"},
         ]
         for data in bad:
-            with self.subTest(data=data), self.assertRaises(grade.ManifestError):
-                grade.parse_manifest(data, Path("01_timing.json"))
+            with self.subTest(data=data), self.assertRaises(mf.ManifestError):
+                mf.parse_manifest(data, Path("01_timing.json"))
 
     def test_requires_may_be_one_string_and_comments_are_allowed(self):
-        m = grade.parse_manifest({"chapter": "01_timing", "comment": "x",
+        m = mf.parse_manifest({"chapter": "01_timing", "comment": "x",
                                   "performance": [perf_rule(requires="ch01 add_gpu: *", comment="y")]},
                                  Path("01_timing.json"))
         self.assertEqual(m.performance[0].requires, ["ch01 add_gpu: *"])
 
     def test_speedup_metric_needs_a_version(self):
-        grade.parse_manifest({"chapter": "01_timing", "performance": [perf_rule(metric="speedup_vs:add_lib")]},
+        mf.parse_manifest({"chapter": "01_timing", "performance": [perf_rule(metric="speedup_vs:add_lib")]},
                              Path("01_timing.json"))
-        with self.assertRaises(grade.ManifestError):
-            grade.parse_manifest({"chapter": "01_timing", "performance": [perf_rule(metric="speedup_vs:")]},
+        with self.assertRaises(mf.ManifestError):
+            mf.parse_manifest({"chapter": "01_timing", "performance": [perf_rule(metric="speedup_vs:")]},
                                  Path("01_timing.json"))
 
 
@@ -272,27 +264,27 @@ class CorrectnessRules(unittest.TestCase):
     def test_points_per_matching_test_and_first_rule_wins(self):
         m = manifest(correctness=[{"tests": "ch01 add_gpu: *", "points": 3},
                                   {"tests": "ch01 add*", "points": 1}])
-        graded, others = grade.grade_correctness([m], passing(ADD, COPIES, ADD_CPU, EVENTS))
+        graded, others = scoring.grade_correctness([m], passing(ADD, COPIES, ADD_CPU, EVENTS))
         points = {i.name: (i.points, i.max_points) for i in graded}
         self.assertEqual(points, {ADD: (3, 3), COPIES: (1, 1), ADD_CPU: (1, 1)})
         self.assertEqual([(i.name, i.status, i.max_points) for i in others], [(EVENTS, "not graded", 0.0)])
 
     def test_glob_does_not_let_add_gpu_swallow_add_gpu_copies(self):
-        self.assertTrue(grade.match("ch01 add_gpu: *", ADD))
-        self.assertFalse(grade.match("ch01 add_gpu: *", COPIES))
-        self.assertFalse(grade.match("ch01 ADD_GPU: *", ADD))  # case-sensitive
+        self.assertTrue(scoring.match("ch01 add_gpu: *", ADD))
+        self.assertFalse(scoring.match("ch01 add_gpu: *", COPIES))
+        self.assertFalse(scoring.match("ch01 ADD_GPU: *", ADD))  # case-sensitive
 
     def test_failed_test_scores_zero_with_its_message(self):
         m = manifest()
-        tests = grade.parse_junit(FIXTURES / "ctest_mixed.xml")
-        graded, _ = grade.grade_correctness([m], tests)
+        tests = junit.parse_junit(FIXTURES / "ctest_mixed.xml")
+        graded, _ = scoring.grade_correctness([m], tests)
         item = next(i for i in graded if i.name == ADD)
         self.assertEqual((item.points, item.max_points, item.status), (0.0, 4.0, "failed"))
         self.assertIn("Hint: NaN means", item.detail)
 
     def test_a_rule_that_matches_nothing_still_counts_its_points(self):
         m = manifest(correctness=[{"tests": "ch01 renamed: *", "points": 2, "expect": 2}])
-        graded, _ = grade.grade_correctness([m], passing(ADD))
+        graded, _ = scoring.grade_correctness([m], passing(ADD))
         self.assertEqual(len(graded), 2)
         self.assertEqual(sum(i.max_points for i in graded), 4)
         self.assertEqual(sum(i.points for i in graded), 0)
@@ -301,43 +293,43 @@ class CorrectnessRules(unittest.TestCase):
     def test_skipped_test_is_not_assessed_unless_a_gpu_is_expected(self):
         m = manifest()
         tests = [result(EVENTS, "skipped", "COURSE-NO-GPU: none", "SKIP_REGULAR_EXPRESSION_MATCHED", True)]
-        graded, _ = grade.grade_correctness([m], tests)
+        graded, _ = scoring.grade_correctness([m], tests)
         (item,) = [i for i in graded if i.name == EVENTS]
         self.assertEqual((item.status, item.points, item.max_points), ("skipped", 0.0, 4.0))
-        graded, _ = grade.grade_correctness([m], tests, expect_gpu=True)
+        graded, _ = scoring.grade_correctness([m], tests, expect_gpu=True)
         (item,) = [i for i in graded if i.name == EVENTS]
         self.assertEqual(item.status, "failed")
 
     def test_not_graded_tests_are_grouped_by_chapter(self):
-        graded, others = grade.grade_correctness([manifest()], passing("ch07 x: y", "common: stats"))
+        graded, others = scoring.grade_correctness([manifest()], passing("ch07 x: y", "common: stats"))
         self.assertEqual(sorted(i.chapter for i in others), ["ch07", "other"])
 
 
 class LinearScoring(unittest.TestCase):
     def test_linear_between_thresholds(self):
-        self.assertEqual(grade.linear_points(40, 20, 60, 4), 2.0)
-        self.assertEqual(grade.linear_points(30, 20, 60, 4), 1.0)
-        self.assertEqual(grade.linear_points(92.6, 20, 60, 4), 4.0)
-        self.assertEqual(grade.linear_points(10, 20, 60, 4), 0.0)
-        self.assertEqual(grade.linear_points(20, 20, 60, 4), 0.0)
-        self.assertEqual(grade.linear_points(60, 20, 60, 4), 4.0)
+        self.assertEqual(scoring.linear_points(40, 20, 60, 4), 2.0)
+        self.assertEqual(scoring.linear_points(30, 20, 60, 4), 1.0)
+        self.assertEqual(scoring.linear_points(92.6, 20, 60, 4), 4.0)
+        self.assertEqual(scoring.linear_points(10, 20, 60, 4), 0.0)
+        self.assertEqual(scoring.linear_points(20, 20, 60, 4), 0.0)
+        self.assertEqual(scoring.linear_points(60, 20, 60, 4), 4.0)
 
     def test_rounded_to_hundredths(self):
-        self.assertEqual(grade.linear_points(1.0, 0.0, 3.0, 1.0), 0.33)
+        self.assertEqual(scoring.linear_points(1.0, 0.0, 3.0, 1.0), 0.33)
 
     def test_reversed_thresholds_reward_lower_values(self):
-        self.assertEqual(grade.linear_points(1.5, 2.0, 1.0, 10), 5.0)
-        self.assertEqual(grade.linear_points(3.0, 2.0, 1.0, 10), 0.0)
+        self.assertEqual(scoring.linear_points(1.5, 2.0, 1.0, 10), 5.0)
+        self.assertEqual(scoring.linear_points(3.0, 2.0, 1.0, 10), 0.0)
 
     def test_not_a_number_scores_zero(self):
-        self.assertEqual(grade.linear_points(float("nan"), 20, 60, 4), 0.0)
-        self.assertEqual(grade.linear_points(float("inf"), 20, 60, 4), 0.0)
+        self.assertEqual(scoring.linear_points(float("nan"), 20, 60, 4), 0.0)
+        self.assertEqual(scoring.linear_points(float("inf"), 20, 60, 4), 0.0)
 
 
 class PerformanceRules(unittest.TestCase):
     def grade_one(self, rule, tests, run, expect_gpu=False):
         m = manifest(performance=[rule])
-        return grade.grade_performance(m, m.performance[0], tests, run, expect_gpu)
+        return perf.grade_performance(m, m.performance[0], tests, run, expect_gpu)
 
     def test_pct_roofline_of_the_named_row(self):
         runner = FakeRunner(ok_run())
@@ -359,7 +351,7 @@ class PerformanceRules(unittest.TestCase):
         item = self.grade_one(perf_rule(metric="pct_link"), passing(ADD), FakeRunner(ok_run()))
         self.assertEqual((item.points, item.status), (0.0, "failed"))
         self.assertIn("pct_link", item.detail)
-        with self.assertRaises(grade.ManifestError):
+        with self.assertRaises(mf.ManifestError):
             manifest(performance=[perf_rule(metric="pct_wire")])
 
     def test_no_points_and_no_run_unless_the_required_tests_passed(self):
@@ -376,7 +368,7 @@ class PerformanceRules(unittest.TestCase):
 
     def test_a_failure_outranks_a_skip(self):
         tests = [result(ADD, "failed"), result(COPIES, "skipped", no_gpu=True)]
-        state, _ = grade.requirement_state(["ch01 add_gpu*"], tests)
+        state, _ = scoring.requirement_state(["ch01 add_gpu*"], tests)
         self.assertEqual(state, "failed")
 
     def test_skipped_requirement_is_not_assessed(self):
@@ -396,10 +388,10 @@ class PerformanceRules(unittest.TestCase):
 
     def test_valid_may_be_written_as_true(self):
         rows = [dict(r, valid="true") for r in csv_rows()]
-        self.assertTrue(grade.row_valid(rows[1]))
-        self.assertFalse(grade.row_valid({"valid": "0"}))
-        self.assertFalse(grade.row_valid({"valid": "false"}))
-        self.assertFalse(grade.row_valid({}))
+        self.assertTrue(perf.row_valid(rows[1]))
+        self.assertFalse(perf.row_valid({"valid": "0"}))
+        self.assertFalse(perf.row_valid({"valid": "false"}))
+        self.assertFalse(perf.row_valid({}))
 
     def test_speedup_vs_a_library_baseline_in_the_same_run(self):
         rule = perf_rule(metric="speedup_vs:add_lib", zero_at=0.5, full_at=1.0)
@@ -425,17 +417,17 @@ class PerformanceRules(unittest.TestCase):
         self.assertEqual(item.status, "error")
         self.assertIn("2 CSV rows", item.detail)
         with self.assertRaises(LookupError):
-            grade.select_row(csv_rows(), {"version": "nope"})
+            perf.select_row(csv_rows(), {"version": "nope"})
 
     def test_executable_exit_codes(self):
         cases = [(3, "skipped"), (1, "failed"), (2, "error"), (4, "error")]
         for code, status in cases:
             with self.subTest(code=code):
-                item = self.grade_one(perf_rule(), passing(ADD), FakeRunner(grade.PerfRun(code, [], "out")))
+                item = self.grade_one(perf_rule(), passing(ADD), FakeRunner(perf.PerfRun(code, [], "out")))
                 self.assertEqual((item.status, item.points), (status, 0.0))
-        item = self.grade_one(perf_rule(), passing(ADD), FakeRunner(grade.PerfRun(3, [])), expect_gpu=True)
+        item = self.grade_one(perf_rule(), passing(ADD), FakeRunner(perf.PerfRun(3, [])), expect_gpu=True)
         self.assertEqual(item.status, "failed")
-        item = self.grade_one(perf_rule(), passing(ADD), FakeRunner(grade.PerfRun(-1, [], timed_out=True)))
+        item = self.grade_one(perf_rule(), passing(ADD), FakeRunner(perf.PerfRun(-1, [], timed_out=True)))
         self.assertEqual(item.status, "failed")
 
     def test_a_non_number_metric_scores_zero(self):
@@ -452,7 +444,7 @@ def no_gpu_grade():
     tests = [result(n, "skipped", out, "SKIP_REGULAR_EXPRESSION_MATCHED", True)
              for n in (ADD, COPIES, EVENTS, ADD_CPU)]
     runner = FakeRunner(ok_run())
-    g = grade.assemble([m], tests, lambda mm, r: runner(mm, r), tree="chapters")
+    g = scoring.assemble([m], tests, lambda mm, r: runner(mm, r), tree="chapters")
     return g, runner
 
 
@@ -462,7 +454,7 @@ class IncompleteWithoutGpu(unittest.TestCase):
 
     def test_exit_code_is_incomplete_and_nothing_ran(self):
         self.assertTrue(self.g.incomplete)
-        self.assertEqual(self.g.exit_code(), grade.EXIT_INCOMPLETE)
+        self.assertEqual(self.g.exit_code(), scoring.EXIT_INCOMPLETE)
         self.assertEqual(self.runner.calls, 0)
 
     def test_every_point_is_counted_as_not_assessed(self):
@@ -479,7 +471,7 @@ class IncompleteWithoutGpu(unittest.TestCase):
         self.assertIn("no CUDA-capable device", head)
 
     def test_results_json_reports_no_failure(self):
-        r = grade.gradescope_results(self.g)
+        r = report.gradescope_results(self.g)
         json.dumps(r)
         # Nothing ran: no item at all, so Gradescope shows no 0/N for a test that never executed.
         graded = [t for t in r["tests"] if "correctness" in t["tags"] or "performance" in t["tags"]]
@@ -493,7 +485,7 @@ class IncompleteWithoutGpu(unittest.TestCase):
         self.assertEqual(r["extra_data"]["points_not_assessed"], 18.0)
 
     def test_report_says_so_too(self):
-        md = grade.render_markdown(self.g)
+        md = report.render_markdown(self.g)
         self.assertIn("INCOMPLETE: the GPU tests did not run", md)
         self.assertIn("not run (no GPU)", md)
         self.assertNotIn("**failed**", md)
@@ -504,33 +496,33 @@ class IncompleteWithoutGpu(unittest.TestCase):
         m = manifest(performance=[perf_rule()])
         tests = [result(ADD, "failed", "x"), result(EVENTS, "skipped", "COURSE-NO-GPU", "SKIP_REGULAR_EXPRESSION_MATCHED",
                                                    True), result(COPIES, "passed")]
-        g = grade.assemble([m], tests, lambda mm, r: ok_run())
+        g = scoring.assemble([m], tests, lambda mm, r: ok_run())
         statuses = {i.name: i.status for i in g.items}
         self.assertEqual(statuses[ADD], "failed")
         self.assertEqual(statuses["add kernel"], "failed")  # requires add_gpu, which failed
         self.assertEqual(statuses[EVENTS], "skipped")
         self.assertEqual(g.total(), (2.0, 14.0))
         self.assertEqual(g.not_assessed(), 4.0)
-        self.assertEqual(g.exit_code(), grade.EXIT_INCOMPLETE)
+        self.assertEqual(g.exit_code(), scoring.EXIT_INCOMPLETE)
 
 
 class CompleteRun(unittest.TestCase):
     def setUp(self):
         m = manifest(performance=[perf_rule(zero_at=20, full_at=100, leaderboard=True)])
         tests = passing(COPIES, EVENTS, ADD_CPU) + [result(ADD, "passed")]
-        self.g = grade.assemble([m], tests, lambda mm, r: ok_run(), tree="solutions")
+        self.g = scoring.assemble([m], tests, lambda mm, r: ok_run(), tree="solutions")
         self.g.seconds = 12.6
 
     def test_totals_and_exit_code(self):
         self.assertFalse(self.g.incomplete)
-        self.assertEqual(self.g.exit_code(), grade.EXIT_OK)
+        self.assertEqual(self.g.exit_code(), scoring.EXIT_OK)
         perf = round(4 * (92.6 - 20) / 80, 2)
         self.assertEqual(self.g.total("correctness"), (10.0, 10.0))
         self.assertEqual(self.g.total("performance"), (perf, 4.0))
         self.assertEqual(self.g.headline(), "")
 
     def test_results_json_fields(self):
-        r = grade.gradescope_results(self.g)
+        r = report.gradescope_results(self.g)
         r = json.loads(json.dumps(r))
         for key in ("score", "execution_time", "output", "visibility", "stdout_visibility", "tests"):
             self.assertIn(key, r)
@@ -541,7 +533,7 @@ class CompleteRun(unittest.TestCase):
         for t in r["tests"]:
             for key in ("name", "number", "score", "max_score", "output", "tags", "visibility"):
                 self.assertIn(key, t)
-            self.assertIn(t["visibility"], grade.VISIBILITIES)
+            self.assertIn(t["visibility"], mf.VISIBILITIES)
         perf = graded[-1]
         self.assertEqual(perf["status"], "failed")       # partial credit: below max_score
         self.assertEqual(perf["tags"], ["ch01", "performance"])
@@ -552,7 +544,7 @@ class CompleteRun(unittest.TestCase):
         self.assertEqual([(t["number"], t["max_score"], t["status"]) for t in not_graded], [("1.5", 0.0, "passed")])
 
     def test_report_has_the_tables(self):
-        md = grade.render_markdown(self.g)
+        md = report.render_markdown(self.g)
         self.assertIn("### Correctness: 10 of 10", md)
         self.assertIn("| 1.4 | add kernel | version=add_gpu config=float n=100000000 | pct_roofline | 92.6 | 20 | 100 |", md)
         self.assertIn("### Not graded (1 tests, 0 points)", md)
@@ -561,34 +553,34 @@ class CompleteRun(unittest.TestCase):
 class Options(unittest.TestCase):
     def test_no_performance_leaves_measurements_out_of_the_totals(self):
         m = manifest(performance=[perf_rule()])
-        g = grade.assemble([m], passing(ADD, COPIES, EVENTS), None)
+        g = scoring.assemble([m], passing(ADD, COPIES, EVENTS), None)
         self.assertEqual([i.kind for i in g.items], ["correctness"] * 3)
         self.assertEqual(g.total(), (10.0, 10.0))
-        self.assertEqual(g.exit_code(), grade.EXIT_OK)
+        self.assertEqual(g.exit_code(), scoring.EXIT_OK)
         self.assertIn("--no-performance", " ".join(g.notes))
-        self.assertIn("--no-performance", grade.render_markdown(g))
+        self.assertIn("--no-performance", report.render_markdown(g))
 
     def test_chapter_selection_builds_only_its_targets(self):
         m = chapter01()
-        self.assertEqual(grade.build_targets([m], True), ["--target", "01_timing_all"])
-        self.assertEqual(grade.build_targets([m], False), [])
+        self.assertEqual(cli.build_targets([m], True), ["--target", "01_timing_all"])
+        self.assertEqual(cli.build_targets([m], False), [])
 
     def test_chapter_names_resolve(self):
         ms = [manifest(), manifest(chapter="05_many_blocks", correctness=[])]
         for want in ("05_many_blocks", "05", "ch05"):
-            self.assertEqual([m.chapter for m in grade.resolve_chapters([want], ms)], ["05_many_blocks"])
-        with self.assertRaises(grade.UsageError):
-            grade.resolve_chapters(["06"], ms)
+            self.assertEqual([m.chapter for m in cli.resolve_chapters([want], ms)], ["05_many_blocks"])
+        with self.assertRaises(cli.UsageError):
+            cli.resolve_chapters(["06"], ms)
 
     def test_tree_names(self):
-        self.assertEqual(grade.resolve_tree("solutions")[2], "solutions")
+        self.assertEqual(cli.resolve_tree("solutions")[2], "solutions")
         with tempfile.TemporaryDirectory() as d:
             student = Path(d) / "alice" / "chapters"
             student.mkdir(parents=True)
-            value, path, name = grade.resolve_tree(str(student))
+            value, path, name = cli.resolve_tree(str(student))
             self.assertEqual((value, name), (str(student.resolve()), "alice-chapters"))
-            with self.assertRaises(grade.UsageError):
-                grade.resolve_tree(str(Path(d) / "nothing"))
+            with self.assertRaises(cli.UsageError):
+                cli.resolve_tree(str(Path(d) / "nothing"))
 
 
 FAKE_EXE = """#!/usr/bin/env python3
@@ -625,26 +617,26 @@ class Runner(unittest.TestCase):
         m = manifest(performance=[perf_rule(), perf_rule(name="double", row={"version": "add_gpu", "config": "double"}),
                                   perf_rule(name="no gpu", args=["--no-gpu"])])
         self.out.mkdir()
-        run = grade.make_runner(self.build, self.out, self.out / "test.log")
+        run = perf.make_runner(self.build, self.out, self.out / "test.log")
         with redirect_stderr(io.StringIO()):
-            g = grade.assemble([m], passing(ADD, COPIES, EVENTS), run)
-        perf = {i.name: i for i in g.items if i.kind == "performance"}
-        self.assertEqual(perf["add kernel"].measured, 92.6)
-        self.assertEqual(perf["double"].measured, 93.5)
-        self.assertEqual(perf["no gpu"].status, "skipped")
+            g = scoring.assemble([m], passing(ADD, COPIES, EVENTS), run)
+        by_name = {i.name: i for i in g.items if i.kind == "performance"}
+        self.assertEqual(by_name["add kernel"].measured, 92.6)
+        self.assertEqual(by_name["double"].measured, 93.5)
+        self.assertEqual(by_name["no gpu"].status, "skipped")
         self.assertEqual(self.calls.read_text().splitlines()[0].split()[2:], ["--kernel", "add_gpu"])
         self.assertEqual(len(self.calls.read_text().splitlines()), 2)   # two distinct argument lists
         self.assertTrue((self.out / "perf" / "01_timing-run1" / "01_timing.csv").exists())
         self.assertEqual((self.out / "perf" / "01_timing-run1" / "output.txt").read_text().strip(), "ran")
-        self.assertEqual(g.exit_code(), grade.EXIT_INCOMPLETE)
+        self.assertEqual(g.exit_code(), scoring.EXIT_INCOMPLETE)
 
     def test_a_missing_executable_is_a_grader_error(self):
         m = manifest(chapter="05_many_blocks", correctness=[], performance=[perf_rule()])
         self.out.mkdir()
-        run = grade.make_runner(self.build, self.out, self.out / "test.log")
-        g = grade.assemble([m], passing(ADD), run)
+        run = perf.make_runner(self.build, self.out, self.out / "test.log")
+        g = scoring.assemble([m], passing(ADD), run)
         self.assertEqual(g.items[0].status, "error")
-        self.assertEqual(g.exit_code(), grade.EXIT_ERROR)
+        self.assertEqual(g.exit_code(), scoring.EXIT_ERROR)
 
 
 class BuildFailure(unittest.TestCase):
@@ -653,25 +645,25 @@ class BuildFailure(unittest.TestCase):
                         + ["/s/chapters/01_timing/vector_add.cu(31): error: identifier \"i\" is undefined",
                            "1 error detected"] + [f"make line {i}" for i in range(50)]
                         + ["make: *** [Makefile:146: all] Error 2"])
-        tail = grade.build_log_excerpt(log)
+        tail = cli.build_log_excerpt(log)
         self.assertIn('error: identifier "i" is undefined', tail)
         self.assertIn("make: *** [Makefile:146: all] Error 2", tail)
-        g = grade.build_failed_grade([manifest(performance=[perf_rule()])], tail, tree="chapters")
-        self.assertEqual(g.exit_code(), grade.EXIT_ERROR)
+        g = scoring.build_failed_grade([manifest(performance=[perf_rule()])], tail, tree="chapters")
+        self.assertEqual(g.exit_code(), scoring.EXIT_ERROR)
         self.assertEqual(g.total(), (0.0, 14.0))
-        r = grade.gradescope_results(g)
+        r = report.gradescope_results(g)
         self.assertEqual(r["score"], 0.0)
         self.assertIn("BUILD FAILED", r["output"])
         self.assertIn("is undefined", r["output"])
         self.assertTrue(all(t["status"] == "failed" for t in r["tests"]))
-        self.assertIn("## Build log", grade.render_markdown(g))
+        self.assertIn("## Build log", report.render_markdown(g))
 
 
 class CommandLine(unittest.TestCase):
     def run_main(self, argv):
         err, out = io.StringIO(), io.StringIO()
         with redirect_stderr(err), redirect_stdout(out):
-            code = grade.main(argv)
+            code = cli.main(argv)
         return code, out.getvalue(), err.getvalue()
 
     def test_bad_arguments_exit_2(self):
@@ -683,24 +675,24 @@ class CommandLine(unittest.TestCase):
                         code, _, err = self.run_main(argv)
                     except SystemExit as e:  # argparse
                         code = e.code
-                    self.assertEqual(code, grade.EXIT_USAGE)
+                    self.assertEqual(code, scoring.EXIT_USAGE)
 
     def test_no_test_at_all_is_a_grader_error_not_a_zero(self):
-        def fake_run_logged(cmd, log, timeout=None, cwd=None, env=None):
+        def fake_run_logged(cmd, log, timeout=None, cwd=None, env=None, watch=None):
             junit = Path(cmd[cmd.index("--output-junit") + 1])
             junit.write_text('<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="(empty)" tests="0"/>')
             return 0, "No tests were found!!!"
 
-        real = grade.run_logged
-        grade.run_logged = fake_run_logged
+        real = proc.run_logged
+        proc.run_logged = fake_run_logged
         try:
             with tempfile.TemporaryDirectory() as d:
                 (Path(d) / "CTestTestfile.cmake").write_text("")
                 code, _, err = self.run_main(["--no-build", "--build-dir", d, "--out", str(Path(d) / "out")])
                 self.assertFalse((Path(d) / "out" / "results.json").exists())
         finally:
-            grade.run_logged = real
-        self.assertEqual(code, grade.EXIT_ERROR)
+            proc.run_logged = real
+        self.assertEqual(code, scoring.EXIT_ERROR)
         self.assertIn("CTest ran no test", err)
 
     def test_main_end_to_end_without_a_gpu(self):
@@ -708,7 +700,7 @@ class CommandLine(unittest.TestCase):
         fixture; the chapter executable is never started because its requirements were skipped."""
         calls = []
 
-        def fake_run_logged(cmd, log, timeout=None, cwd=None, env=None):
+        def fake_run_logged(cmd, log, timeout=None, cwd=None, env=None, watch=None):
             calls.append(cmd)
             if cmd[0] == "ctest":
                 junit = Path(cmd[cmd.index("--output-junit") + 1])
@@ -716,8 +708,8 @@ class CommandLine(unittest.TestCase):
                 return 8, (FIXTURES / "ctest_mixed_console.txt").read_text()
             raise AssertionError(f"unexpected command {cmd}")
 
-        real = grade.run_logged
-        grade.run_logged = fake_run_logged
+        real = proc.run_logged
+        proc.run_logged = fake_run_logged
         try:
             with tempfile.TemporaryDirectory() as d:
                 build, out = Path(d) / "build", Path(d) / "out"
@@ -728,8 +720,8 @@ class CommandLine(unittest.TestCase):
                 results = json.loads((out / "results.json").read_text())
                 report = (out / "report.md").read_text()
         finally:
-            grade.run_logged = real
-        self.assertEqual(code, grade.EXIT_INCOMPLETE)
+            proc.run_logged = real
+        self.assertEqual(code, scoring.EXIT_INCOMPLETE)
         self.assertEqual([c[0] for c in calls], ["ctest"])
         self.assertIn("-L", calls[0])
         self.assertEqual(calls[0][calls[0].index("-L") + 1], "^(ch01)$")
@@ -752,7 +744,7 @@ class CommandLine(unittest.TestCase):
 # Issue 9: splicing, memory skips, honest results.json, sanitizer, cores, extras, repeats
 # --------------------------------------------------------------------------------------------
 
-ME = grade.load_make_exercises()
+ME = splice.load_make_exercises()
 COURSE = ME.course_files(REPO)
 LADDER = "06_ladder/ladder.cu"
 
@@ -805,7 +797,7 @@ class Splice(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             tree, staging = Path(d) / "alice", Path(d) / "staged"
             student_tree(tree, map_v3_to_cublas)
-            st = grade.stage_tree(tree, staging, COURSE, ME)
+            st = splice.stage_tree(tree, staging, COURSE, ME)
             staged = (staging / LADDER).read_text()
             theirs = (tree / LADDER).read_text().splitlines()
         self.assertIn("run_cublas, true}", theirs[st.outside[0][1] - 1])   # the line named is the edited one
@@ -824,7 +816,7 @@ class Splice(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             tree, staging = Path(d) / "t", Path(d) / "s"
             student_tree(tree, edit)
-            grade.stage_tree(tree, staging, COURSE, ME)
+            splice.stage_tree(tree, staging, COURSE, ME)
             self.assertEqual((staging / "06_ladder/baselines.cu").read_text(), COURSE["06_ladder/baselines.cu"])
 
     def test_drivers_are_the_courses_and_only_a_foreign_source_is_named(self):
@@ -835,7 +827,7 @@ class Splice(unittest.TestCase):
                 (tree / driver).parent.mkdir(parents=True, exist_ok=True)
                 (tree / driver).write_text((REPO / "chapters" / driver).read_text())
             (tree / "06_ladder/mine.cu").write_text("// a file the course does not have\n")
-            st = grade.stage_tree(tree, staging, COURSE, ME)
+            st = splice.stage_tree(tree, staging, COURSE, ME)
         named = [x for x in st.lines if "not a course file" in x]
         self.assertEqual(named, ["`06_ladder/mine.cu`: not a course file; ignored"])
 
@@ -849,7 +841,7 @@ class Splice(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             tree, staging = Path(d) / "t", Path(d) / "s"
             student_tree(tree, edit)
-            st = grade.stage_tree(tree, staging, COURSE, ME)
+            st = splice.stage_tree(tree, staging, COURSE, ME)
             staged05 = ME.holes((staging / "05_many_blocks/dot.cu").read_text())
             staged04 = (staging / "04_one_block/dot.cu").read_text()
         self.assertIn(("05_many_blocks/dot.cu", 2), st.missing)
@@ -864,17 +856,17 @@ class Splice(unittest.TestCase):
             student_tree(tree, map_v3_to_cublas)
             out = Path(d) / "out"
             err = io.StringIO()
-            real = grade.run_logged
-            grade.run_logged = lambda *a, **k: (_ for _ in ()).throw(AssertionError("nothing may run"))
+            real = proc.run_logged
+            proc.run_logged = lambda *a, **k: (_ for _ in ()).throw(AssertionError("nothing may run"))
             try:
                 with redirect_stderr(err), redirect_stdout(io.StringIO()):
-                    code = grade.main(["--tree", str(tree), "--strict", "--chapter", "06", "--out", str(out),
+                    code = cli.main(["--tree", str(tree), "--strict", "--chapter", "06", "--out", str(out),
                                        "--build-dir", str(Path(d) / "build")])
             finally:
-                grade.run_logged = real
+                proc.run_logged = real
             report = (out / "report.md").read_text()
             results = json.loads((out / "results.json").read_text())
-        self.assertEqual(code, grade.EXIT_ERROR)
+        self.assertEqual(code, scoring.EXIT_ERROR)
         self.assertIn("REFUSED", report)
         self.assertIn(f"{LADDER}:", report)
         self.assertTrue(results["extra_data"]["refused"])
@@ -886,7 +878,7 @@ class MemorySkips(unittest.TestCase):
     HUGE = "ch06 v4_first_add: beyond 2^31 elements"
 
     def test_a_memory_skip_is_not_a_missing_gpu_and_not_a_failure(self):
-        t = grade._junit_case(ET.fromstring(
+        t = junit._junit_case(ET.fromstring(
             f'<testcase name="{self.HUGE}" status="notrun"><skipped message="SKIP_REGULAR_EXPRESSION_MATCHED"/>'
             f'<system-out>{self.OUT}</system-out></testcase>'))
         self.assertEqual(t.status, "skipped")
@@ -894,17 +886,17 @@ class MemorySkips(unittest.TestCase):
         self.assertFalse(t.no_gpu)
         m = manifest(chapter="06_ladder", correctness=[{"tests": "ch06 v4_first_add: *", "points": 2}])
         for expect_gpu in (False, True):
-            (item,), _ = grade.grade_correctness([m], [t], expect_gpu=expect_gpu)
+            (item,), _ = scoring.grade_correctness([m], [t], expect_gpu=expect_gpu)
             self.assertEqual(item.status, "skipped")
             self.assertIn("36.0 GiB", item.detail)
-        g = grade.assemble([m], [t], None, cores=4)
+        g = scoring.assemble([m], [t], None, cores=4)
         self.assertIn("more device memory", g.headline())
         self.assertNotIn("GPU tests did not run", g.headline())
-        self.assertIn("too little GPU memory", grade.render_markdown(g))
+        self.assertIn("too little GPU memory", report.render_markdown(g))
 
     def test_the_retired_marker_no_longer_reads_as_no_gpu(self):
-        self.assertFalse(grade.NO_GPU_GUARD.search("COURSE-NO-GPU-MEMORY: needs 36 GiB"))
-        self.assertTrue(grade.NO_GPU_GUARD.search("COURSE-NO-GPU: no usable CUDA GPU"))
+        self.assertFalse(junit.NO_GPU_GUARD.search("COURSE-NO-GPU-MEMORY: needs 36 GiB"))
+        self.assertTrue(junit.NO_GPU_GUARD.search("COURSE-NO-GPU: no usable CUDA GPU"))
 
 
 class HonestResults(unittest.TestCase):
@@ -915,8 +907,8 @@ class HonestResults(unittest.TestCase):
                  result(COPIES, "skipped", out, "SKIP_REGULAR_EXPRESSION_MATCHED", True),
                  result(EVENTS, "skipped", out, "SKIP_REGULAR_EXPRESSION_MATCHED", True),
                  result(PREDICT, "passed")]
-        g = grade.assemble([m], tests, None, cores=4)
-        r = grade.gradescope_results(g)
+        g = scoring.assemble([m], tests, None, cores=4)
+        r = report.gradescope_results(g)
         names = {t["name"] for t in r["tests"]}
         self.assertEqual(names, {ADD, ADD_GUARD, ADD_HUGE, PREDICT})
         self.assertEqual(r["score"], 6.0)
@@ -937,48 +929,48 @@ class Sanitizer(unittest.TestCase):
             "========= RACECHECK SUMMARY: 3 hazards displayed (3 errors, 0 warnings)\n")
 
     def test_verdicts(self):
-        self.assertEqual(grade.sanitizer_verdict("memcheck", 0, self.CLEAN), (True, ""))
-        ok, msg = grade.sanitizer_verdict("memcheck", 99, self.MEMCHECK)
+        self.assertEqual(sanitizer.sanitizer_verdict("memcheck", 0, self.CLEAN), (True, ""))
+        ok, msg = sanitizer.sanitizer_verdict("memcheck", 99, self.MEMCHECK)
         self.assertFalse(ok)
         self.assertIn("12 error(s)", msg)
         self.assertIn("Invalid __global__ write of size 4 bytes", msg)
-        ok, msg = grade.sanitizer_verdict("racecheck", 99, self.RACE)
+        ok, msg = sanitizer.sanitizer_verdict("racecheck", 99, self.RACE)
         self.assertFalse(ok)
         self.assertIn("Race reported between Write access", msg)
-        self.assertEqual(grade.sanitizer_verdict("racecheck", 0,
+        self.assertEqual(sanitizer.sanitizer_verdict("racecheck", 0,
                                                  "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n"),
                          (True, ""))
-        self.assertFalse(grade.sanitizer_verdict("memcheck", 1, "test failed\n")[0])
+        self.assertFalse(sanitizer.sanitizer_verdict("memcheck", 1, "test failed\n")[0])
         host_only = ("========= COMPUTE-SANITIZER\nAll tests passed (8007 assertions in 1 test case)\n"
                      "========= Error: Target application terminated before first instrumented API call\n")
-        self.assertEqual(grade.sanitizer_verdict("memcheck", 0, host_only), (True, ""))
-        self.assertEqual(grade.sanitizer_verdict("memcheck", 99, host_only), (True, ""))
-        self.assertFalse(grade.sanitizer_verdict("memcheck", -1, host_only)[0])
-        self.assertFalse(grade.sanitizer_verdict("memcheck", -1, "")[0])
+        self.assertEqual(sanitizer.sanitizer_verdict("memcheck", 0, host_only), (True, ""))
+        self.assertEqual(sanitizer.sanitizer_verdict("memcheck", 99, host_only), (True, ""))
+        self.assertFalse(sanitizer.sanitizer_verdict("memcheck", -1, host_only)[0])
+        self.assertFalse(sanitizer.sanitizer_verdict("memcheck", -1, "")[0])
 
     def test_ctest_listing(self):
         listing = 'noise\n{"kind": "ctestInfo", "tests": [{"name": "ch05 a: b", "command": ["/b/test_05", "ch05 a\\\\: b"]}]}'
-        self.assertEqual(grade.ctest_commands(listing), {"ch05 a: b": ["/b/test_05", "ch05 a\\: b"]})
-        self.assertEqual(grade.ctest_commands("garbage"), {})
+        self.assertEqual(ctest.ctest_commands(listing), {"ch05 a: b": ["/b/test_05", "ch05 a\\: b"]})
+        self.assertEqual(ctest.ctest_commands("garbage"), {})
 
     def test_no_tool_or_no_gpu_is_said_and_is_not_a_failure(self):
         m = chapter01()
-        g = grade.assemble([m], passing(ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS, PREDICT), None, cores=4)
+        g = scoring.assemble([m], passing(ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS, PREDICT), None, cores=4)
         g.gpu_visible = None
-        real = grade.shutil.which
-        grade.shutil.which = lambda name: "/usr/bin/compute-sanitizer"
+        real = shutil.which
+        shutil.which = lambda name: "/usr/bin/compute-sanitizer"
         try:
             with tempfile.TemporaryDirectory() as d:
-                grade.run_sanitizer(g, Path(d), Path(d), Path(d) / "log", {}, 10)
+                cli.run_sanitizer(g, Path(d), Path(d), Path(d) / "log", {}, 10)
         finally:
-            grade.shutil.which = real
+            shutil.which = real
         self.assertIn("no GPU", g.sanitizer[0])
         self.assertTrue(all(i.status == "passed" for i in g.items))
 
     def sanitize_chapter01(self, m, answer):
         """run_sanitizer over chapter 01's tests (all passed, a GPU visible), each tool run answered
         by answer(cmd) -> (exit code, output); returns the grade."""
-        g = grade.assemble([m], passing(ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS), None, cores=4)
+        g = scoring.assemble([m], passing(ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS), None, cores=4)
         g.gpu_visible = "GPU 0: NVIDIA H100"
         listing = json.dumps({"tests": [{"name": n, "command": ["/bin/t", n]} for n in (ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS)]})
 
@@ -987,13 +979,13 @@ class Sanitizer(unittest.TestCase):
                 return 0, listing
             self.assertEqual(env.get("COURSE_TEST_SMALL"), "1")
             return answer(cmd)
-        real_run, real_which = grade.run_logged, grade.shutil.which
-        grade.run_logged, grade.shutil.which = fake, (lambda name: "/usr/bin/compute-sanitizer")
+        real_run, real_which = proc.run_logged, shutil.which
+        proc.run_logged, shutil.which = fake, (lambda name: "/usr/bin/compute-sanitizer")
         try:
             with tempfile.TemporaryDirectory() as d, redirect_stderr(io.StringIO()):
-                grade.run_sanitizer(g, Path(d), Path(d), Path(d) / "log", {}, 10)
+                cli.run_sanitizer(g, Path(d), Path(d), Path(d) / "log", {}, 10)
         finally:
-            grade.run_logged, grade.shutil.which = real_run, real_which
+            proc.run_logged, shutil.which = real_run, real_which
         return g
 
     def test_a_sanitizer_error_fails_the_item_with_the_first_message(self):
@@ -1015,7 +1007,7 @@ class Sanitizer(unittest.TestCase):
         memchecks = [c for c in seen if c[2] == "memcheck"]
         self.assertTrue(memchecks)
         self.assertTrue(all(c[3:7] == ["--error-exitcode", "99", "--report-api-errors", "no"] for c in memchecks))
-        m11 = next(m for m in grade.load_manifests() if m.chapter == "11_multi_gpu")
+        m11 = next(m for m in mf.load_manifests() if m.chapter == "11_multi_gpu")
         self.assertEqual(m11.sanitize_args, {})  # API errors stay reported; NCCL's probes are filtered
         self.assertEqual([(e["call"], e["library"]) for e in m11.sanitize_allowed],
                          [("cudaFuncGetAttributes", "libnccl")])
@@ -1038,23 +1030,23 @@ class Sanitizer(unittest.TestCase):
         allowed = [{"call": "cudaFuncGetAttributes", "error": "cudaErrorNoKernelImageForDevice", "library": "libnccl",
                     "why": "NCCL's probes"}]
         only_probes = self.NCCL_PROBE * 3 + "========= ERROR SUMMARY: 3 errors\n"
-        self.assertEqual(grade.sanitizer_verdict("memcheck", 99, only_probes, allowed), (True, ""))
-        self.assertFalse(grade.sanitizer_verdict("memcheck", 99, only_probes)[0])  # nothing allowed: counted
+        self.assertEqual(sanitizer.sanitizer_verdict("memcheck", 99, only_probes, allowed), (True, ""))
+        self.assertFalse(sanitizer.sanitizer_verdict("memcheck", 99, only_probes)[0])  # nothing allowed: counted
         mixed = self.NCCL_PROBE * 2 + self.OWN_API_ERROR + "========= ERROR SUMMARY: 3 errors\n"
-        ok, message = grade.sanitizer_verdict("memcheck", 99, mixed, allowed)
+        ok, message = sanitizer.sanitizer_verdict("memcheck", 99, mixed, allowed)
         self.assertFalse(ok)
         self.assertIn("1 error(s)", message)
         # The same error from the course's own code (no libnccl frame) is not left out.
         own_probe = self.NCCL_PROBE.replace("/usr/local/lib/libnccl.so.2", "/build/bin/test_11_multi_gpu")
-        self.assertFalse(grade.sanitizer_verdict("memcheck", 99, own_probe + "========= ERROR SUMMARY: 1 error\n",
+        self.assertFalse(sanitizer.sanitizer_verdict("memcheck", 99, own_probe + "========= ERROR SUMMARY: 1 error\n",
                                                  allowed)[0])
 
     def test_cpu_rules_and_excluded_tests_are_not_sanitized(self):
-        m02 = next(m for m in grade.load_manifests() if m.chapter == "02_cpu_dot")
+        m02 = next(m for m in mf.load_manifests() if m.chapter == "02_cpu_dot")
         self.assertTrue(all(r.sanitize == [] for r in m02.correctness))
-        m06 = next(m for m in grade.load_manifests() if m.chapter == "06_ladder")
+        m06 = next(m for m in mf.load_manifests() if m.chapter == "06_ladder")
         def item(name):
-            return next(i for i in grade.grade_correctness([m06], passing(name))[0] if i.name == name)
+            return next(i for i in scoring.grade_correctness([m06], passing(name))[0] if i.name == name)
         self.assertEqual(item("ch06 v3_sequential: beyond 2^31 elements").sanitize, [])
         self.assertEqual(item("ch06 v3_sequential: the same bits on every run").sanitize, ["memcheck", "racecheck"])
 
@@ -1067,9 +1059,9 @@ class Cores(unittest.TestCase):
 
     def test_thresholds_shrink_with_the_cores_the_grader_sees(self):
         r = self.rule()
-        self.assertEqual(grade.scaled_thresholds(r, 16)[:2], (1.0, 4.5))
-        self.assertEqual(grade.scaled_thresholds(r, 64)[:2], (1.0, 4.5))   # never harder than the reference
-        zero, full, note = grade.scaled_thresholds(r, 2)
+        self.assertEqual(scoring.scaled_thresholds(r, 16)[:2], (1.0, 4.5))
+        self.assertEqual(scoring.scaled_thresholds(r, 64)[:2], (1.0, 4.5))   # never harder than the reference
+        zero, full, note = scoring.scaled_thresholds(r, 2)
         self.assertAlmostEqual(full, 1 + 3.5 / 15)
         self.assertIn("2 core(s)", note)
 
@@ -1077,48 +1069,48 @@ class Cores(unittest.TestCase):
         m = manifest(performance=[perf_rule(metric="speedup_vs:sequential", zero_at=1.0, full_at=4.5,
                                             reference_cores=16)])
         runner = FakeRunner(ok_run())
-        item = grade.grade_performance(m, m.performance[0], passing(ADD), runner, cores=1)
+        item = perf.grade_performance(m, m.performance[0], passing(ADD), runner, cores=1)
         self.assertEqual(item.status, "skipped")
         self.assertEqual(runner.calls, 0)
 
     def test_cores_placeholder_in_arguments(self):
-        self.assertIn("{cores}", next(m for m in grade.load_manifests() if m.chapter == "02_cpu_dot")
+        self.assertIn("{cores}", next(m for m in mf.load_manifests() if m.chapter == "02_cpu_dot")
                       .performance[1].args)
-        self.assertGreaterEqual(grade.grader_cores(), 1)
+        self.assertGreaterEqual(scoring.grader_cores(), 1)
 
     def test_bad_reference_cores(self):
-        with self.assertRaises(grade.ManifestError):
+        with self.assertRaises(mf.ManifestError):
             manifest(performance=[perf_rule(reference_cores=1)])
 
 
 class ExtrasAndRepeats(unittest.TestCase):
     def test_instructor_rules_join_their_chapter_and_claim_their_tests_first(self):
-        extra = grade.load_manifests(FIXTURES / "extra")
-        m02 = next(m for m in grade.load_manifests() if m.chapter == "02_cpu_dot")
-        merged = grade.merge_extra_manifests([m02], extra)
+        extra = mf.load_manifests(FIXTURES / "extra")
+        m02 = next(m for m in mf.load_manifests() if m.chapter == "02_cpu_dot")
+        merged = mf.merge_extra_manifests([m02], extra)
         first = merged[0].correctness[0]
         self.assertTrue(first.name.startswith("instructor's test"))
         self.assertEqual(len(m02.correctness) + 1, len(merged[0].correctness))
         name = "ch02 unrolled: exact on small integers (instructor's test)"
-        graded, _ = grade.grade_correctness(merged, passing(name, "ch02 unrolled: matches the fp64 reference at awkward sizes"))
+        graded, _ = scoring.grade_correctness(merged, passing(name, "ch02 unrolled: matches the fp64 reference at awkward sizes"))
         by = {i.name: i for i in graded}
         self.assertEqual(by[name].points, 1)                 # the instructor's rule, not "ch02 unrolled: *"
         self.assertEqual(by[name].max_points, 1)
         self.assertTrue((FIXTURES / "extra" / "02_cpu_dot_extra.cpp").exists())
 
     def test_repeat_summary(self):
-        a = grade.Item("01_timing", "performance", "add", 4, 4, "passed", measured=80.0)
-        b = grade.Item("01_timing", "performance", "add", 4, 4, "passed", measured=90.0)
-        self.assertEqual(grade.repeat_summary([[a], [b]]), {"01_timing add": [80.0, 90.0]})
-        g = grade.assemble([chapter01()], passing(ADD), None, cores=4)
+        a = scoring.Item("01_timing", "performance", "add", 4, 4, "passed", measured=80.0)
+        b = scoring.Item("01_timing", "performance", "add", 4, 4, "passed", measured=90.0)
+        self.assertEqual(perf.repeat_summary([[a], [b]]), {"01_timing add": [80.0, 90.0]})
+        g = scoring.assemble([chapter01()], passing(ADD), None, cores=4)
         g.repeats = {"01_timing add": [80.0, 90.0, 85.0]}
-        self.assertIn("| 01_timing add | 3 | 80 | 85 | 90 |", grade.render_markdown(g))
+        self.assertIn("| 01_timing add | 3 | 80 | 85 | 90 |", report.render_markdown(g))
 
     def test_repeat_rows_give_the_worst_run_against_full_marks(self):
         def item(v, zero_at, full_at, name="add"):
-            return grade.Item("01_timing", "performance", name, 4, 4, "passed", measured=v, zero_at=zero_at, full_at=full_at)
+            return scoring.Item("01_timing", "performance", name, 4, 4, "passed", measured=v, zero_at=zero_at, full_at=full_at)
         runs = [[item(60.0, 22, 53), item(2.0, 4.0, 1.0, "lower")], [item(50.0, 22, 53), item(3.0, 4.0, 1.0, "lower")]]
-        rows = {r["measurement"]: r for r in grade.repeat_rows(grade.repeat_summary(runs), grade.repeat_rules(runs))}
+        rows = {r["measurement"]: r for r in perf.repeat_rows(perf.repeat_summary(runs), perf.repeat_rules(runs))}
         add = rows["01_timing add"]
         self.assertEqual((add["min"], add["max"], add["full_at"]), (50.0, 60.0, 53))
         self.assertAlmostEqual(add["worst_over_full"], 50.0 / 53)        # the slower run misses full marks
@@ -1126,47 +1118,47 @@ class ExtrasAndRepeats(unittest.TestCase):
         self.assertLess(add["points_min"], 4)
         lower = rows["01_timing lower"]                                  # lower is better: full at 1, zero at 4
         self.assertAlmostEqual(lower["worst_over_full"], 1.0 / 3.0)      # the worst run is the largest value
-        g = grade.assemble([chapter01()], passing(ADD), None, cores=4)
-        g.repeats, g.repeat_rules = grade.repeat_summary(runs), grade.repeat_rules(runs)
-        md = grade.render_markdown(g)
+        g = scoring.assemble([chapter01()], passing(ADD), None, cores=4)
+        g.repeats, g.repeat_rules = perf.repeat_summary(runs), perf.repeat_rules(runs)
+        md = report.render_markdown(g)
         self.assertIn("| 01_timing add | 2 | 50 | 60 | 60 | 53 | 0.943 |", md)
         with tempfile.TemporaryDirectory() as d:
             path = Path(d) / "repeats.csv"
-            grade.write_repeat_csv(path, grade.repeat_rows(g.repeats, g.repeat_rules))
+            perf.write_repeat_csv(path, perf.repeat_rows(g.repeats, g.repeat_rules))
             lines = path.read_text().splitlines()
-        self.assertEqual(lines[0].split(","), grade.REPEAT_COLUMNS)
+        self.assertEqual(lines[0].split(","), perf.REPEAT_COLUMNS)
         self.assertTrue(lines[1].startswith("01_timing add,2,50,60,60,22,53,0.943396,"))
 
     def test_seed_and_repeat_arguments(self):
         for argv in (["--seed", "abc"], ["--repeat", "0"], ["--extra-tests", "/nonexistent/x"]):
             with self.subTest(argv=argv), redirect_stderr(io.StringIO()):
                 with self.assertRaises(SystemExit) as e:
-                    grade.parse_args(argv)
+                    cli.parse_args(argv)
                 self.assertEqual(e.exception.code, 2)
-        self.assertEqual(grade.parse_args(["--seed", "12"]).seed, "12")
+        self.assertEqual(cli.parse_args(["--seed", "12"]).seed, "12")
 
     def test_the_seed_reaches_ctest_and_the_report(self):
         seen = {}
 
-        def fake_run_logged(cmd, log, timeout=None, cwd=None, env=None):
+        def fake_run_logged(cmd, log, timeout=None, cwd=None, env=None, watch=None):
             if cmd[0] == "ctest":
                 seen["env"] = env
                 junit = Path(cmd[cmd.index("--output-junit") + 1])
                 junit.write_text((FIXTURES / "ctest_mixed.xml").read_text())
                 return 8, ""
             raise AssertionError(cmd)
-        real = grade.run_logged
-        grade.run_logged = fake_run_logged
+        real = proc.run_logged
+        proc.run_logged = fake_run_logged
         try:
             with tempfile.TemporaryDirectory() as d, redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
                 build = Path(d) / "b"
                 build.mkdir()
                 (build / "CTestTestfile.cmake").write_text("")
-                grade.main(["--no-build", "--build-dir", str(build), "--out", str(Path(d) / "o"), "--chapter", "01",
+                cli.main(["--no-build", "--build-dir", str(build), "--out", str(Path(d) / "o"), "--chapter", "01",
                             "--seed", "99", "--no-sanitize", "--no-performance"])
                 report = (Path(d) / "o" / "report.md").read_text()
         finally:
-            grade.run_logged = real
+            proc.run_logged = real
         self.assertEqual(seen["env"], {"COURSE_GRADING_SEED": "99"})
         self.assertIn("grading seed: 99", report)
 
@@ -1190,16 +1182,16 @@ class ReuseTests(unittest.TestCase):
     def grade_main(self, argv):
         calls = []
 
-        def fake_run_logged(cmd, log, timeout=None, cwd=None, env=None):
+        def fake_run_logged(cmd, log, timeout=None, cwd=None, env=None, watch=None):
             calls.append(cmd)
             return 0, ""
-        real = grade.run_logged
-        grade.run_logged = fake_run_logged
+        real = proc.run_logged
+        proc.run_logged = fake_run_logged
         try:
             with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()) as err:
-                code = grade.main(argv)
+                code = cli.main(argv)
         finally:
-            grade.run_logged = real
+            proc.run_logged = real
         return code, calls, err.getvalue()
 
     def argv(self):
@@ -1222,7 +1214,7 @@ class ReuseTests(unittest.TestCase):
             (self.earlier / f).write_text("")
             os.utime(self.earlier / f, (1, 1))
         code, calls, err = self.grade_main(self.argv())
-        self.assertEqual(code, grade.EXIT_USAGE)
+        self.assertEqual(code, scoring.EXIT_USAGE)
         self.assertIn("newer than those results", err)
         self.assertFalse(calls)
 
@@ -1230,16 +1222,13 @@ class ReuseTests(unittest.TestCase):
         for argv in (["--reuse-tests", str(self.earlier)],
                      ["--no-build", "--build-dir", str(self.build), "--reuse-tests", str(self.earlier)]):
             with self.subTest(argv=argv), redirect_stderr(io.StringIO()), self.assertRaises(SystemExit) as e:
-                grade.main(argv)
-            self.assertEqual(e.exception.code, grade.EXIT_USAGE)
+                cli.main(argv)
+            self.assertEqual(e.exception.code, scoring.EXIT_USAGE)
 
 
 class TestSummary(unittest.TestCase):
     def test_one_honest_line_and_grouped_reasons(self):
-        spec = importlib.util.spec_from_file_location("test_summary", str(REPO / "tools" / "test_summary.py"))
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        text = mod.summarize(FIXTURES / "ctest_mixed.xml")
+        text = junit.summarize(FIXTURES / "ctest_mixed.xml")
         first, *reasons = text.splitlines()
         self.assertRegex(first, r"^\d+ passed, \d+ failed, \d+ skipped$")
         self.assertTrue(all("COURSE-NO-GPU" in r for r in reasons))

@@ -1,0 +1,411 @@
+"""tools/grade's command line and its steps on the machine: the splice, configure and build, CTest
+(with a time limit per test), compute-sanitizer, the measurements, and the two reports.
+
+Exit codes: 0 everything was assessed · 1 build failure or grader error · 2 bad arguments ·
+3 incomplete (GPU tests skipped, for example on a machine without a GPU: not a zero).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from . import MANIFEST_DIR, REPO, ctest, proc, sanitizer
+from .ctest import parse_ctest_console
+from .junit import TEST_CHAPTER, parse_junit
+from .manifest import Manifest, ManifestError, load_manifests, merge_extra_manifests
+from .perf import REPEAT_COLUMNS, make_runner, repeat_rows, repeat_rules, repeat_summary, write_repeat_csv
+from .proc import GradeError
+from .report import gradescope_results, render_markdown, summary
+from .scoring import (EXIT_ERROR, EXIT_USAGE, Grade, assemble, build_failed_grade,
+                      grader_cores, number_items, round_points)
+from .splice import Staged, load_make_exercises, stage_tree
+
+DEFAULT_TEST_TIMEOUT = 300.0  # seconds: four times shorter than CTest's TIMEOUT (cmake/Course.cmake)
+
+
+class UsageError(Exception):
+    """A bad command line: exit code 2."""
+
+
+def resolve_tree(tree: str) -> Tuple[str, Path, str]:
+    """(value for -DCOURSE_TREE, folder, short name for default paths)."""
+    if tree in ("chapters", "solutions"):
+        return tree, REPO / tree, tree
+    path = Path(tree).expanduser().resolve()
+    if not path.is_dir():
+        raise UsageError(f"--tree {tree}: no such folder (expected chapters, solutions, or a copy of chapters/)")
+    for known in ("chapters", "solutions"):
+        if path == (REPO / known).resolve():
+            return known, REPO / known, known
+    name = path.name if path.name not in ("chapters", "solutions") else f"{path.parent.name}-{path.name}"
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "tree"
+    return str(path), path, name
+
+
+def build_targets(manifests: Sequence[Manifest], only_these: bool) -> List[str]:
+    """`--target ...` for the chapters asked for with --chapter: each chapter's `<chapter>_all`
+    (cmake/Course.cmake: its executable, its tests and every extra target its CTest checks run,
+    such as chapter 11's MPI program); nothing, that is everything, otherwise."""
+    if not only_these:
+        return []
+    return ["--target"] + [f"{m.chapter}_all" for m in manifests]
+
+
+def resolve_chapters(requested: Sequence[str], manifests: Sequence[Manifest]) -> List[Manifest]:
+    if not requested:
+        return list(manifests)
+    chosen = []
+    for want in requested:
+        hit = [m for m in manifests if m.chapter == want or m.number == want or m.label == want]
+        if not hit:
+            known = ", ".join(m.chapter for m in manifests) or "none"
+            raise UsageError(f"--chapter {want}: no manifest tools/grading/{want}.json (known: {known})")
+        if hit[0] not in chosen:
+            chosen.append(hit[0])
+    return chosen
+
+
+def detect_gpu() -> Optional[str]:
+    """nvidia-smi's first "GPU 0: ..." line, or None. Only used to warn about suspicious skips."""
+    exe = shutil.which("nvidia-smi")
+    if not exe:
+        return None
+    try:
+        p = subprocess.run([exe, "-L"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = [line.strip() for line in p.stdout.splitlines() if line.startswith("GPU ")]
+    return lines[0] if p.returncode == 0 and lines else None
+
+
+def build_log_excerpt(log: str, tail: int = 40) -> str:
+    """The first compiler error with a little context (with -j it is often far from the end),
+    then the last `tail` lines."""
+    lines = log.splitlines()
+    first = next((k for k, line in enumerate(lines)
+                  if re.search(r"(\berror\b|Error:|CMake Error)", line) and "Error 1" not in line
+                  and "Error 2" not in line), None)
+    parts = []
+    if first is not None and first < len(lines) - tail:
+        parts.append("--- first error ---")
+        parts += lines[max(0, first - 3):first + 15]
+        parts.append("--- last lines ---")
+    parts += lines[-tail:]
+    return "\n".join(parts)
+
+
+def time_limits(manifests: Sequence[Manifest], default: float) -> Callable[[str], float]:
+    """test name -> its time limit in seconds: its chapter's test_timeout_s, else `default` (0 or
+    less: none)."""
+    by_number = {m.number: m.test_timeout_s for m in manifests if m.test_timeout_s}
+
+    def limit(name: str) -> float:
+        m = TEST_CHAPTER.match(name)
+        return by_number.get(m.group(1), default) if m else default
+
+    return limit
+
+
+def describe_time_limits(manifests: Sequence[Manifest], default: float) -> str:
+    """The report's line on the per-test time limit."""
+    text = f"{default:g} s per test" if default > 0 else "none set by the grader (CTest's own TIMEOUT only)"
+    own = [f"{m.chapter} {m.test_timeout_s:g} s" for m in manifests if m.test_timeout_s]
+    return ("per-test time limit: " + text + (f" ({', '.join(own)}, from the manifests)" if own else "")
+            + "; a test past it is ended and its item fails with 'timed out after N s'")
+
+
+def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="tools/grade",
+        description="Build a tree of the course (the course's files with only the tree's hole bodies spliced "
+                    "in), run its tests, compute-sanitizer and measurements, and write a Markdown report and a "
+                    "Gradescope results.json. Points come from tools/grading/*.json (docs/grading.md).",
+        epilog="exit codes: 0 all assessed · 1 build failure, refused tree or grader error · 2 bad arguments · "
+               "3 incomplete (GPU tests skipped: not a zero)")
+    p.add_argument("--tree", default="chapters", metavar="chapters|solutions|PATH",
+                   help="what to grade: the student build (default), the solutions, or a student's copy of chapters/")
+    p.add_argument("--build-dir", metavar="DIR", help="build folder (default: <repo>/build-grade/<tree name>)")
+    p.add_argument("--out", metavar="DIR", help="where report.md and results.json go (default: <repo>/grade-<tree name>)")
+    p.add_argument("--chapter", action="append", default=[], metavar="NN_name",
+                   help="grade only this chapter (repeatable; NN or chNN work too)")
+    p.add_argument("--no-build", action="store_true",
+                   help="use the build folder as it is (configured and built; no splicing)")
+    p.add_argument("--no-performance", action="store_true",
+                   help="do not run the chapter executables; performance points are left out of the totals")
+    p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 2, metavar="N", help="parallel build jobs")
+    p.add_argument("--expect-gpu", action="store_true",
+                   help="a GPU must be present: a skipped test or a 'no GPU' exit counts as failed, not as "
+                        "'not assessed' (use on the grading GPU machine)")
+    p.add_argument("--cmake-arg", action="append", default=[], metavar="ARG",
+                   help="extra argument for the configure step, e.g. -DCMAKE_CUDA_ARCHITECTURES=native (repeatable)")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse a tree with any edit outside its holes (score 0) instead of neutralising the edits")
+    p.add_argument("--seed", metavar="N", default=os.environ.get("COURSE_GRADING_SEED"),
+                   help="grading seed: changes every input of every test (default: $COURSE_GRADING_SEED, or none)")
+    p.add_argument("--no-sanitize", action="store_true",
+                   help="skip compute-sanitizer over the passed GPU tests (faster)")
+    p.add_argument("--test-timeout", type=float, default=DEFAULT_TEST_TIMEOUT, metavar="S",
+                   help=f"seconds one test may run before the grader ends it and fails its item with 'timed out "
+                        f"after S s' (default {DEFAULT_TEST_TIMEOUT:g}; a manifest's test_timeout_s wins for its "
+                        "chapter; 0: no limit but CTest's own)")
+    p.add_argument("--sanitize-timeout", type=float, default=600, metavar="S",
+                   help="seconds one test may take under compute-sanitizer (default 600)")
+    p.add_argument("--extra-tests", metavar="DIR",
+                   help="instructor-only tests: DIR holds NN_name*.cpp Catch2 files and NN_name.json manifests")
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="run the performance measurements N times and report min/median/max of every ratio; "
+                        "the grade is the first run's")
+    p.add_argument("--reuse-tests", metavar="DIR",
+                   help="with --no-build: take the test results from an earlier grade of the same build folder "
+                        "(its --out DIR: junit.xml and test.log) instead of running CTest again; for --repeat runs "
+                        "of the measurements. Refused when a test binary is newer than those results")
+    args = p.parse_args(argv)
+    if args.reuse_tests and not args.no_build:
+        p.error("--reuse-tests needs --no-build (the results must come from the same build)")
+    if args.reuse_tests and not all((Path(args.reuse_tests) / f).is_file() for f in ("junit.xml", "test.log")):
+        p.error(f"--reuse-tests {args.reuse_tests}: needs junit.xml and test.log there (an earlier grade's --out)")
+    if args.jobs < 1:
+        p.error("--jobs must be at least 1")
+    if not (args.test_timeout >= 0 and math.isfinite(args.test_timeout)):
+        p.error("--test-timeout must be a number of seconds >= 0")
+    if args.repeat < 1:
+        p.error("--repeat must be at least 1")
+    if args.seed is not None and not re.fullmatch(r"\d{1,19}", str(args.seed)):
+        p.error(f"--seed (or COURSE_GRADING_SEED) must be a whole number, not '{args.seed}'")
+    if args.extra_tests and not Path(args.extra_tests).is_dir():
+        p.error(f"--extra-tests {args.extra_tests}: no such folder")
+    return args
+
+
+def run_sanitizer(grade: Grade, build_dir: Path, out_dir: Path, log: Path, env: Dict[str, str],
+                  timeout: float) -> None:
+    """compute-sanitizer over every passed GPU test of a graded item, at small sizes
+    (COURSE_TEST_SMALL=1): memcheck, and the tools the manifest adds (racecheck for shared memory).
+    An error fails the item with the tool's first message. No tool or no GPU: said, not failed."""
+    todo = [i for i in grade.items if i.kind == "correctness" and i.status == "passed" and i.sanitize]
+    if not todo:
+        grade.sanitizer.append("compute-sanitizer: no passed GPU test to check")
+        return
+    exe = sanitizer.find()
+    if not exe:
+        grade.sanitizer.append("compute-sanitizer: not run (not found on this machine); not a failure")
+        return
+    if not grade.gpu_visible:
+        grade.sanitizer.append("compute-sanitizer: not run (no GPU on this machine); not a failure")
+        return
+    _, listing = proc.run_logged(["ctest", "--test-dir", str(build_dir), "--show-only=json-v1"], log)
+    commands = ctest.ctest_commands(listing)
+    small = dict(env, COURSE_TEST_SMALL="1")
+    sdir = out_dir / "sanitizer"
+    sdir.mkdir(parents=True, exist_ok=True)
+    runs = failed = 0
+    for item in todo:
+        cmd = commands.get(item.test_name)
+        if not cmd:
+            grade.sanitizer.append(f"compute-sanitizer: no command for `{item.test_name}` in ctest's listing")
+            continue
+        for tool in item.sanitize:
+            print(f"[grade] compute-sanitizer {tool}: {item.test_name}", file=sys.stderr, flush=True)
+            extra = item.sanitize_args.get(tool, [])
+            code, output = proc.run_logged(sanitizer.command(exe, tool, cmd, extra), log, timeout=timeout, env=small)
+            runs += 1
+            (sdir / f"{item.number or runs}-{tool}.log").write_text(output, encoding="utf-8")
+            ok, message = sanitizer.sanitizer_verdict(tool, code, output, item.sanitize_allowed)
+            if not ok:
+                failed += 1
+                item.points, item.status = 0.0, "failed"
+                item.detail = message + "\n(COURSE_TEST_SMALL=1; the tool's full output is in sanitizer/ of the results)"
+                break
+    grade.sanitizer.append(f"compute-sanitizer: {runs} run(s) over {len(todo)} passed GPU test(s) at small sizes; "
+                           f"{failed} item(s) failed by the tool" + (" (racecheck where the manifest asks)" if runs else ""))
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = parse_args(argv)
+    t0 = time.monotonic()
+    started = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
+    try:
+        manifests = load_manifests()
+        tree_value, tree_dir, tree_name = resolve_tree(args.tree)
+        manifests = resolve_chapters(args.chapter, manifests)
+        if args.extra_tests:
+            manifests = merge_extra_manifests(manifests, load_manifests(Path(args.extra_tests).resolve()))
+    except UsageError as e:
+        print(f"tools/grade: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except ManifestError as e:
+        print(f"tools/grade: bad manifest: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    if not manifests:
+        print(f"tools/grade: no manifest in {MANIFEST_DIR}: nothing to grade", file=sys.stderr)
+        return EXIT_ERROR
+
+    build_dir = Path(args.build_dir).resolve() if args.build_dir else REPO / "build-grade" / tree_name
+    out_dir = Path(args.out).resolve() if args.out else REPO / f"grade-{tree_name}"
+    if args.no_build and not (build_dir / "CTestTestfile.cmake").exists():
+        print(f"tools/grade: --no-build but {build_dir} holds no configured build", file=sys.stderr)
+        return EXIT_USAGE
+    reused = None
+    if args.reuse_tests:
+        src = Path(args.reuse_tests).resolve()
+        junit_src = src / "junit.xml"
+        newest = max((p.stat().st_mtime for p in (build_dir / "bin").glob("test_*") if p.is_file()), default=0.0)
+        if newest > junit_src.stat().st_mtime:
+            print(f"tools/grade: --reuse-tests {src}: a test binary in {build_dir / 'bin'} is newer than those "
+                  "results; run the tests again (drop --reuse-tests)", file=sys.stderr)
+            return EXIT_USAGE
+        ran_at = _dt.datetime.fromtimestamp(junit_src.stat().st_mtime).strftime("%Y-%m-%d %H:%M")
+        reused = (junit_src.read_text(encoding="utf-8", errors="replace"),
+                  (src / "test.log").read_text(encoding="utf-8", errors="replace"), str(src), ran_at)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    build_log = out_dir / "build.log"
+    test_log = out_dir / "test.log"
+    for stale in (build_log, test_log, out_dir / "junit.xml", out_dir / "report.md", out_dir / "results.json"):
+        if stale.exists():
+            stale.unlink()
+    for stale_dir in ("perf", "sanitizer"):
+        if (out_dir / stale_dir).is_dir():
+            shutil.rmtree(out_dir / stale_dir)
+    common = dict(tree=args.tree, tree_dir=str(tree_dir), build_dir=str(build_dir))
+    env = {"COURSE_GRADING_SEED": str(args.seed)} if args.seed is not None else {}
+    cores = grader_cores()
+    limits = time_limits(manifests, args.test_timeout)
+
+    staged: Optional[Staged] = None
+    try:
+        grade = None
+        if not args.no_build:
+            # The student's hole bodies, spliced into the course's own files: registries, baselines
+            # and every line outside a hole come from the course, whatever the tree holds.
+            me = load_make_exercises()
+            try:
+                course = me.course_files(REPO)
+            except me.MarkerError as e:
+                raise GradeError(f"the course's own files are broken: {e}")
+            if not course:
+                raise GradeError("no course copy to splice into: neither solutions/ nor tools/grading/course/ exists")
+            staging = build_dir / "spliced-tree"
+            staged = stage_tree(tree_dir, staging, course, me, strict=args.strict,
+                                chapters=[m.chapter for m in manifests] if args.chapter else None)
+            if args.strict and (staged.outside or staged.missing):
+                grade = build_failed_grade(manifests, "", **common)
+                grade.refused = True
+                for i in grade.items:
+                    i.detail = "refused: the tree changes code outside its holes (--strict)"
+            tree_value = str(staging)
+        if grade is None and not args.no_build:
+            print(f"[grade] configuring and building {tree_dir} (spliced into {tree_value}) in {build_dir} "
+                  f"(log: {build_log})", file=sys.stderr, flush=True)
+            extra_arg = [f"-DCOURSE_EXTRA_TESTS_DIR={Path(args.extra_tests).resolve()}"] if args.extra_tests \
+                else ["-DCOURSE_EXTRA_TESTS_DIR="]
+            code, out = proc.run_logged(["cmake", "-S", str(REPO), "-B", str(build_dir), f"-DCOURSE_TREE={tree_value}",
+                                    "-DCMAKE_BUILD_TYPE=Release"] + extra_arg + args.cmake_arg, build_log)
+            if code == 0:
+                targets = build_targets(manifests, bool(args.chapter))
+                if targets and args.extra_tests:
+                    targets += [f"test_extra_{p.stem}" for p in sorted(Path(args.extra_tests).glob("*.cpp"))
+                                if any(p.name.startswith(m.chapter) for m in manifests)]
+                code, out = proc.run_logged(["cmake", "--build", str(build_dir), "-j", str(args.jobs)] + targets, build_log)
+            if code != 0:
+                grade = build_failed_grade(manifests, build_log_excerpt(build_log.read_text(errors="replace")),
+                                           **common)
+        if grade is None:
+            junit = out_dir / "junit.xml"
+            labels = "^(" + "|".join(m.label for m in manifests) + ")$"
+            if reused is not None:
+                junit.write_text(reused[0], encoding="utf-8")
+                test_log.write_text(reused[1], encoding="utf-8")
+                console_text = reused[1]
+                print(f"[grade] test results reused from {reused[2]} (ran {reused[3]})", file=sys.stderr, flush=True)
+            else:
+                print(f"[grade] testing (ctest -L '{labels}', log: {test_log})", file=sys.stderr, flush=True)
+                timer = ctest.TestTimer(limits)
+                _, console_text = proc.run_logged(["ctest", "--test-dir", str(build_dir), "--output-junit", str(junit),
+                                                   "-L", labels], test_log, env=env, watch=timer)
+            tests = parse_junit(junit)
+            if not tests:
+                # Every graded chapter has tests: none at all means a broken build folder, not a zero.
+                raise GradeError(f"CTest ran no test labelled {labels} in {build_dir}: is the build complete? "
+                                 f"(see {test_log})")
+            console = parse_ctest_console(console_text)
+            # Correctness first, so that the sanitizer can fail items before performance reads them.
+            grade = assemble(manifests, tests, None, console=console, expect_gpu=args.expect_gpu, cores=cores,
+                             **common)
+            grade.notes = []
+            if reused is not None:
+                grade.notes.append(f"--reuse-tests: the test results are those of {reused[2]} (CTest ran "
+                                   f"{reused[3]} on this build folder); the tests were not run again")
+            grade.gpu_visible = detect_gpu()
+            if args.no_sanitize:
+                grade.sanitizer.append("compute-sanitizer: not run (--no-sanitize)")
+            else:
+                run_sanitizer(grade, build_dir, out_dir, test_log, env, args.sanitize_timeout)
+            sanitized = {i.test_name: i for i in grade.items if i.kind == "correctness" and i.test_name}
+            for t in tests:  # a test the sanitizer failed fails the performance rules that require it
+                if t.name in sanitized and sanitized[t.name].status == "failed" and t.status == "passed":
+                    t.status, t.message = "failed", sanitized[t.name].detail.splitlines()[0]
+            if not args.no_performance:
+                runs = []
+                for k in range(args.repeat):
+                    runner = make_runner(build_dir, out_dir, test_log, env, cores,
+                                         tag=f"repeat{k + 1}-" if args.repeat > 1 else "")
+                    g = assemble(manifests, tests, runner, console=console, expect_gpu=args.expect_gpu,
+                                 cores=cores, **common)
+                    runs.append([i for i in g.items if i.kind == "performance"])
+                perf = runs[0]
+                grade.items = [i for i in grade.items if i.kind != "performance"] + perf
+                number_items(manifests, grade.items, grade.others)
+                grade.no_performance = False
+                if args.repeat > 1:
+                    grade.repeats = repeat_summary(runs)
+                    grade.repeat_rules = repeat_rules(runs)
+                    totals = [round_points(sum(i.points for i in r)) for r in runs]
+                    grade.notes.append(f"--repeat {args.repeat}: performance points per run: "
+                                       + ", ".join(f"{t:g}" for t in totals)
+                                       + f" (of {round_points(sum(i.max_points for i in perf)):g}); "
+                                       "the grade is the first run's")
+            else:
+                left_out = sum(r.points for m in manifests for r in m.performance)
+                grade.items = [i for i in grade.items if i.kind != "performance"]
+                grade.no_performance = True
+                grade.notes.append(f"Performance was not measured (--no-performance): the {left_out:g} points of "
+                                   "performance rules are left out of the totals.")
+    except GradeError as e:
+        print(f"tools/grade: {e}", file=sys.stderr)
+        return EXIT_ERROR
+
+    if staged is not None:
+        grade.splice = staged.lines
+    else:
+        grade.splice = [f"not spliced (--no-build): the build folder was graded as it is, with COURSE_TREE from "
+                        "its own configuration"]
+    grade.seed = str(args.seed) if args.seed is not None else None
+    grade.time_limit = describe_time_limits(manifests, args.test_timeout)
+    grade.cores = cores
+    if grade.gpu_visible is None:
+        grade.gpu_visible = detect_gpu()
+    grade.started = started
+    grade.seconds = time.monotonic() - t0
+    report, results = out_dir / "report.md", out_dir / "results.json"
+    report.write_text(render_markdown(grade), encoding="utf-8")
+    data = gradescope_results(grade)
+    if grade.repeats:
+        rows = repeat_rows(grade.repeats, grade.repeat_rules)
+        data["extra_data"]["repeats"] = {r["measurement"]: dict({k: r[k] for k in REPEAT_COLUMNS[2:]},
+                                                                values=grade.repeats[r["measurement"]])
+                                         for r in rows}
+        write_repeat_csv(out_dir / "repeats.csv", rows)
+    results.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    print(summary(grade, report, results))
+    return grade.exit_code()
