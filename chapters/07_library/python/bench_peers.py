@@ -65,7 +65,7 @@ def binding_cost(ctx, x, y, reps):
     c_call, version = lib.dotcourse_dot, lib.dotcourse_version
 
     def raw():
-        if c_call(handle, px, py, n, out) != dotcourse.OK:
+        if c_call(handle, px, py, n, out) != dotcourse.Status.OK:
             raise RuntimeError("dotcourse_dot failed in the binding measurement")
 
     def py_call():

@@ -119,7 +119,7 @@ def device_questions(out):
     tx, ty = torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda()
     cx, cy = cp.asarray(x), cp.asarray(y)
     ctx = dotcourse.Context(n)
-    from dotcourse import _device_view, _from_cai
+    from dotcourse._arrays import from_cai as _from_cai, vector as _device_view
     fns = {
         "torch.dot.item": lambda: torch.dot(tx, ty).item(),
         "dotcourse_torch": lambda: ctx.dot(tx, ty),

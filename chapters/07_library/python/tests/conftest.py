@@ -1,14 +1,20 @@
-"""Fixtures: the package from this source tree, and a Context that skips (with the reason) where
-there is no GPU or no library."""
+"""Fixtures: the package (from this source tree, or the installed one when DOTCOURSE_TEST_INSTALLED=1,
+as ci_wheel.sh runs it), and a Context that skips (with the reason) where there is no GPU or no library."""
+import os
 import pathlib
 import sys
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # the package, without installing
+SOURCE = pathlib.Path(__file__).resolve().parents[1]
+if os.environ.get("DOTCOURSE_TEST_INSTALLED") != "1":
+    sys.path.insert(0, str(SOURCE))  # the package, without installing
 
 np = pytest.importorskip("numpy", reason="NumPy is not installed (pip install numpy)")
 import dotcourse  # noqa: E402
+
+if os.environ.get("DOTCOURSE_TEST_INSTALLED") == "1" and SOURCE in pathlib.Path(dotcourse.__file__).resolve().parents:
+    raise RuntimeError(f"DOTCOURSE_TEST_INSTALLED=1 but dotcourse was imported from the source tree ({dotcourse.__file__})")
 
 
 def _probe():
@@ -17,10 +23,8 @@ def _probe():
             return None
     except OSError as e:
         return f"libdotcourse.so not loadable: {e}"
-    except dotcourse.DotcourseError as e:
-        if e.status == dotcourse.NO_GPU:
-            return f"COURSE-NO-GPU: {e}"
-        raise
+    except dotcourse.NoGpuError as e:
+        return f"COURSE-NO-GPU: {e}"
 
 
 _WHY = None

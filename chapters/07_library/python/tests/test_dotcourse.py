@@ -32,8 +32,8 @@ def inputs(n, seed):
 # ---- no GPU needed -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("bad, err, text", [
-    (np.zeros(8, np.float64), TypeError, "float32"),
-    (np.zeros(8, np.int32), TypeError, "float32"),
+    (np.zeros(8, np.int32), TypeError, "dtype int32; dotcourse takes float64, float32"),
+    (np.zeros(8, ">f4"), TypeError, "dtype >f4"),
     ([1.0] * 8, TypeError, "NumPy"),
     (np.zeros((2, 4), np.float32), ValueError, "1-D"),
     (np.zeros(16, np.float32)[::2], ValueError, "contiguous"),
@@ -54,26 +54,32 @@ def test_n_max_check():
     assert dotcourse.check_host_arrays(x, x, 101) == 101
 
 
+def test_host_checks_take_every_dtype():
+    for dt in ("float64", "float32", "float16", "int8", "bool"):
+        assert dotcourse.check_host_arrays(np.zeros(8, dt), np.zeros(8, np.float32), 100) == 8
+
+
 def test_version_and_statuses(lib_available):
-    assert dotcourse.version() == "0.8.0"
-    lib = dotcourse._load()
-    for s in range(8):
+    assert dotcourse.version() == dotcourse.__version__, "the library and the package disagree on the version"
+    lib = dotcourse._lib.load()
+    for s in dotcourse.Status:
         assert len(lib.dotcourse_status_string(s)) > 3
+        assert dotcourse.status_string(s) == lib.dotcourse_status_string(s).decode()
     # A NULL handle is refused by the C side, whatever the binding does.
     r = ctypes.c_float()
-    assert lib.dotcourse_dot(None, None, None, 0, ctypes.byref(r)) == dotcourse.INVALID_HANDLE
+    assert lib.dotcourse_dot(None, None, None, 0, ctypes.byref(r)) == dotcourse.Status.INVALID_HANDLE
     assert b"NULL" in lib.dotcourse_last_error()
 
 
 def test_no_gpu_is_an_error_with_the_reason(lib_available):
     if gpu_reason() is None:
-        with pytest.raises(dotcourse.DotcourseError) as e:
+        with pytest.raises(dotcourse.NoGpuError) as e:
             dotcourse.Context(16, device=4096)
-        assert e.value.status == dotcourse.NO_GPU and "4096" in str(e.value)
+        assert e.value.status == dotcourse.Status.NO_GPU and "4096" in str(e.value)
     else:
-        with pytest.raises(dotcourse.DotcourseError) as e:
+        with pytest.raises(dotcourse.NoGpuError) as e:
             dotcourse.Context(16)
-        assert e.value.status == dotcourse.NO_GPU
+        assert e.value.status == dotcourse.Status.NO_GPU and e.value.message in str(e.value)
 
 
 def test_bad_n_max():
@@ -98,12 +104,14 @@ def test_same_bits_every_call(ctx):
 
 def test_too_large_and_the_context_still_works(ctx):
     x = np.ones(ctx.n_max + 1, np.float32)
-    with pytest.raises(ValueError, match="n_max"):
+    with pytest.raises(dotcourse.TooLargeError, match="n_max"):
         ctx.dot(x, x)
+    with pytest.raises(dotcourse.TooLargeError, match="n_max"):  # the typed host path: the same error
+        ctx.dot(x, x.astype(np.float64))
     # Past the binding, the library refuses it too.
     r = ctypes.c_float()
     status = ctx._lib.dotcourse_dot(ctx._handle, x.ctypes.data, x.ctypes.data, x.size, ctypes.byref(r))
-    assert status == dotcourse.TOO_LARGE
+    assert status == dotcourse.Status.TOO_LARGE
     assert ctx.dot(x[:1000], x[:1000]) == 1000.0
 
 
@@ -115,18 +123,19 @@ def test_closed_and_destroyed():
     c.close()
     c.close()  # idempotent
     x = np.ones(10, np.float32)
-    with pytest.raises(ValueError, match="closed"):
+    with pytest.raises(dotcourse.InvalidHandleError, match="closed"):
         c.dot(x, x)
     r = ctypes.c_float()
-    assert c._lib.dotcourse_dot(handle, x.ctypes.data, x.ctypes.data, 10, ctypes.byref(r)) == dotcourse.INVALID_HANDLE
+    assert c._lib.dotcourse_dot(handle, x.ctypes.data, x.ctypes.data, 10, ctypes.byref(r)) == \
+        dotcourse.Status.INVALID_HANDLE
 
 
 def test_out_of_memory():
     if gpu_reason():
         pytest.skip(gpu_reason())
-    with pytest.raises(dotcourse.DotcourseError) as e:
+    with pytest.raises(MemoryError) as e:
         dotcourse.Context(1 << 40)
-    assert e.value.status == dotcourse.OUT_OF_MEMORY
+    assert isinstance(e.value, dotcourse.OutOfMemoryError) and e.value.status == dotcourse.Status.OUT_OF_MEMORY
     with dotcourse.Context(10) as c:  # and the next one works
         assert c.dot(np.ones(10, np.float32), np.ones(10, np.float32)) == 10.0
 
@@ -214,6 +223,31 @@ def test_dlpack_only_producer(ctx):
     assert abs(got - ref) <= bound
 
 
+def test_dlpack_versioned_producer(ctx):
+    """A producer that speaks DLPack 1.x: dotcourse asks for max_version=(1, 0) and reads the versioned
+    capsule (CuPy 13+ answers with one; the CPU tests in test_api.py check the parsing itself)."""
+    cp = _cupy()
+    asked = []
+
+    class Versioned:
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack__(self, stream=None, max_version=None):
+            asked.append(max_version)
+            return self.a.__dlpack__(stream=stream, max_version=max_version)
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+
+    x, y, ref, bound = inputs(10000, 10)
+    got = ctx.dot(Versioned(cp.asarray(x)), Versioned(cp.asarray(y)))
+    assert asked[:2] == [(1, 0), (1, 0)]
+    assert abs(got - ref) <= bound
+    got = ctx.dot(Versioned(cp.asarray(x).astype(cp.float16)), Versioned(cp.asarray(y)))  # the typed path
+    assert abs(got - ref) <= 1e-2 * float(np.abs(x.astype(np.float64) * y).sum())
+
+
 # ---- the registration cache: arrays seen again are pinned ---------------------------------------
 
 class _FakeLib:
@@ -225,14 +259,14 @@ class _FakeLib:
     def dotcourse_host_register(self, handle, ptr, nbytes):
         self.calls.append(("register", ptr))
         if ptr in self.refuse:
-            return dotcourse.INVALID_ARGUMENT
+            return dotcourse.Status.INVALID_ARGUMENT
         assert ptr not in self.registered, "registered twice"
         self.registered[ptr] = nbytes
-        return dotcourse.OK
+        return dotcourse.Status.OK
 
     def dotcourse_host_unregister(self, handle, ptr):
         self.calls.append(("unregister", ptr))
-        return dotcourse.OK if self.registered.pop(ptr, None) is not None else dotcourse.INVALID_ARGUMENT
+        return dotcourse.Status.OK if self.registered.pop(ptr, None) is not None else dotcourse.Status.INVALID_ARGUMENT
 
 
 def _fake_context(lib, n_max=1 << 21, pin_arrays=4):
@@ -240,11 +274,11 @@ def _fake_context(lib, n_max=1 << 21, pin_arrays=4):
     GPU): what the binding itself does before the C call."""
     ctx = object.__new__(dotcourse.Context)
     ctx._handle, ctx._lib, ctx.n_max, ctx.device = "fake", lib, n_max, 0
-    ctx._pins = dotcourse._PinCache(lib, "fake", pin_arrays, 1 << 30)
+    ctx._pins = dotcourse._pins.PinCache(lib, "fake", pin_arrays, 1 << 30)
 
     def dot_host(handle, px, py, n, out):
         lib.calls.append(("dot", px, py, n))
-        return dotcourse.OK
+        return dotcourse.Status.OK
     ctx._dot_host = dot_host
     return ctx
 
@@ -288,21 +322,22 @@ class _FakeCAI:
 
 
 @pytest.mark.parametrize("cai, err, text", [
-    ({"shape": (8,), "typestr": "<f8"}, TypeError, "typestr '<f8'; dotcourse computes in float32"),
-    ({"shape": (8,), "typestr": "<i4"}, TypeError, "typestr '<i4'.*astype"),
+    ({"shape": (8,), "typestr": "<i4"}, TypeError, "dtype '<i4'.*dotcourse takes float64, float32"),
+    ({"shape": (8,), "typestr": ">f4"}, TypeError, "dtype '>f4'"),
     ({"shape": (2, 4), "typestr": "<f4"}, ValueError, "1-D"),
     ({"shape": (8,), "typestr": "<f4", "strides": (8,)}, ValueError, "contiguous"),
+    ({"shape": (8,), "typestr": "<f4", "mask": object()}, ValueError, "mask"),
 ])
 def test_device_view_checks(cai, err, text):  # no GPU: what a CUDA producer's array must be
     with pytest.raises(err, match=text):
-        dotcourse._from_cai("x", _FakeCAI(**cai))
+        dotcourse._arrays.from_cai("x", _FakeCAI(**cai))
 
 
 def test_device_view_reads_pointer_length_and_stream():  # no GPU
-    v = dotcourse._from_cai("x", _FakeCAI(shape=(8,), typestr="<f4", strides=(4,), stream=7))
-    assert (v.ptr, v.n, v.stream) == (0x7000, 8, 7)
-    v = dotcourse._from_cai("x", _FakeCAI(shape=(1,), typestr="<f4", strides=(12,)))  # one element: any stride
-    assert (v.n, v.stream) == (1, 0)
+    v = dotcourse._arrays.from_cai("x", _FakeCAI(shape=(8,), typestr="<f4", strides=(4,), stream=7))
+    assert (v.ptr, v.n, v.stream, v.on_device) == (0x7000, 8, 7, True)
+    v = dotcourse._arrays.from_cai("x", _FakeCAI(shape=(1,), typestr="<f4", strides=(12,)))  # one element: any stride
+    assert (v.n, v.stream) == (1, None)
 
 
 def _see(cache, *arrays):
@@ -315,7 +350,7 @@ def test_pin_policy_second_sighting_bounded_and_released():  # no GPU: the polic
     import gc
     import weakref
     lib = _FakeLib()
-    cache = dotcourse._PinCache(lib, None, 2, 1 << 30)
+    cache = dotcourse._pins.PinCache(lib, None, 2, 1 << 30)
     a, b, c = (np.zeros(1 << 18, np.float32) for _ in range(3))
     _see(cache, a)
     assert lib.registered == {}, "an array seen once must not be registered"
@@ -335,7 +370,7 @@ def test_pin_policy_second_sighting_bounded_and_released():  # no GPU: the polic
 
 def test_pin_policy_fresh_refused_and_churn():  # no GPU
     lib = _FakeLib()
-    cache = dotcourse._PinCache(lib, None, 2, 1 << 30)
+    cache = dotcourse._pins.PinCache(lib, None, 2, 1 << 30)
     for _ in range(5):
         _see(cache, np.ones(1 << 18, np.float32))  # a fresh array each time (maybe at the same address)
     assert lib.registered == {}
@@ -347,7 +382,7 @@ def test_pin_policy_fresh_refused_and_churn():  # no GPU
         "a refused array is staged, not offered again"
     # Three arrays in turn through a cache of two, each used twice: churn, then no more registrations.
     lib2 = _FakeLib()
-    cache2 = dotcourse._PinCache(lib2, None, 2, 1 << 30)
+    cache2 = dotcourse._pins.PinCache(lib2, None, 2, 1 << 30)
     arrays = [np.ones(1 << 18, np.float32) for _ in range(3)]
     for _ in range(8):
         for a in arrays:
@@ -355,7 +390,7 @@ def test_pin_policy_fresh_refused_and_churn():  # no GPU
     assert cache2.stopped and len(lib2.registered) <= 2
     # The byte bound: nothing over pin_bytes is registered.
     lib3 = _FakeLib()
-    cache3 = dotcourse._PinCache(lib3, None, 4, 1 << 20)
+    cache3 = dotcourse._pins.PinCache(lib3, None, 4, 1 << 20)
     big = np.ones(1 << 19, np.float32)  # 2 MiB
     _see(cache3, big, big, big)
     assert lib3.registered == {}

@@ -108,7 +108,8 @@ def test_the_accumulator_is_asked_of_the_library_once_per_pair():
     """The promotion rule lives in the library (dotcourse_accumulator); the binding asks once per pair
     and remembers the answer, so a call pays one C call, not two. No GPU: a stand-in library."""
     import types
-    from dotcourse import _typed
+    from dotcourse import _arrays as _typed
+    from dotcourse._context import accumulator
 
     calls = []
 
@@ -120,6 +121,6 @@ def test_the_accumulator_is_asked_of_the_library_once_per_pair():
 
     lib = types.SimpleNamespace(dotcourse_accumulator=Fn(), dotcourse_dot_typed=Fn(), dotcourse_dot_typed_host=Fn())
     for _ in range(3):
-        assert _typed.accumulator(lib, _typed.INT8, _typed.INT8) == (0, _typed.INT64)
-        assert _typed.accumulator(lib, _typed.FLOAT32, _typed.BOOL) == (0, _typed.FLOAT32)
+        assert accumulator(lib, _typed.INT8, _typed.INT8) == (0, _typed.INT64)
+        assert accumulator(lib, _typed.FLOAT32, _typed.BOOL) == (0, _typed.FLOAT32)
     assert calls == [(_typed.INT8, _typed.INT8), (_typed.FLOAT32, _typed.BOOL)]
