@@ -67,7 +67,7 @@ struct PeerCombine {
   int ranks = 0;
   unsigned tag = 0;                    ///< this call's number, the same on every rank, never 0
   float* result = nullptr;             ///< the dot, on this GPU
-  float* host_result = nullptr;        ///< and in pinned host memory (may be null)
+  unsigned long long* host_word = nullptr;  ///< and in pinned host memory, tagged (may be null)
   unsigned long long* clock = nullptr; ///< two GPU clock stamps (ns): partial done, result written
 };
 
@@ -221,8 +221,8 @@ struct Split {
 std::vector<float> dot(Team& team, Combine combine, std::size_t n, Split* split = nullptr);
 
 /// The best one GPU can do alone, for the crossover with many: the partial kernel over the first n
-/// elements of its slice buffers and the copy of that partial to the host, no combine at all.
-/// Waits, and returns the dot.
+/// elements of its slice buffers, storing its partial straight into pinned host memory, no combine
+/// at all. Waits for that store (as dot() waits for p2p's), and returns the dot.
 float single_gpu_dot(Gpu& gpu, std::size_t n, Split* split = nullptr);
 
 /// Enqueues work that keeps gpu's stream busy for about `us` microseconds (tests: a rank that

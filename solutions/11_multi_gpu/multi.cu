@@ -16,6 +16,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <mutex>
@@ -204,7 +205,8 @@ __device__ void combine_over_peers(const PeerCombine& pc, float total) {
   if (threadIdx.x == 0) {
     const float sum = add_in_rank_order(s_part, pc.ranks);
     *pc.result = sum;
-    if (pc.host_result) *pc.host_result = sum;
+    if (pc.host_word) Word(*pc.host_word).store(static_cast<unsigned long long>(pc.tag) << 32 | __float_as_uint(sum),
+                                                cuda::memory_order_relaxed);
     pc.clock[1] = course_globaltimer();
   }
 }
@@ -533,6 +535,7 @@ struct Team::PeerState {
   std::vector<course::DeviceBuffer<unsigned long long>> inboxes;  // gpus order
   std::vector<course::DeviceBuffer<unsigned long long*>> tables;  // on GPU i: the pointers to every inbox
   std::vector<course::DeviceBuffer<unsigned long long>> clocks;   // on GPU i: partial end, result (ns)
+  course::PinnedBuffer<unsigned long long> host_words;            // GPU i's tagged result, in host memory
   unsigned calls = 0;                                             // the tag of the last call
   std::unique_ptr<Launchers> launchers;                           // last: its threads stop first
 };
@@ -816,6 +819,8 @@ Team::PeerState& peer_state(Team& team) {
     CUDA_CHECK(cudaMemcpyAsync(state->tables.back().data(), pointers.data(), pointers.size() * sizeof(pointers[0]),
                                cudaMemcpyHostToDevice, g->context().stream()));
   }
+  state->host_words = course::PinnedBuffer<unsigned long long>(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) state->host_words.data()[i] = 0;  // tag 0: no call has stored here
   for (Gpu* g : team.gpus) g->context().synchronize();  // the host vector dies here
   state->launchers = std::make_unique<Launchers>(team.gpus.size() - 1);
   team.peers = std::move(state);
@@ -834,6 +839,7 @@ void p2p_call(Team& team, const std::vector<std::size_t>& counts, Split* split) 
       state.inboxes[i].fill_bytes(0, team.gpus[i]->context().stream());
     }
     for (Gpu* g : team.gpus) g->context().synchronize();
+    for (std::size_t i = 0; i < team.gpus.size(); ++i) state.host_words.data()[i] = 0;
     state.calls = 1;
   }
   std::vector<PeerCombine> launches;
@@ -845,7 +851,7 @@ void p2p_call(Team& team, const std::vector<std::size_t>& counts, Split* split) 
     pc.ranks = team.ranks;
     pc.tag = state.calls;
     pc.result = g.result();
-    pc.host_result = g.host_partials() + g.max_ranks() + 1;
+    pc.host_word = state.host_words.data() + i;
     pc.clock = state.clocks[i].data();
     launches.push_back(pc);
     g.count_call();
@@ -864,6 +870,32 @@ void p2p_call(Team& team, const std::vector<std::size_t>& counts, Split* split) 
   }
 }
 
+float float_from_bits(unsigned bits) {
+  float f = 0;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+// [wait_for_result]
+// Waits for a result that a kernel stores into pinned host memory: returns as soon as `arrived()`
+// holds, which is sooner than the stream can report the kernel done (its blocks must exit and the
+// GPU signal the host after that). Asks the stream now and then, so that a kernel that failed, or
+// finished without storing, ends the wait with its error instead of a hang.
+template <class Arrived>
+void wait_for_result(Gpu& gpu, Arrived arrived, const char* what) {
+  for (unsigned spins = 1; !arrived(); ++spins) {
+    if (spins % 256 != 0) continue;
+    const cudaError_t e = cudaStreamQuery(gpu.context().stream());
+    if (e == cudaErrorNotReady) continue;
+    CUDA_CHECK(e);
+    if (!arrived())
+      throw std::runtime_error(std::string(what) + ": GPU " + std::to_string(gpu.context().device()) +
+                               " finished without storing its result");
+    return;
+  }
+}
+// [wait_for_result]
+
 }  // namespace
 
 std::vector<float> dot(Team& team, Combine combine, std::size_t n, Split* split) {
@@ -880,8 +912,17 @@ std::vector<float> dot(Team& team, Combine combine, std::size_t n, Split* split)
   std::vector<float> results(team.gpus.size());
   for (std::size_t i = 0; i < team.gpus.size(); ++i) {
     Gpu& g = *team.gpus[i];
-    g.context().synchronize();
-    results[i] = g.host_partials()[g.max_ranks() + 1];
+    if (p2p) {
+      // p2p's kernels store their result tagged with the call's number: wait for this call's word.
+      const volatile unsigned long long* word = team.peers->host_words.data() + i;
+      const unsigned tag = team.peers->calls;
+      wait_for_result(g, [&] { return static_cast<unsigned>(*word >> 32) == tag; }, "p2p");
+      results[i] = float_from_bits(static_cast<unsigned>(*word));
+      if (split) g.context().synchronize();  // the events below must have happened
+    } else {
+      g.context().synchronize();
+      results[i] = g.host_partials()[g.max_ranks() + 1];
+    }
     if (split && p2p) {
       // One kernel does both: its span by events, the combine's share by the GPU's clock stamps.
       float whole = 0;
@@ -906,20 +947,26 @@ std::vector<float> dot(Team& team, Combine combine, std::size_t n, Split* split)
 float single_gpu_dot(Gpu& gpu, std::size_t n, Split* split) {
   // The partial kernel writes the dot straight into pinned host memory (mapped: the device
   // writes it over the link), so the call is one launch and one wait: no copy to enqueue.
+  // The host waits for that store, not for the stream (as dot() does for p2p): before the launch
+  // the slot holds a NaN whose bits no float addition produces, and the wait ends when they change.
+  constexpr unsigned kNotYet = 0x7fbadbadu;
   float* h = gpu.host_partials() + gpu.max_ranks() + 1;
+  volatile unsigned* slot = reinterpret_cast<volatile unsigned*>(h);
+  *slot = kNotYet;
   gpu.count_call();
   gpu.context().activate();
   if (split) CUDA_CHECK(cudaEventRecord(gpu.event(0), gpu.context().stream()));
   gpu.launch_partial(n, h);
   if (split) CUDA_CHECK(cudaEventRecord(gpu.event(1), gpu.context().stream()));
-  gpu.context().synchronize();
+  wait_for_result(gpu, [&] { return *slot != kNotYet; }, "single_gpu_dot");
+  if (split) gpu.context().synchronize();
   if (split) {
     float kernel = 0;
     CUDA_CHECK(cudaEventElapsedTime(&kernel, gpu.event(0), gpu.event(1)));
     split->kernel_ms = kernel;
     split->combine_ms = 0;
   }
-  return *h;
+  return float_from_bits(*slot);
 }
 
 void launch_rank_order(Gpu& gpu, const float* d_partials, int count, float* d_result) {
