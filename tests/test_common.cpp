@@ -700,3 +700,97 @@ TEST_CASE("common: the host page size is asked of the system", "[common]") {
 #endif
   CHECK(course::host_page_bytes() == page);
 }
+
+namespace {
+// Runs `app` on `args`, needing a GPU as a chapter does; returns the exit code, stderr in `err`.
+int run_app_gpu(course::App& app, std::vector<std::string> args, std::string& err, bool& ran) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  std::ostringstream captured;
+  std::streambuf* const saved = std::cerr.rdbuf(captured.rdbuf());
+  const int rc = app.run(static_cast<int>(argv.size()), argv.data(), [&](const course::Options&) {
+    ran = true;
+    return 0;
+  }, true);
+  std::cerr.rdbuf(saved);
+  err = captured.str();
+  return rc;
+}
+}  // namespace
+
+TEST_CASE("common: a bad --device is one short line and exit code 2, on any machine", "[common]") {
+  for (const std::string bad : {"-1", "abc", "1.5", "99999999999"}) {
+    course::App app("test_app", "test", 16);
+    std::string err;
+    bool ran = false;
+    const int rc = run_app_gpu(app, {"test_app", "--device", bad}, err, ran);
+    INFO("--device " << bad << " gave exit code " << rc << " and stderr: " << err);
+    CHECK(rc == course::kExitUsage);
+    CHECK_FALSE(ran);
+    CHECK(err.find("--device") != std::string::npos);
+    CHECK(err.find("'" + bad + "'") != std::string::npos);
+    CHECK(err.size() < 200);  // CLI::NonNegativeNumber printed its [0 - DBL_MAX] range: 421 characters
+  }
+  CHECK(course::device_problem("0").empty());
+  CHECK(course::device_problem("3").empty());
+  CHECK_FALSE(course::device_problem("").empty());
+  course::Options seen;
+  course::App app("test_app", "test", 16);
+  CHECK(run_app(app, {"test_app", "--device", "1"}, &seen) == course::kExitOk);
+  CHECK(seen.device == 1);
+}
+
+TEST_CASE("common: a --csv in a folder at the top of the file system is exit 2, and no folder is made", "[common]") {
+  namespace fs = std::filesystem;
+  const fs::path top = fs::path("/") / "course_nonexistent_test_folder";
+  REQUIRE_FALSE(fs::exists(top));  // else the test cannot tell: remove it
+  course::App app("test_app", "test", 16);
+  std::string err;
+  bool ran = false;
+  const int rc = run_app_gpu(app, {"test_app", "--csv", (top / "x.csv").string()}, err, ran);
+  INFO("stderr: " << err);
+  CHECK(rc == course::kExitUsage);  // before the GPU check: 2 on a machine with or without a GPU
+  CHECK_FALSE(ran);
+  CHECK_FALSE(fs::exists(top));
+  CHECK(err.find("does not exist") != std::string::npos);
+  CHECK(err.find(top.string()) != std::string::npos);
+  CHECK(std::count(err.begin(), err.end(), '\n') == 1);
+}
+
+TEST_CASE("common: csv_path_problem looks and makes nothing; folders are made only when the work starts", "[common]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "course_test_csv_problem";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  { std::ofstream(dir / "file") << "a file\n"; }
+  CHECK(course::csv_path_problem((dir / "x.csv").string()).empty());
+  CHECK(course::csv_path_problem((dir / "new" / "deeper" / "x.csv").string()).empty());
+  CHECK_FALSE(fs::exists(dir / "new"));  // looked, made nothing
+  CHECK(course::csv_path_problem(dir.string()).find("is a folder") != std::string::npos);
+  CHECK(course::csv_path_problem((dir / "file" / "x.csv").string()).find("is a file, not a folder") != std::string::npos);
+  CHECK(course::csv_path_problem((dir / "file" / "a" / "x.csv").string()).find("is a file, not a folder") != std::string::npos);
+  CHECK_FALSE(course::csv_path_problem("").empty());
+  CHECK(course::csv_path_problem("course_test_relative_new/x.csv").empty());  // made in the current folder
+  CHECK_FALSE(fs::exists("course_test_relative_new"));
+  if (::geteuid() != 0) {  // root writes anywhere
+    fs::permissions(dir, fs::perms::owner_write, fs::perm_options::remove);
+    CHECK(course::csv_path_problem((dir / "new" / "x.csv").string()).find("cannot write") != std::string::npos);
+    fs::permissions(dir, fs::perms::owner_write, fs::perm_options::add);
+  }
+  // A chapter run: without a GPU it ends with exit code 3 and leaves no folder behind; with one, the
+  // folder exists when the work starts.
+  const fs::path late = dir / "late" / "x.csv";
+  course::App app("test_app", "test", 16);
+  std::string err;
+  bool ran = false;
+  const int rc = run_app_gpu(app, {"test_app", "--csv", late.string()}, err, ran);
+  INFO("exit code " << rc << ", stderr: " << err);
+  if (rc == course::kExitNoGpu) {
+    CHECK_FALSE(fs::exists(dir / "late"));
+  } else {
+    CHECK(rc == course::kExitOk);
+    CHECK(ran);
+    CHECK(fs::is_directory(dir / "late"));
+  }
+  fs::remove_all(dir);
+}

@@ -44,10 +44,18 @@ std::vector<std::size_t> parse_sizes(const std::string& text, const std::string&
 /// "2^20" for powers of two, the plain number otherwise.
 std::string format_size(std::size_t n);
 
-/// Throws UsageError when no CSV can be written at `path` (run() calls it before any work, so an
-/// unwritable `--csv` is refused at once). Makes missing parent folders, as Table::write_csv would;
-/// leaves an existing file untouched and removes one it had to create.
+/// Why no CSV can be written at `path`, as one line naming --csv; empty when it can. Looks only,
+/// makes nothing: a folder, an unwritable file or folder, a file in the way, and a missing folder at
+/// the top of the file system ("/nonexistent/x.csv": a typo, not a folder to make) are refused.
+std::string csv_path_problem(const std::string& path);
+
+/// Throws UsageError when no CSV can be written at `path` (run() checks csv_path_problem before
+/// the GPU check and this just before the work). Makes missing parent folders, as
+/// Table::write_csv would; leaves an existing file untouched and removes one it had to create.
 void check_csv_writable(const std::string& path);
+
+/// Why `text` is not a --device number (0, 1, ...), as one short line; empty when it is.
+std::string device_problem(const std::string& text);
 
 /// A chapter's command line and main().
 class App {

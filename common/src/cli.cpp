@@ -10,6 +10,8 @@
 #include <limits>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "course/check.hpp"
 #include "course/device.hpp"
 
@@ -60,14 +62,51 @@ std::size_t parse_term(const std::string& t, const std::string& text) {
 
 }  // namespace
 
+std::string csv_path_problem(const std::string& path) {
+  // Looks only: makes nothing, so a refused --csv leaves no folder behind.
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const std::string named = "--csv '" + path + "': ";
+  std::error_code ec;
+  if (path.empty()) return named + "give a file name";
+  if (fs::is_directory(p, ec)) return named + "is a folder; give a file name";
+  if (fs::exists(p, ec)) {
+    if (::access(p.c_str(), W_OK) != 0) return named + "the file exists and cannot be written";
+    return "";
+  }
+  // The nearest folder that exists: the file goes in it, or in folders made inside it.
+  fs::path parent = p.parent_path();
+  if (parent.empty()) parent = ".";
+  fs::path missing;  // the outermost folder that would have to be made
+  fs::path at = parent;
+  while (!fs::exists(at, ec)) {
+    missing = at;
+    const fs::path up = at.parent_path();
+    if (up.empty() || up == at) {
+      at = up.empty() ? fs::path(".") : up;  // "new/x.csv": made in the current folder
+      break;
+    }
+    at = up;
+  }
+  if (!fs::is_directory(at, ec))
+    return named + "'" + at.string() + "' is a file, not a folder";
+  if (!missing.empty() && at == at.root_path())
+    return named + "the folder '" + missing.string() + "' does not exist (a typo? a CSV makes folders inside an "
+           "existing one, not at the top of the file system: mkdir -p " + parent.string() + " first)";
+  if (::access(at.c_str(), W_OK | X_OK) != 0)
+    return named + "cannot write in '" + at.string() + "'" +
+           (missing.empty() ? std::string() : " (to make '" + missing.string() + "')");
+  return "";
+}
+
 void check_csv_writable(const std::string& path) {
   // Refused before any work, not after minutes of it. Opened for append, so an existing file is
   // left as it is; one this check created is removed again. Parent folders are made, as
-  // Table::write_csv would make them.
+  // Table::write_csv would make them, once csv_path_problem has found nothing wrong.
+  if (std::string problem = csv_path_problem(path); !problem.empty()) throw UsageError(problem);
   namespace fs = std::filesystem;
   const fs::path p(path);
   std::error_code ec;
-  if (fs::is_directory(p, ec)) throw UsageError("--csv '" + path + "' is a folder; give a file name");
   if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
   const bool existed = fs::exists(p, ec);
   {
@@ -75,6 +114,19 @@ void check_csv_writable(const std::string& path) {
     if (!probe) throw UsageError("cannot write --csv '" + path + "' (check that its folder exists and is writable)");
   }
   if (!existed) fs::remove(p, ec);
+}
+
+std::string device_problem(const std::string& text) {
+  std::size_t used = 0;
+  long value = -1;
+  try {
+    value = std::stol(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || value < 0 || value > std::numeric_limits<int>::max())
+    return "'" + text + "' is not a device number: give 0, 1, ... (nvidia-smi -L lists this machine's GPUs)";
+  return "";
 }
 
 std::size_t parse_size(const std::string& text) {
@@ -149,8 +201,9 @@ App::App(std::string name, std::string description, std::size_t default_n, int d
   app_.add_flag("--list", options_.list, "List the versions and exit");
   app_.add_option("--csv", options_.csv, "Write the results as CSV to this path");
   app_.add_option("--seed", options_.seed, "Seed of the random inputs")->capture_default_str();
+  // Not CLI::NonNegativeNumber: its message prints the range [0 - DBL_MAX] in full (421 characters).
   app_.add_option("--device", options_.device, "The CUDA device to run on (0, 1, ...)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Validator([](std::string& value) { return device_problem(value); }, "DEVICE"))
       ->capture_default_str();
   app_.add_flag("--quiet", options_.quiet, "No progress line on stderr");
   app_.footer(
@@ -202,8 +255,12 @@ int App::run(int argc, char** argv, const std::function<int(const Options&)>& bo
       }
       if (!known) throw UsageError("--kernel '" + options_.kernel + "' is not a version of this chapter; choose one of: " + names);
     }
-    if (!options_.csv.empty()) check_csv_writable(options_.csv);
+    // --csv is checked before the GPU (a bad path is exit 2 on any machine) and its folders are made
+    // only once the work is about to start, so a refused run leaves nothing behind.
+    if (!options_.csv.empty())
+      if (std::string problem = csv_path_problem(options_.csv); !problem.empty()) throw UsageError(problem);
     if (needs_gpu) require_gpu();
+    if (!options_.csv.empty()) check_csv_writable(options_.csv);
     return body(options_);
   } catch (const UsageError& e) {
     std::cerr << name_ << ": error: " << e.what() << "\n";
