@@ -71,12 +71,16 @@ for ch in "${chapters[@]}"; do
   echo
   echo "== Chapter $ch =="
   rc=0
+  before=$(mktemp)  # clocks, temperature, power, throttle reasons before the run (tools/telemetry.py)
+  python3 tools/telemetry.py --out "$before" 2>/dev/null || true
   "$bin/$ch" --csv "results/local/$ch.csv" || rc=$?
   # Exit code 3 is "no GPU": without one, a chapter that needs it is skipped, not failed.
-  if [ $gpu = 0 ] && [ $rc = 3 ]; then echo "(needs a GPU: skipped)"; continue; fi
+  if [ $gpu = 0 ] && [ $rc = 3 ]; then echo "(needs a GPU: skipped)"; rm -f "$before"; continue; fi
   # This chapter's record in run_metadata.json (the other chapters' records are kept: a chapter
   # re-run alone gets its own date, commit and driver).
-  python3 tools/run_metadata.py --out results/local/run_metadata.json --bin "$bin" --chapter "$ch" || status=1
+  python3 tools/run_metadata.py --out results/local/run_metadata.json --bin "$bin" --chapter "$ch" \
+    --telemetry-before "$before" || status=1
+  rm -f "$before"
   if [ $rc = 0 ]; then
     ran=$((ran + 1))
     # Chapter 07 is also called from Python and Go: their CSVs go beside its own.

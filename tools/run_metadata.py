@@ -16,6 +16,9 @@ Record fields (a missing fact is null, never a guess):
   commit  the git commit of the course ("-dirty" when the tree had changes); the environment
           variable COURSE_COMMIT overrides it, for a copy of the tree whose .git is not its own
   date    the date of the run, UTC (YYYY-MM-DD)
+  telemetry  only where a GPU was found: clocks, temperature, power and throttle reasons before
+          (--telemetry-before, a sample tools/telemetry.py --out wrote) and after the run, and
+          whether it throttled (tools/telemetry.py documents the record)
 An older file with a single record for the whole folder (no "chapters") is still read by
 for_chapter() as the record of every chapter; writing a chapter's record drops it.
 Standard library only.
@@ -30,6 +33,8 @@ import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import telemetry  # noqa: E402
 
 
 def output_of(cmd):
@@ -76,9 +81,12 @@ def commit():
     return sha
 
 
-def collect(bin_dir=None):
+def collect(bin_dir=None, telemetry_before=None):
     gpu, device = gpu_facts(bin_dir)
     driver = output_of(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]) if gpu else None
+    extra = {}
+    if gpu or telemetry_before is not None:
+        extra["telemetry"] = telemetry.record(telemetry_before or [], telemetry.sample())
     return {
         "gpu": gpu,
         "device": device,
@@ -87,6 +95,7 @@ def collect(bin_dir=None):
         "cpu": cpu_model(),
         "commit": commit(),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        **extra,
     }
 
 
@@ -120,11 +129,19 @@ def main(argv=None):
     p.add_argument("--chapter", action="append", required=True,
                    help="the chapter this run measured (05_many_blocks); repeat for several")
     p.add_argument("--bin", default=None, help="the built course's bin/ (for course_info)")
+    p.add_argument("--telemetry-before", type=pathlib.Path, default=None,
+                   help="the sample tools/telemetry.py --out wrote before the run")
     args = p.parse_args(argv)
     for ch in args.chapter:
         if not re.fullmatch(r"\d\d_\w+", ch):
             p.error(f"--chapter '{ch}' is not a chapter folder name such as 05_many_blocks")
-    meta = collect(args.bin)
+    before = None
+    if args.telemetry_before:
+        try:
+            before = json.loads(args.telemetry_before.read_text())
+        except (OSError, ValueError):
+            before = []
+    meta = collect(args.bin, before)
     update(args.out, args.chapter, meta)
     print(f"run_metadata: {', '.join(args.chapter)}: {meta['gpu'] or 'no GPU'}, {meta['date']}, "
           f"commit {meta['commit']} → {args.out}")
