@@ -28,28 +28,22 @@ Exit codes: 0 every case was caught · 1 a case was not caught, or a control fai
 """
 import argparse
 import fnmatch
-import importlib.util
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
+
+# tools/ holds the package and make_exercises.py. A script finds them there; this line is for a
+# module that loads this file by its path (tools/sync_snippets.py reads the cases through it).
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+import make_exercises as ME  # noqa: E402  (the one parser of holes)
+from coursetools import ctest, sanitizer  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CASES = ROOT / "tests" / "negative"
 SKIP_MARKERS = ("COURSE-NO-GPU", "COURSE-NO-MEMORY")
-
-
-def load_make_exercises():
-    spec = importlib.util.spec_from_file_location("course_make_exercises", str(ROOT / "tools" / "make_exercises.py"))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["course_make_exercises"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-ME = load_make_exercises()
 
 
 class CaseError(Exception):
@@ -141,12 +135,7 @@ def run(cmd, log, env=None, timeout=None, cwd=None):
 
 def test_commands(build, log):
     code, out = run(["ctest", "--test-dir", str(build), "--show-only=json-v1"], log)
-    data = json.loads(out[out.index("{"):])
-    commands = {}
-    for t in data.get("tests", []):
-        cwd = next((p["value"] for p in t.get("properties", []) if p.get("name") == "WORKING_DIRECTORY"), None)
-        commands[t["name"]] = (t.get("command") or [], cwd)
-    return commands
+    return {name: (t.command, t.cwd) for name, t in ctest.listing(out).items()}
 
 
 def run_tests(case, globs, commands, log, sanitize=None):
@@ -160,8 +149,7 @@ def run_tests(case, globs, commands, log, sanitize=None):
         cmd, cwd = commands[name]
         env = {}
         if sanitize:
-            tool = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
-            cmd = [tool, "--tool", sanitize, "--error-exitcode", "99"] + cmd
+            cmd = sanitizer.command(sanitizer.find() or sanitizer.DEFAULT_PATH, sanitize, cmd)
             env["COURSE_TEST_SMALL"] = "1"
         code, out = run(cmd, log, env=env, timeout=1800, cwd=cwd)
         marker = next((m for m in SKIP_MARKERS if m in out), None)

@@ -202,20 +202,35 @@ if ! skipped negatives; then
   fi
 fi
 
-grade_verdict() {  # results.json, tree -> "ok|FAIL text"
-  python3 - "$1" "$2" <<'PY'
-import json, sys
+# The grade is read from the grader's results.json (its extra_data), never from report.md's text.
+grade_json() {  # what, results.json [, tree] -> one line: "ok|FAIL text" (verdict, repeats, tamper) or text
+  python3 - "$@" <<'PY'
+import json, re, sys
+what, path = sys.argv[1], sys.argv[2]
 try:
-    d = json.load(open(sys.argv[1]))
-except OSError:
-    print("FAIL no results.json"); sys.exit()
-c, p = d["extra_data"]["correctness"], d["extra_data"]["performance"]
-text = f"correctness {c['score']:g}/{c['max_score']:g}, performance {p['score']:g}/{p['max_score']:g}"
-if sys.argv[2] == "chapters":
-    ok = c["score"] == 0 and p["score"] == 0 and c["max_score"] > 0
-else:
-    ok = c["score"] == c["max_score"] > 0 and p["score"] == p["max_score"]
-print(("ok" if ok else "FAIL") + " " + text)
+    d = json.load(open(path))
+except (OSError, ValueError):
+    print("FAIL no results.json" if what != "sanitizer" else ""); sys.exit()
+x = d["extra_data"]
+if what == "verdict":
+    c, p = x["correctness"], x["performance"]
+    text = f"correctness {c['score']:g}/{c['max_score']:g}, performance {p['score']:g}/{p['max_score']:g}"
+    if sys.argv[3] == "chapters":
+        ok = c["score"] == 0 and p["score"] == 0 and c["max_score"] > 0
+    else:
+        ok = c["score"] == c["max_score"] > 0 and p["score"] == p["max_score"]
+    print(("ok" if ok else "FAIL") + " " + text)
+elif what == "sanitizer":  # the grader's line on its compute-sanitizer step
+    print(next((line for line in x.get("sanitizer", []) if "compute-sanitizer:" in line), "")[:88])
+elif what == "repeats":  # every run at full performance marks
+    r = x.get("performance_per_run")
+    if not r:
+        print("FAIL no performance_per_run in results.json"); sys.exit()
+    runs, full = r["scores"], r["max_score"]
+    print(("ok" if all(s == full for s in runs) else "FAIL") + f" {sum(s == full for s in runs)}/{len(runs)} runs at {full:g}/{full:g}")
+elif what == "tamper":  # refused, and the output names the file and line
+    m = re.search(r"06_ladder/ladder\.cu:\d+", d.get("output", ""))
+    print(("ok " if x.get("refused") and m else "FAIL ") + (m.group(0) if m else "no 06_ladder/ladder.cu:LINE in the output"))
 PY
 }
 
@@ -229,11 +244,11 @@ if ! skipped grade; then
     tools/grade --tree $tree "${grade_chapters[@]}" --build-dir build/gpu-grade-$tree --expect-gpu --out "$out/grade-$tree" \
       --cmake-arg=-DCMAKE_CUDA_ARCHITECTURES="$archs" >"$out/grade-$tree.log" 2>&1
     rc=$?
-    verdict=$(grade_verdict "$out/grade-$tree/results.json" $tree)
+    verdict=$(grade_json verdict "$out/grade-$tree/results.json" $tree)
     [ $rc -ne 0 ] && verdict="FAIL exit $rc; ${verdict#* }"
     note "grade $tree" "${verdict%% *}" "${verdict#* }, $((SECONDS - t0)) s"
   done
-  san=$(grep -m1 "compute-sanitizer:" "$out/grade-solutions/report.md" | cut -c3-90)
+  san=$(grade_json sanitizer "$out/grade-solutions/results.json")
   note "grade: sanitizer step" info "${san:-no line in the report}"
 fi
 
@@ -244,17 +259,7 @@ if [ "$repeats" -gt 0 ] 2>/dev/null; then
   [ -f "$out/grade-solutions/junit.xml" ] && reuse=(--reuse-tests "$out/grade-solutions")
   tools/grade --tree solutions "${grade_chapters[@]}" --build-dir build/gpu-grade-solutions --no-build --no-sanitize --expect-gpu \
     "${reuse[@]}" --repeat "$repeats" --out "$out/grade-repeats" >"$out/grade-repeats.log" 2>&1
-  verdict=$(python3 - "$out/grade-repeats/report.md" <<'PY'
-import re, sys
-text = open(sys.argv[1]).read()
-m = re.search(r"performance points per run: ([0-9., ]+) \(of ([0-9.]+)\)", text)
-if not m:
-    print("FAIL no repeat line in the report"); sys.exit()
-runs = [float(x) for x in m.group(1).split(",")]
-full = float(m.group(2))
-print(("ok" if all(r == full for r in runs) else "FAIL") + f" {sum(r == full for r in runs)}/{len(runs)} runs at {full:g}/{full:g}")
-PY
-)
+  verdict=$(grade_json repeats "$out/grade-repeats/results.json")
   note "grade repeats ($repeats)" "${verdict%% *}" "${verdict#* }, $((SECONDS - t0)) s (spread: grade-repeats/report.md)"
 fi
 
@@ -267,9 +272,10 @@ if ! skipped tamper && checking 06; then
   tools/grade --tree "$tamper" --chapter 06 --strict --no-performance --build-dir build/gpu-grade-tamper \
     --out "$out/grade-tamper" >"$out/grade-tamper.log" 2>&1
   rc=$?
-  if grep -q "REFUSED" "$out/grade-tamper/report.md" 2>/dev/null && grep -q "06_ladder/ladder.cu:" "$out/grade-tamper/report.md"; then
-    note "tampered tree (--strict)" ok "refused, exit $rc: $(grep -m1 -o '06_ladder/ladder.cu:[0-9]*' "$out/grade-tamper/report.md")"
-  else note "tampered tree (--strict)" FAIL "not refused (exit $rc); see grade-tamper/"; fi
+  verdict=$(grade_json tamper "$out/grade-tamper/results.json")
+  if [ "${verdict%% *}" = ok ]; then
+    note "tampered tree (--strict)" ok "refused, exit $rc: ${verdict#* }"
+  else note "tampered tree (--strict)" FAIL "not refused (exit $rc; ${verdict#* }); see grade-tamper/"; fi
 fi
 
 echo

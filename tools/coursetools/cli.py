@@ -371,6 +371,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     grade.repeats = repeat_summary(runs)
                     grade.repeat_rules = repeat_rules(runs)
                     totals = [round_points(sum(i.points for i in r)) for r in runs]
+                    grade.repeat_totals = totals
                     grade.notes.append(f"--repeat {args.repeat}: performance points per run: "
                                        + ", ".join(f"{t:g}" for t in totals)
                                        + f" (of {round_points(sum(i.max_points for i in perf)):g}); "

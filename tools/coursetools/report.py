@@ -247,9 +247,12 @@ def gradescope_results(g: Grade) -> dict:
             "cores": g.cores,
             "correctness": {"score": pc, "max_score": mc},
             "performance": {"score": pp, "max_score": mp},
+            "sanitizer": list(g.sanitizer),
         },
         "tests": tests,
     }
+    if g.repeat_totals:  # --repeat N: each run's performance points, and the most it could earn
+        result["extra_data"]["performance_per_run"] = {"scores": list(g.repeat_totals), "max_score": mp}
     board = [{"name": f"{i.chapter} {i.name}", "value": round(i.measured, 3), "order": "desc"}
              for i in g.items if i.leaderboard and i.measured is not None]
     if board:

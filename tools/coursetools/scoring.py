@@ -215,6 +215,7 @@ class Grade:
     sanitizer: List[str] = field(default_factory=list)  # what the sanitizer step did
     repeats: Dict[str, List[float]] = field(default_factory=dict)  # --repeat: item name -> values
     repeat_rules: Dict[str, Tuple[float, float, float]] = field(default_factory=dict)  # name -> zero_at, full_at, max points
+    repeat_totals: List[float] = field(default_factory=list)  # --repeat: each run's performance points
 
     def total(self, kind: Optional[str] = None, assessed_only: bool = False) -> Tuple[float, float]:
         items = [i for i in self.items if (kind is None or i.kind == kind)]
@@ -258,9 +259,10 @@ class Grade:
             else:
                 parts.append("INCOMPLETE: some graded items were not run. ")
             pa, ma = self.total(assessed_only=True)
+            covers = (f"the score covers only what ran ({pa:g} of {ma:g} points)" if ma > 0
+                      else "nothing was assessed, so there is no score yet")
             parts.append(f"{na:g} of {self.total()[1]:g} points were not assessed "
-                         f"({nac:g} correctness, {nap:g} performance); the score covers only what ran "
-                         f"({pa:g} of {ma:g} points). This is not a zero: grade this tree "
+                         f"({nac:g} correctness, {nap:g} performance); {covers}. This is not a zero: grade this tree "
                          "on a machine with an NVIDIA GPU (and the memory the skipped tests name) for a "
                          "complete score.")
             if self.gpu_visible and self.gpu_skip_reason:
