@@ -2,34 +2,23 @@
 # line (this file is the course's, never the student's: it is not generated from solutions/).
 #
 #   dotcourse            libdotcourse.so in build/<preset>/lib: the C ABI (dotcourse.h) over the
-#                        chapter's engine (07_library_lib); only dotcourse_* is exported
+#                        chapter's engine (07_library_lib); only dotcourse_* is exported; installed
+#                        with its header, CMake package and dotcourse.pc (packaging/)
 #   ch07.exports         ctest: the shared library exports every function of dotcourse.h and nothing else
 #   ch07.exports_catches_missing  ctest: that check fails when a declared function is missing
 #   ch07.python          ctest: the pytest suite of the Python package, against this build's library
 #   ch07.go              ctest: `go test` of the Go package (registered only where Go is installed)
+#   ch07.install_find_package, ch07.install_pkg_config  ctest: cmake --install into a fresh prefix,
+#                        then a consumer outside the course built with find_package(dotcourse) (C++)
+#                        or with pkg-config (C), and run (no GPU needed)
 set(ch07_tree "${COURSE_TREE_DIR}/07_library")
 set(ch07_dir "${CMAKE_CURRENT_LIST_DIR}")
 
-add_library(dotcourse SHARED "${ch07_tree}/c_api.cpp" "${ch07_tree}/typed.cu")
-target_link_libraries(dotcourse PRIVATE 07_library_lib)
-target_include_directories(dotcourse INTERFACE "${ch07_tree}")
-target_compile_definitions(dotcourse PRIVATE DOTCOURSE_BUILDING)
-set_target_properties(dotcourse PROPERTIES
-  CXX_VISIBILITY_PRESET hidden
-  CUDA_VISIBILITY_PRESET hidden
-  VISIBILITY_INLINES_HIDDEN ON
-  LIBRARY_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/lib")
-# -fvisibility=hidden covers this file; the static libraries inside were compiled without it, so
-# the linker hides their symbols too (--exclude-libs), and the version script keeps only dotcourse_*.
-target_link_options(dotcourse PRIVATE "LINKER:--exclude-libs,ALL"
-                                      "LINKER:--version-script=${ch07_dir}/dotcourse.map")
-set_property(TARGET dotcourse APPEND PROPERTY LINK_DEPENDS "${ch07_dir}/dotcourse.map")
-
-# pip install chapters/07_library/python: scikit-build-core installs the library into the package.
-if(SKBUILD)
-  set_target_properties(dotcourse PROPERTIES INSTALL_RPATH "${CUDAToolkit_LIBRARY_DIR}")
-  install(TARGETS dotcourse LIBRARY DESTINATION dotcourse COMPONENT dotcourse_python)
-endif()
+# The target and its install rules live in packaging/dotcourse_target.cmake, shared with the
+# library's own CMake project (packaging/CMakeLists.txt: pip, the sdist, a C user without the course).
+include("${ch07_dir}/packaging/dotcourse_target.cmake")
+dotcourse_add_library(TREE "${ch07_tree}" ENGINE 07_library_lib)
+dotcourse_install()  # cmake --install build/<preset> --component dotcourse [--prefix DIR]
 
 # The driver (the C++ motivating program) and the tests call the C API too.
 target_link_libraries(07_library PRIVATE dotcourse)
@@ -48,6 +37,18 @@ if(COURSE_BUILD_TESTS)
                    -DEXTRA_DECLARED=dotcourse_not_in_the_library -P "${ch07_dir}/check_exports.cmake")
   set_tests_properties(ch07.exports_catches_missing PROPERTIES LABELS ch07
                        PASS_REGULAR_EXPRESSION "does not export these functions of dotcourse.h:[ \t\r\n]*dotcourse_not_in_the_library")
+
+  # The installed package, from outside the course (no GPU needed): cmake --install into a fresh
+  # prefix, then a C++ consumer with find_package(dotcourse) and a C consumer with pkg-config.
+  foreach(mode find_package pkg-config)
+    string(REPLACE "-" "_" test_mode "${mode}")
+    add_test(NAME ch07.install_${test_mode}
+             COMMAND "${CMAKE_COMMAND}" -DBUILD_DIR=${CMAKE_BINARY_DIR} -DWORK=${CMAKE_BINARY_DIR}/ch07_install_${test_mode}
+                     -DMODE=${mode} -DVERSION=${DOTCOURSE_VERSION} "-DGENERATOR=${CMAKE_GENERATOR}"
+                     -P "${ch07_dir}/packaging/test_install.cmake")
+    set_tests_properties(ch07.install_${test_mode} PROPERTIES LABELS ch07)
+    set_tests_properties(ch07.install_${test_mode} PROPERTIES SKIP_REGULAR_EXPRESSION "COURSE-SKIP" TIMEOUT 600)
+  endforeach()
 
   add_test(NAME ch07.python COMMAND bash "${ch07_dir}/python/run_pytest.sh" $<TARGET_FILE:dotcourse>)
   set_tests_properties(ch07.python PROPERTIES LABELS ch07 SKIP_REGULAR_EXPRESSION "COURSE-NO-GPU|COURSE-SKIP"

@@ -131,7 +131,11 @@ dotcourse_status ch07::guarded_call(const char* function, const std::function<vo
 
 extern "C" {
 
-DOTCOURSE_API const char* dotcourse_version(void) { return "0.8.0"; }
+// The one version (chapters/07_library/packaging/version.cmake), passed in by the build.
+#ifndef DOTCOURSE_VERSION_STRING
+#error "DOTCOURSE_VERSION_STRING is not defined: build libdotcourse with its CMake (packaging/dotcourse_target.cmake)"
+#endif
+DOTCOURSE_API const char* dotcourse_version(void) { return DOTCOURSE_VERSION_STRING; }
 
 DOTCOURSE_API const char* dotcourse_status_string(dotcourse_status status) {
   switch (status) {

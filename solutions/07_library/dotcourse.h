@@ -48,7 +48,8 @@ typedef enum dotcourse_status {
 /** Opaque: everything one GPU needs for dot products up to n_max elements. */
 typedef struct dotcourse_context dotcourse_context;
 
-/** "0.8.0": the library's version (a static string). */
+/** The library's version, "MAJOR.MINOR.PATCH" (a static string): the CMake project's version, the
+ *  same as the CMake package's, dotcourse.pc's and the Python package's __version__. */
 DOTCOURSE_API const char* dotcourse_version(void);
 
 /** A static, one-line description of a status code. */

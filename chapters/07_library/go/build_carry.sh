@@ -15,7 +15,8 @@ case $build in /*) ;; *) build=$root/$build ;; esac
 [ -f "$build/lib/libdotcourse.so" ] || { echo "build_carry: no $build/lib/libdotcourse.so (build the target dotcourse first)" >&2; exit 2; }
 mkdir -p "$build/go-bin"
 cd "$here"
-export CGO_ENABLED=1 GOFLAGS=-mod=mod CGO_LDFLAGS="-L$build/lib -Wl,-rpath,\$ORIGIN/../lib"
+export PKG_CONFIG_PATH="$build/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"  # #cgo pkg-config: dotcourse
+export CGO_ENABLED=1 GOFLAGS=-mod=mod CGO_LDFLAGS="-Wl,-rpath,\$ORIGIN/../lib"
 go test -c -o "$build/go-bin/dotcourse.test" ./dotcourse
 go build -o "$build/go-bin/motivate" ./cmd/motivate
 echo "build_carry: wrote $build/go-bin/dotcourse.test and $build/go-bin/motivate"

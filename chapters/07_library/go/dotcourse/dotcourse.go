@@ -14,11 +14,19 @@
 // garbage collector may move or free the memory afterwards. The C library therefore must not keep
 // the pointers, and it does not: its staging threads have read every element before dotcourse_dot
 // returns. Nothing else crosses: the context is C memory that Go only holds the address of.
+//
+// Building: the package finds dotcourse.h and libdotcourse.so through pkg-config (dotcourse.pc,
+// installed by `cmake --install`, or written into a build's lib/pkgconfig/). When `go build` says
+// "Package dotcourse was not found in the pkg-config search path", point PKG_CONFIG_PATH at the
+// folder holding dotcourse.pc, for example
+//
+//	PKG_CONFIG_PATH=$PWD/build/solutions/lib/pkgconfig go build ./...
+//
+// and see README.md beside go.mod for the run-time side (the loader must find libdotcourse.so).
 package dotcourse
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../..
-#cgo LDFLAGS: -ldotcourse
+#cgo pkg-config: dotcourse
 #include <stdio.h>
 #include "dotcourse.h"
 
