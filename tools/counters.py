@@ -34,6 +34,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -104,13 +105,16 @@ def runs_for(chapter, version, n):
         if version.endswith("_copies"):
             return "the same kernels as " + version[: -len("_copies")] + ", with copies around them"
         # One run per precision: the float calls (validation, timing) all come before the double ones.
+        # The square-root loop at n / 4 (still 3 × 64 MiB past the L2 at 2^26): the driver checks it
+        # against the host's loop, which takes seconds at 16 square roots per element.
         sqrt = version.startswith("sqrt")
+        size = max(1, n // 4) if sqrt else n
         runs = []
         for kern, config in zip(kernels, ("float", "double")):
             args = ["--kernel", version, "--reps", "1", "--warmup", "0", "--quiet", "--cpu-reps", "1"]
-            args += (["--n", "1024", "--intensity-n", str(n), "--iters", "16"] if sqrt
-                     else ["--n", str(n), "--intensity-n", "1024", "--iters", "1"])
-            runs.append(Run(version, config + (", iters=16" if sqrt else ""), args, [kern], n))
+            args += (["--n", "1024", "--intensity-n", str(size), "--iters", "16"] if sqrt
+                     else ["--n", str(size), "--intensity-n", "1024", "--iters", "1"])
+            runs.append(Run(version, config + (", iters=16" if sqrt else ""), args, [kern], size))
         return runs
     if chapter == "05_many_blocks":
         return [Run(version, "", _common(version, n) + ["--per-thread", "8"], kernels, n)]
@@ -269,7 +273,14 @@ def write_csv(rows, path):
 # ---------------------------------------------------------------------------------------------
 
 def find_ncu():
-    return shutil.which("ncu") or next((str(p) for p in (pathlib.Path("/usr/local/cuda/bin/ncu"),) if p.exists()), None)
+    """ncu on PATH, else where the CUDA toolkit and Nsight Compute install it."""
+    found = shutil.which("ncu")
+    if found:
+        return found
+    candidates = [pathlib.Path("/usr/local/cuda/bin/ncu")]
+    for pattern in ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda/nsight-compute*/ncu"):
+        candidates += sorted(pathlib.Path("/").glob(pattern.lstrip("/")), reverse=True)
+    return next((str(c) for c in candidates if c.exists()), None)
 
 
 def ncu_version(ncu):
@@ -334,6 +345,8 @@ def main(argv=None):
     p.add_argument("--n", default=str(DEFAULT_N), help="elements per input (default 2^26: past the L2)")
     p.add_argument("--only", action="append", default=[], help="profile only these versions (repeat or comma list)")
     p.add_argument("--timeout", type=int, default=180, help="seconds one profiling run may take")
+    p.add_argument("--budget", type=float, default=0,
+                   help="seconds for the whole call: no run starts after them (its versions get a note); 0: none")
     p.add_argument("--parse", type=pathlib.Path, help="print the rows of one saved ncu CSV log and exit")
     p.add_argument("--chapter", help="with --parse: the chapter")
     p.add_argument("--version", help="with --parse: the version")
@@ -369,6 +382,7 @@ def main(argv=None):
     version = ncu_version(ncu)
     raw = args.raw or args.out / "ncu"
     status = EXIT_OK
+    started = time.monotonic()
     for ch in chapters:
         binary = args.bin / ch
         if not binary.exists():
@@ -384,6 +398,9 @@ def main(argv=None):
                 rows.append(empty_row(ch, v, "", "", n, runs))
                 continue
             for run in runs:
+                if args.budget and time.monotonic() - started > args.budget:
+                    rows.append(empty_row(ch, v, run.config, "", n, f"not profiled: past the {args.budget:g} s budget"))
+                    continue
                 print(f"counters: {ch} {v} {run.config}".rstrip(), flush=True)
                 launches, note = profile(ncu, binary, run, raw, args.timeout)
                 got = rows_for_run(ch, run, launches, version)
@@ -392,6 +409,7 @@ def main(argv=None):
                         r["note"] = (r["note"] + "; " if r["note"] else "") + note
                     print(f"counters: {ch} {v}: {note}", file=sys.stderr)
                 rows += got
+            write_csv(rows, args.out / f"{ch}_counters.csv")  # after every version: a killed run keeps what it had
         out = args.out / f"{ch}_counters.csv"
         write_csv(rows, out)
         print(f"counters: {ch}: {len(rows)} rows -> {out} (clock control: {CLOCK_CONTROL})")

@@ -209,6 +209,21 @@ class EndToEnd(unittest.TestCase):
                 for cell in r.values():
                     self.assertNotIn(cell.strip().lower(), {"nan", "none", "yes", "no", "true", "false"})
 
+    def test_a_budget_stops_new_runs_and_says_so(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = pathlib.Path(tmp)
+            (tmp / "bin").mkdir()
+            (tmp / "bin" / "05_many_blocks").write_text("")
+            with mock.patch.object(ct, "find_ncu", lambda: "/nonexistent/ncu"), \
+                    mock.patch.object(ct, "ncu_version", lambda ncu: ""), \
+                    mock.patch.object(ct, "profile", side_effect=AssertionError("no run may start")):
+                self.assertEqual(ct.main(["--bin", str(tmp / "bin"), "--out", str(tmp), "--budget", "1e-9",
+                                          "05_many_blocks"]), 0)
+            with (tmp / "05_many_blocks_counters.csv").open(newline="") as f:
+                rows = list(csv.DictReader(f))
+        self.assertEqual({r["version"] for r in rows}, set(ct.sass_table.KERNELS["05_many_blocks"]))
+        self.assertTrue(all("budget" in r["note"] for r in rows))
+
 
 class Telemetry(unittest.TestCase):
     @staticmethod
