@@ -29,6 +29,7 @@ import argparse
 import collections
 import csv
 import io
+import os
 import pathlib
 import re
 import shutil
@@ -309,7 +310,8 @@ def profile(ncu, binary, run, raw_dir, timeout):
             log.unlink()
         cmd = ncu_command(ncu, binary, run, metrics, log)
         try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            # The C locale: ncu prints numbers in the locale's format ("9,00" in some).
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, "LC_ALL": "C"})
         except subprocess.TimeoutExpired:
             return [], f"ncu ran past {timeout} s"
         text = log.read_text(errors="replace") if log.exists() else ""
