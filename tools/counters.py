@@ -128,7 +128,8 @@ def runs_for(chapter, version, n):
 def ncu_command(ncu, binary, run, metrics, log):
     pattern = "|".join(f"(?:{kern.pattern})" for kern in run.kernels)
     return [ncu, "--csv", "--page", "details", "--print-units", "base", "--clock-control", CLOCK_CONTROL,
-            "--metrics", ",".join(metrics), "--kernel-name-base", "demangled", "--kernel-name", f"regex:{pattern}",
+            "--metrics", ",".join(metrics), "--kernel-name-base", "demangled", "--print-kernel-base", "demangled",
+            "--kernel-name", f"regex:{pattern}",
             "--launch-count", str(len(run.kernels)), "--log-file", str(log), str(binary)] + run.args
 
 
@@ -242,17 +243,28 @@ def rows_for_run(chapter, run, launches, ncu_version=""):
     A kernel of the chapter's EXTRA map (chapter 10's speed-of-light kernel) becomes a row of
     version `speed_of_light`, its config the pair."""
     extra = {kern.label: v for v, (ks, _) in sass_table.EXTRA.get(chapter, {}).items() for kern in ks}
-    rows, used = [], set()
-    for launch in launches:
+    # By name first; a launch whose printed name matches no pattern (another ncu's spelling of it)
+    # passed ncu's own filter, so it is one of the run's kernels: it takes the first one left.
+    match, used = {}, set()
+    for j, launch in enumerate(launches):
         for i, kern in enumerate(run.kernels):
-            if i in used or not re.search(kern.pattern, launch["kernel"]):
-                continue
-            used.add(i)
-            if kern.label in extra:
-                rows.append(row_from_launch(chapter, extra[kern.label], run.version, kern.label, run.n, launch, ncu_version))
-            else:
-                rows.append(row_from_launch(chapter, run.version, run.config, kern.label, run.n, launch, ncu_version))
-            break
+            if i not in used and re.search(kern.pattern, launch["kernel"]):
+                match[j] = (i, "")
+                used.add(i)
+                break
+    for j in range(len(launches)):
+        left = [i for i in range(len(run.kernels)) if i not in used]
+        if j not in match and left:
+            match[j] = (left[0], "matched by launch order: ncu printed another name")
+            used.add(left[0])
+    rows = []
+    for j, launch in enumerate(launches):
+        if j not in match:
+            continue
+        i, note = match[j]
+        kern = run.kernels[i]
+        version, config = (extra[kern.label], run.version) if kern.label in extra else (run.version, run.config)
+        rows.append(row_from_launch(chapter, version, config, kern.label, run.n, launch, ncu_version, note))
     for i, kern in enumerate(run.kernels):
         if i not in used:
             version, config = (extra[kern.label], run.version) if kern.label in extra else (run.version, run.config)

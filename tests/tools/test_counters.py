@@ -126,6 +126,13 @@ class Rows(unittest.TestCase):
         self.assertIn("no launch", rows[1]["note"])
         self.assertEqual(rows[1]["duration_us"], "")
 
+    def test_names_ncu_spells_otherwise_are_matched_by_launch_order(self):
+        run = ct.runs_for("06_ladder", "v1_divergent", N)[0]
+        log = "\n".join([HEADER] + metric_lines(0, "dot_kernel1", FINISH_METRICS) + metric_lines(1, "finish_kernel", FINISH_METRICS))
+        rows = ct.rows_for_run("06_ladder", run, ct.parse_ncu_csv(log))
+        self.assertEqual([r["kernel"] for r in rows], ["dot_kernel1", "finish_kernel"])
+        self.assertTrue(all("launch order" in r["note"] for r in rows))
+
     def test_chapter_10_speed_of_light_row(self):
         run = ct.runs_for("10_dtypes", "f32_i8", N)[0]
         self.assertEqual(len(run.kernels), 2)
