@@ -191,7 +191,7 @@ class JUnitParsing(unittest.TestCase):
         self.assertEqual(report.one_line(text),
                          "add_gpu (float) at n = 1: 1 of 1 elements wrong; the first at index 0 (got -")
         g = scoring.assemble([chapter01()], list(tests.values()),
-                           lambda m, r: self.fail("no measurement without passing tests"))
+                             lambda m, r: self.fail("no measurement without passing tests"))
         self.assertEqual(g.total()[0], 0.0)   # the unfilled tree scores zero
         self.assertGreater(g.total()[1], 0.0)
         self.assertEqual(g.not_assessed(), 0.0)
@@ -248,16 +248,16 @@ class Manifests(unittest.TestCase):
 
     def test_requires_may_be_one_string_and_comments_are_allowed(self):
         m = mf.parse_manifest({"chapter": "01_timing", "comment": "x",
-                                  "performance": [perf_rule(requires="ch01 add_gpu: *", comment="y")]},
-                                 Path("01_timing.json"))
+                               "performance": [perf_rule(requires="ch01 add_gpu: *", comment="y")]},
+                              Path("01_timing.json"))
         self.assertEqual(m.performance[0].requires, ["ch01 add_gpu: *"])
 
     def test_speedup_metric_needs_a_version(self):
         mf.parse_manifest({"chapter": "01_timing", "performance": [perf_rule(metric="speedup_vs:add_lib")]},
-                             Path("01_timing.json"))
+                          Path("01_timing.json"))
         with self.assertRaises(mf.ManifestError):
             mf.parse_manifest({"chapter": "01_timing", "performance": [perf_rule(metric="speedup_vs:")]},
-                                 Path("01_timing.json"))
+                              Path("01_timing.json"))
 
 
 class CorrectnessRules(unittest.TestCase):
@@ -861,7 +861,7 @@ class Splice(unittest.TestCase):
             try:
                 with redirect_stderr(err), redirect_stdout(io.StringIO()):
                     code = cli.main(["--tree", str(tree), "--strict", "--chapter", "06", "--out", str(out),
-                                       "--build-dir", str(Path(d) / "build")])
+                                     "--build-dir", str(Path(d) / "build")])
             finally:
                 proc.run_logged = real
             report = (out / "report.md").read_text()
@@ -938,7 +938,7 @@ class Sanitizer(unittest.TestCase):
         self.assertFalse(ok)
         self.assertIn("Race reported between Write access", msg)
         self.assertEqual(sanitizer.sanitizer_verdict("racecheck", 0,
-                                                 "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n"),
+                                                     "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n"),
                          (True, ""))
         self.assertFalse(sanitizer.sanitizer_verdict("memcheck", 1, "test failed\n")[0])
         host_only = ("========= COMPUTE-SANITIZER\nAll tests passed (8007 assertions in 1 test case)\n"
@@ -1039,7 +1039,7 @@ class Sanitizer(unittest.TestCase):
         # The same error from the course's own code (no libnccl frame) is not left out.
         own_probe = self.NCCL_PROBE.replace("/usr/local/lib/libnccl.so.2", "/build/bin/test_11_multi_gpu")
         self.assertFalse(sanitizer.sanitizer_verdict("memcheck", 99, own_probe + "========= ERROR SUMMARY: 1 error\n",
-                                                 allowed)[0])
+                                                     allowed)[0])
 
     def test_cpu_rules_and_excluded_tests_are_not_sanitized(self):
         m02 = next(m for m in mf.load_manifests() if m.chapter == "02_cpu_dot")
@@ -1155,7 +1155,7 @@ class ExtrasAndRepeats(unittest.TestCase):
                 build.mkdir()
                 (build / "CTestTestfile.cmake").write_text("")
                 cli.main(["--no-build", "--build-dir", str(build), "--out", str(Path(d) / "o"), "--chapter", "01",
-                            "--seed", "99", "--no-sanitize", "--no-performance"])
+                          "--seed", "99", "--no-sanitize", "--no-performance"])
                 report = (Path(d) / "o" / "report.md").read_text()
         finally:
             proc.run_logged = real

@@ -309,8 +309,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                   f"(log: {build_log})", file=sys.stderr, flush=True)
             extra_arg = [f"-DCOURSE_EXTRA_TESTS_DIR={Path(args.extra_tests).resolve()}"] if args.extra_tests \
                 else ["-DCOURSE_EXTRA_TESTS_DIR="]
-            code, out = proc.run_logged(["cmake", "-S", str(REPO), "-B", str(build_dir), f"-DCOURSE_TREE={tree_value}",
-                                    "-DCMAKE_BUILD_TYPE=Release"] + extra_arg + args.cmake_arg, build_log)
+            code, out = proc.run_logged(["cmake", "-S", str(REPO), "-B", str(build_dir),
+                                         f"-DCOURSE_TREE={tree_value}", "-DCMAKE_BUILD_TYPE=Release"]
+                                        + extra_arg + args.cmake_arg, build_log)
             if code == 0:
                 targets = build_targets(manifests, bool(args.chapter))
                 if targets and args.extra_tests:
