@@ -308,7 +308,8 @@ def ncu_version(ncu):
 def unknown_metrics(log_text, metrics):
     """The requested metrics ncu's errors name (this ncu or this GPU does not have them)."""
     errors = "\n".join(line for line in log_text.splitlines() if "ERROR" in line or "rror" in line)
-    return [m for m in metrics if m in errors]
+    # Named whole, or by its base name (the part before the first '.') as some versions print it.
+    return [m for m in metrics if re.search(r"(?<![\w.])" + re.escape(m.split(".")[0]) + r"(?![\w])", errors)]
 
 
 def profile(ncu, binary, run, raw_dir, timeout):

@@ -167,6 +167,10 @@ class Rows(unittest.TestCase):
         log = "==ERROR== Failed to find metric smsp__average_warps_issue_stalled_misc_per_issue_active.ratio\n"
         self.assertEqual(ct.unknown_metrics(log, ct.all_metrics()),
                          ["smsp__average_warps_issue_stalled_misc_per_issue_active.ratio"])
+        log = "==ERROR== Failed to find metric smsp__average_warps_issue_stalled_misc_per_issue_active\n"
+        self.assertEqual(ct.unknown_metrics(log, ct.all_metrics()),
+                         ["smsp__average_warps_issue_stalled_misc_per_issue_active.ratio"])
+        self.assertEqual(ct.unknown_metrics("==ERROR== ERR_NVGPUCTRPERM\n", ct.all_metrics()), [])
 
 
 FAKE_NCU = textwrap.dedent('''\
