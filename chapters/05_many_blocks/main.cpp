@@ -77,6 +77,7 @@ course::Verdict check(const Version& v, float got, const course::Reference& ref)
   course::Verdict ran;
   ran.ok = std::isfinite(got);
   ran.got = got;
+  ran.rel_error = std::nan("");  // not a dot product: no error to report (an empty cell)
   ran.message = ran.ok ? "" : "the speed-of-light kernel left its result unwritten (NaN)";
   return ran;
 }

@@ -111,6 +111,7 @@ course::Verdict validate(const Version& v, const Inputs& in, std::size_t set, co
     course::Verdict ran;
     ran.ok = std::isfinite(got);
     ran.got = got;
+    ran.rel_error = std::nan("");  // not a dot product: no error to report (an empty cell)
     ran.message = ran.ok ? "" : "the speed-of-light kernel left its result unwritten (NaN)";
     return ran;
   }
