@@ -334,6 +334,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 timer = ctest.TestTimer(limits)
                 _, console_text = proc.run_logged(["ctest", "--test-dir", str(build_dir), "--output-junit", str(junit),
                                                    "-L", labels], test_log, env=env, watch=timer)
+                for name, limit in timer.timed_out.items():
+                    print(f"[grade] {name}: {ctest.timed_out_outcome(limit)} (the per-test time limit): ended",
+                          file=sys.stderr, flush=True)
             tests = parse_junit(junit)
             if not tests:
                 # Every graded chapter has tests: none at all means a broken build folder, not a zero.
