@@ -62,4 +62,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cs.run(main)

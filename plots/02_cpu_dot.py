@@ -29,13 +29,14 @@ def colors_for(versions):
 
 
 def versions_side_by_side(rows, out_dir):
-    """Two panels, time and GB/s: one group of bars per version, one bar per size (lighter: smaller n).
-    Hatched bars are results that failed validation (the bug_* versions, on purpose)."""
+    """Two panels, time and GB/s: one column per version, one marker per size (its own shape; left
+    to right: smaller to larger n). Dots, not bars: a bar's length means nothing on a log scale.
+    Hollow markers are results that failed validation (the bug_* versions, on purpose)."""
     versions = list(dict.fromkeys(r["version"] for r in rows))
     sizes = sorted({r["n"] for r in rows})
     colors = colors_for(versions)
     fig, (ax_t, ax_b) = plt.subplots(1, 2, figsize=(12, 5))
-    width = 0.8 / len(sizes)
+    width = 0.6 / len(sizes)
     for b, version in enumerate(versions):
         for s, n in enumerate(sizes):
             match = [r for r in rows if r["version"] == version and r["n"] == n]
@@ -44,21 +45,27 @@ def versions_side_by_side(rows, out_dir):
             r = match[0]
             x = b + (s - (len(sizes) - 1) / 2) * width
             wrong = r.get("valid") != 1.0
-            style = dict(color=colors[version], alpha=0.3 + 0.7 * (s + 1) / len(sizes),
-                         hatch="//" if wrong else None, edgecolor="black" if wrong else None, linewidth=0.5)
-            ax_t.bar(x, r["median_ms"], width, **style)
+            style = dict(marker=MARKERS[s % len(MARKERS)], ms=6, ls="none", color=colors[version],
+                         markerfacecolor="white" if wrong else colors[version], markeredgewidth=1.3)
+            ax_t.plot(x, r["median_ms"], **style)
             if cs.finite(r.get("gbps")):
-                ax_b.bar(x, r["gbps"], width, **style)
+                ax_b.plot(x, r["gbps"], **style)
+    handles = [plt.Line2D([], [], marker=MARKERS[s % len(MARKERS)], ls="none", color=cs.COLORS["key"],
+                          label=f"n = {cs.size_label(n)}") for s, n in enumerate(sizes)]
+    handles.append(plt.Line2D([], [], marker="o", ls="none", color=cs.COLORS["key"], markerfacecolor="white",
+                              label="hollow: wrong answer"))
+    ax_b.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # off the data
     for ax in (ax_t, ax_b):
         ax.set_xticks(range(len(versions)), versions, rotation=25, ha="right")
         ax.set_yscale("log")
     ax_t.set_ylabel("median time per dot product (ms, log scale)")
     ax_b.set_ylabel("GB/s (x and y read once, log scale)")
-    size_text = ", ".join(cs.size_label(n) for n in sizes)
-    ax_t.set_title(f"Time; bars left to right: n = {size_text}")
+    ax_t.set_title("Time per dot product")
     threads = max((int(str(r["config"]).split("=")[1]) for r in rows
                    if str(r.get("config", "")).startswith("threads=")), default=1)
     ax_b.set_title(f"Bandwidth (threaded versions on {threads} threads)")
+    # The CPU is the subject of this chapter: name the one that was timed (run_metadata.json).
+    fig.suptitle(f"The dot product on the CPU: {cs.cpu_name()}")
     # % of the GPU's read roofline, where the run had a GPU: the ceiling of every later chapter.
     best = [r for r in rows if r["n"] == sizes[-1] and r.get("valid") == 1.0 and cs.finite(r.get("pct_roofline"))]
     if best:
@@ -112,4 +119,4 @@ def main():
         print(f"{accuracy_csv} not found: no accuracy plot (the run had --accuracy-n 0?)")
 
 if __name__ == "__main__":
-    main()
+    cs.run(main)

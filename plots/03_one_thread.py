@@ -6,8 +6,7 @@ import matplotlib.pyplot as plt
 import course_style as cs
 
 STEM = "03_one_thread"
-PHASES = [("allocate", "#bdbdbd"), ("copy x", "#ff7f0e"), ("copy y", "#fdae6b"), ("kernel", "#1f77b4"),
-          ("copy back", "#d62728"), ("free", "#969696"), ("other", "#e0e0e0")]
+PHASES = [(name, cs.PHASES[name]) for name in ("allocate", "copy x", "copy y", "kernel", "copy back", "free", "other")]
 
 
 def cpu_baselines(results, n):
@@ -23,14 +22,14 @@ def cpu_baselines(results, n):
     fastest = min(rows, key=lambda r: r["median_ms"])
     picks = [(f"CPU: {rows[0]['version']}", rows[0], cs.COLORS["cpu"])]
     if fastest is not rows[0]:
-        picks.append((f"CPU: {fastest['version']} ({fastest['config']})", fastest, "#4d4d4d"))
+        picks.append((f"CPU: {fastest['version']} ({fastest['config']})", fastest, cs.darker(cs.COLORS["cpu"], 0.4)))
     return picks
 
 
 def versions_side_by_side(rows, results, out_dir):
     sizes = sorted({r["n"] for r in rows})
-    colors = {("cublas", "kernel only"): cs.COLORS["library"], ("cublas", "round trip"): "#98df8a",
-              ("one_thread", "kernel only"): cs.COLORS["gpu"], ("one_thread", "round trip"): "#aec7e8"}
+    colors = {("cublas", "kernel only"): cs.COLORS["library"], ("cublas", "round trip"): cs.lighter(cs.COLORS["library"], 0.5),
+              ("one_thread", "kernel only"): cs.COLORS["gpu"], ("one_thread", "round trip"): cs.lighter(cs.COLORS["gpu"], 0.6)}
     fig, axes = plt.subplots(1, len(sizes), figsize=(4.2 * len(sizes) + 1, 5.2), squeeze=False, sharey=False)
     for ax, n in zip(axes[0], sizes):
         bars = cpu_baselines(results, n)
@@ -99,4 +98,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cs.run(main)

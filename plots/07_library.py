@@ -6,8 +6,10 @@ import matplotlib.pyplot as plt
 import course_style as cs
 
 STEM = "07_library"
-PHASES = [("alloc_ms", "allocate", "#8c564b"), ("copy_x_ms", "copy x", "#ff7f0e"), ("copy_y_ms", "copy y", "#ffbb78"),
-          ("kernel_ms", "kernel", "#1f77b4"), ("copy_back_ms", "copy back", "#9467bd"), ("free_ms", "free", "#7f7f7f")]
+# (CSV column, phase): the colours are the course's (plots/palette.py), shared with chapter 03.
+PHASES = [(col, label, cs.PHASES[label]) for col, label in (
+    ("alloc_ms", "allocate"), ("copy_x_ms", "copy x"), ("copy_y_ms", "copy y"), ("kernel_ms", "kernel"),
+    ("copy_back_ms", "copy back"), ("free_ms", "free"))]
 
 
 def per_call(rows):
@@ -48,7 +50,10 @@ def phases(rows):
         ax.set_title(version)
         ax.set_xlabel("n")
     axes[0][0].set_ylabel("% of the call (total ms above each bar)")
-    axes[0][-1].legend(fontsize=7, loc="lower right")
+    # Beside the last panel, not on it: inside, the legend hid the "copy x" share of the bars.
+    handles = [plt.Rectangle((0, 0), 1, 1, color=color) for _, _, color in PHASES]
+    axes[0][-1].legend(handles[::-1], [label for _, label, _ in PHASES][::-1], fontsize=8, loc="upper left",
+                       bbox_to_anchor=(1.02, 1.0), title="phase (top to bottom)", title_fontsize=8)
     fig.suptitle("Where the time goes: allocate, copy x, copy y, kernel, copy back, free")
     return fig
 
@@ -67,22 +72,27 @@ def program(rows):
 
 
 def peers(rows):
-    fig, ax = plt.subplots()
+    """Each peer's time per call at each size: dots on a log scale (a bar's length means nothing
+    there), one marker shape per size, one colour per peer; the dots of a peer joined across sizes."""
+    fig, ax = plt.subplots(figsize=(9, 4.8))
     keys = list(dict.fromkeys((r["peer"], r["input"]) for r in rows))
     sizes = sorted({r["n"] for r in rows})
-    width = 0.8 / len(sizes)
+    peer_colors = {peer: cs.PEERS.get(peer, cs.PALETTE[k % len(cs.PALETTE)])
+                   for k, peer in enumerate(dict.fromkeys(p for p, _ in keys))}
+    markers = ["o", "s", "D", "^", "v", "P"]
     for j, n in enumerate(sizes):
-        vals = []
-        for peer, where in keys:
+        for i, (peer, where) in enumerate(keys):
             m = [r["median_ms"] for r in rows if r["peer"] == peer and r["input"] == where and r["n"] == n]
-            vals.append(m[0] if m else float("nan"))
-        ax.bar([i + j * width for i in range(len(keys))], vals, width, label=f"n = {cs.size_label(n)}",
-               color=cs.PALETTE[j % len(cs.PALETTE)])
+            if m and cs.finite(m[0]):
+                ax.plot(i, m[0], marker=markers[j % len(markers)], ms=7, ls="none", color=peer_colors[peer])
     ax.set_yscale("log")
-    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(keys))], [f"{p}\n{w}" for p, w in keys], fontsize=7)
-    ax.set_ylabel("ms per call, result on the host")
+    ax.set_xlim(-0.5, len(keys) - 0.5)
+    ax.set_xticks(range(len(keys)), [f"{p}\n{w}" for p, w in keys], fontsize=7)
+    ax.set_ylabel("ms per call, result on the host (log scale)")
     ax.set_title("From Python: the peers, timed in the same run")
-    ax.legend()
+    handles = [plt.Line2D([], [], marker=markers[j % len(markers)], ls="none", color=cs.COLORS["key"],
+                          label=f"n = {cs.size_label(n)}") for j, n in enumerate(sizes)]
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
 
 
@@ -104,4 +114,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cs.run(main)

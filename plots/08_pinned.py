@@ -11,7 +11,7 @@ DIRECTIONS = ("h2d", "d2h", "both")
 
 def sweep(rows, fits):
     paths = list(dict.fromkeys(r["path"] for r in rows))
-    color = {p: cs.PALETTE[i % len(cs.PALETTE)] for i, p in enumerate(paths)}
+    color = {p: cs.path_color(p) for p in paths}  # the same colours as the end-to-end figure
     fig, axes = plt.subplots(2, 3, figsize=(14, 8), sharex=True)
     for col, d in enumerate(DIRECTIONS):
         t_ax, bw_ax = axes[0][col], axes[1][col]
@@ -29,7 +29,9 @@ def sweep(rows, fits):
             bw_ax.plot(xs, [g for _, _, g in pts], "o-", ms=3, lw=1, color=color[p], label=p)
         link = [f["link_gbps"] for f in fits if f["direction"] == d and cs.finite(f["link_gbps"]) and f["link_gbps"] > 0]
         if link:
-            bw_ax.axhline(link[0], color=cs.COLORS["roofline"], ls="--", lw=1, label=f"link {link[0]:.0f} GB/s")
+            bw_ax.axhline(link[0], color=cs.COLORS["roofline"], ls="--", lw=1)
+            bw_ax.annotate(f"link {link[0]:.0f} GB/s", (0.01, link[0]), xycoords=("axes fraction", "data"),
+                           xytext=(0, 3), textcoords="offset points", fontsize=7)
         t_ax.set_xscale("log", base=2)
         t_ax.set_yscale("log")
         t_ax.set_title(f"{d}: time per copy (points) and alpha + S/beta (lines)")
@@ -38,8 +40,10 @@ def sweep(rows, fits):
         bw_ax.set_ylim(bottom=0)
         bw_ax.set_xlabel("bytes per copy" + (" (each direction)" if d == "both" else ""))
         bw_ax.set_ylabel("GB/s" + (" (both directions summed)" if d == "both" else ""))
-    axes[0][0].legend(fontsize=8)
-    axes[1][2].legend(fontsize=8)
+    # One legend for the whole figure, beside it: every path once, and the link; none over the data.
+    handles = [plt.Line2D([], [], marker="o", ms=4, lw=1, color=color[p], label=p) for p in paths]
+    handles.append(plt.Line2D([], [], color=cs.COLORS["roofline"], ls="--", lw=1, label="the link's rate"))
+    fig.legend(handles=handles, fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.suptitle("Host <-> device transfers on every path")
     return fig
 
@@ -55,7 +59,7 @@ def pinning(rows):
     ax.set_xlabel("bytes")
     ax.set_ylabel("milliseconds")
     ax.set_title("What memory costs before the first copy: allocate, pin, free")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig
 
 
@@ -73,7 +77,7 @@ def staging(rows):
                   [f"{int(c) >> 20} MiB chunks" for c in chunks])
     ax.set_ylabel("GB/s, pageable -> device")
     ax.set_title("The staged copy: chunk size and host threads (4 pinned buffers)")
-    ax.legend()
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig
 
 
@@ -83,14 +87,13 @@ def end_to_end(rows):
     fig, axes = plt.subplots(1, len(sizes), figsize=(6 * len(sizes), 4.8), squeeze=False)
     for ax, n in zip(axes[0], sizes):
         vals = [next((r["pct_link"] for r in rows if r["version"] == p and r["n"] == n), 0) for p in paths]
-        colors = [cs.COLORS["best"] if p == "pinned" else cs.COLORS["copies"] if p == "pageable" else cs.COLORS["gpu"]
-                  for p in paths]
-        bars = ax.bar(range(len(paths)), vals, color=colors)
+        bars = ax.bar(range(len(paths)), vals, color=[cs.path_color(p) for p in paths])
         ms = [next((r["median_ms"] for r in rows if r["version"] == p and r["n"] == n), 0) for p in paths]
         ax.bar_label(bars, labels=[f"{m:.3g} ms" for m in ms], fontsize=8)
         ax.set_xticks(range(len(paths)), paths, rotation=25, ha="right")
         ax.axhline(100, color=cs.COLORS["roofline"], ls="--", lw=1)
         ax.set_ylabel("% of this run's pinned H2D bandwidth")
+        ax.set_ylim(0, 112)  # room above 100 for the time labels
         ax.set_title(f"dot of host data, n = {cs.size_label(n)}, result on the host")
     return fig
 
@@ -112,4 +115,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cs.run(main)

@@ -8,7 +8,19 @@ import course_style as cs
 
 STEM = "09_streams"
 ENGINES = ("h2d", "kernel", "d2h")
-ENGINE_COLORS = {"h2d": cs.COLORS["copies"], "kernel": cs.COLORS["gpu"], "d2h": cs.COLORS["library"]}
+# Both timelines colour by engine (plots/palette.py: the same orange, blue and purple as chapter 07's
+# phases); the per-engine one tells streams apart by shade.
+ENGINE_COLORS = cs.ENGINES
+
+
+def order_color(version):
+    """A bar of the orders figure: an engine alone in its engine's colour, the copies together in
+    a lighter h2d, the yardstick black, the CPU grey, the issue orders in the GPU's blue."""
+    engine = version[:-len("_alone")] if version.endswith("_alone") else None
+    if engine in ENGINE_COLORS:
+        return ENGINE_COLORS[engine]
+    return {"copies_together": cs.lighter(ENGINE_COLORS["h2d"], 0.45), "bound": cs.COLORS["roofline"],
+            "cpu_threads": cs.COLORS["cpu"]}.get(version, cs.COLORS["gpu"])
 
 
 def orders(rows):
@@ -18,17 +30,14 @@ def orders(rows):
         # The graded rows from the book's recorded timelines have their own config: not bars here.
         sel = [r for r in rows if r["n"] == n and not str(r["config"]).startswith("book timeline")]
         names = [r["version"] for r in sel]
-        colors = [cs.COLORS["cpu"] if v == "cpu_threads" else cs.COLORS["roofline"] if v == "bound"
-                  else cs.COLORS["copies"] if v.endswith("_alone") or v == "copies_together" else cs.COLORS["gpu"]
-                  for v in names]
-        bars = ax.bar(range(len(sel)), [r["median_ms"] for r in sel], color=colors)
+        bars = ax.bar(range(len(sel)), [r["median_ms"] for r in sel], color=[order_color(v) for v in names])
         ax.bar_label(bars, fmt="%.3g", fontsize=8)
         # The CSV row "bound" is the yardstick: a target a good pipeline beats, not a lower bound.
         ax.set_xticks(range(len(sel)), ["yardstick" if v == "bound" else v for v in names], rotation=30, ha="right")
         ax.set_ylabel("milliseconds per call (result on the host)")
         ax.set_title(f"n = {cs.size_label(n)}, {sel[0]['config']}")
-    fig.suptitle("Issue orders (blue), each engine alone and both copies together (orange), the yardstick "
-                 "1.10 x busiest engine + one chunk's share (black: a target, not a lower bound), the CPU (grey)")
+    fig.suptitle("Issue orders (blue), each engine alone (its engine's colour) and both copies together, the "
+                 "yardstick 1.10 x busiest engine + one chunk's share (black: a target, not a lower bound), the CPU (grey)")
     return fig
 
 
@@ -46,7 +55,7 @@ def sweep(rows, main_rows):
     ax.set_xlabel("streams")
     ax.set_ylabel("milliseconds per call")
     ax.set_title(f"n = {cs.size_label(n)}: streams swept")
-    ax.legend()
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
 
 
@@ -60,7 +69,8 @@ def gantt(rows, by):
         if by == "engine":
             lanes = list(ENGINES)
             lane_of = lambda r: lanes.index(r["engine"])  # noqa: E731
-            color_of = lambda r: cs.PALETTE[int(r["stream"]) % len(cs.PALETTE)]  # noqa: E731
+            streams = int(max(r["stream"] for r in sel)) + 1
+            color_of = lambda r: cs.stream_shade(r["engine"], int(r["stream"]), streams)  # noqa: E731
         else:
             lanes = [f"stream {s}" for s in range(int(max(r["stream"] for r in sel)) + 1)]
             lane_of = lambda r: int(r["stream"])  # noqa: E731
@@ -72,9 +82,14 @@ def gantt(rows, by):
         ax.invert_yaxis()
         ax.set_title(f"{sc} ({sel[0]['version']}, {int(sel[0]['streams'])} streams)", fontsize=9, loc="left")
     axes[-1, 0].set_xlabel("milliseconds from the first operation (GPU clock, CUDA events)")
-    if by == "stream":
-        fig.legend(handles=[Patch(color=ENGINE_COLORS[e], label=e) for e in ENGINES], loc="upper right", ncol=3)
-    fig.suptitle("Timeline per " + by + (" (colour: stream)" if by == "engine" else " (colour: engine)"))
+    handles = [Patch(color=ENGINE_COLORS[e], label=e) for e in ENGINES]
+    if by == "engine":
+        most = int(max(r["stream"] for r in rows)) + 1
+        shade = lambda s: cs.lighter(cs.COLORS["key"], 0.6 * s / max(most - 1, 1))  # noqa: E731
+        handles += [Patch(color=shade(s), label=f"stream {s}") for s in range(most)]
+    fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 0.98), fontsize=8,
+               title="colour: engine" + ("\nshade: stream" if by == "engine" else ""), title_fontsize=8)
+    fig.suptitle("Timeline per " + by)
     return fig
 
 
@@ -112,4 +127,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cs.run(main)

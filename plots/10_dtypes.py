@@ -52,8 +52,7 @@ def throughput(rows):
 
 def python(rows):
     pairs = list(dict.fromkeys(r["pair"] for r in rows))
-    impls = [("dotcourse", cs.COLORS["gpu"]), ("torch", cs.COLORS["library"]), ("torch_convert", cs.COLORS["copies"]),
-             ("cupy", cs.COLORS["cpu"])]
+    impls = [(impl, cs.PEERS[impl]) for impl in ("dotcourse", "torch", "torch_convert", "cupy")]
     fig, ax = plt.subplots(figsize=(11, 4.8))
     width = 0.2
     for k, (impl, color) in enumerate(impls):
@@ -88,4 +87,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cs.run(main)

@@ -18,7 +18,7 @@ def sweep(rows):
             sel = sorted((r for r in rows if r["gpus"] == g and r["version"] == v), key=lambda r: r["n"])
             if sel:
                 ax.plot([r["n"] for r in sel], [r["gbps"] for r in sel], STYLE.get(v, "o-"), color=cs.PALETTE[ci],
-                        label=f"{v}, {g} GPU{'s' if g > 1 else ''}")
+                        label=f"{v}, {int(g)} GPU{'s' if g > 1 else ''}")
         top = [r for r in rows if r["gpus"] == g]
         roof = max(r["gbps"] / r["pct_roofline"] * 100 for r in top if r["pct_roofline"] > 0)
         ax.axhline(roof, color=cs.PALETTE[ci], lw=0.8, ls="-.", alpha=0.6)
@@ -27,7 +27,7 @@ def sweep(rows):
     ax.set_xlabel("n (all GPUs together)")
     ax.set_ylabel("GB/s (2·n·4 bytes / time per call, result on every GPU)")
     ax.set_title("The dot on many GPUs (dash-dot: the GPUs' summed read roofline)")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
 
 
@@ -38,15 +38,15 @@ def split(rows):
     for ci, g in enumerate(counts):
         pts = sorted((r for r in sel if r["gpus"] == g), key=lambda r: r["n"])
         ax.plot([r["n"] for r in pts], [r["kernel_ms"] * 1e3 for r in pts], "o-", color=cs.PALETTE[ci],
-                label=f"partial kernel, {g} GPU(s)")
+                label=f"partial kernel, {int(g)} GPU{'s' if g > 1 else ''}")
         ax.plot([r["n"] for r in pts], [r["combine_ms"] * 1e3 for r in pts], "s--", color=cs.PALETTE[ci],
-                label=f"combine (allgather + rank-order add), {g} GPU(s)")
+                label=f"combine (allgather + rank-order add), {int(g)} GPU{'s' if g > 1 else ''}")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("n (all GPUs together)")
     ax.set_ylabel("microseconds (CUDA events, slowest GPU)")
     ax.set_title("Where a call's time goes: the kernel against the combine")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
 
 
@@ -98,8 +98,9 @@ def crossover(rows):
 def host(rows):
     fig, ax = plt.subplots()
     g = [r["gpus"] for r in rows]
-    ax.bar([x - 0.2 for x in g], [r["h2d_gbps"] for r in rows], width=0.4, color=cs.COLORS["copies"], label="H2D, all GPUs")
-    ax.bar([x + 0.2 for x in g], [r["h2d_gbps_per_gpu"] for r in rows], width=0.4, color=cs.COLORS["gpu"], label="per GPU")
+    ax.bar([x - 0.2 for x in g], [r["h2d_gbps"] for r in rows], width=0.4, color=cs.ENGINES["h2d"], label="H2D, all GPUs")
+    ax.bar([x + 0.2 for x in g], [r["h2d_gbps_per_gpu"] for r in rows], width=0.4, color=cs.lighter(cs.ENGINES["h2d"], 0.45),
+           label="H2D, per GPU")
     ax.set_xticks(g)
     ax.set_xlabel("GPUs copying their slices at once")
     ax.set_ylabel("GB/s (pinned host memory)")
@@ -121,4 +122,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cs.run(main)

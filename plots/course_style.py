@@ -26,17 +26,11 @@ import matplotlib
 matplotlib.use("Agg")  # headless: no display on CI or the GPU machine
 import matplotlib.pyplot as plt  # noqa: E402
 
-# One colour per role, the same in every chapter.
-COLORS = {
-    "cpu": "#7f7f7f",
-    "gpu": "#1f77b4",
-    "copies": "#ff7f0e",
-    "library": "#2ca02c",
-    "best": "#d62728",
-    "roofline": "#000000",
-}
-PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-           "#bcbd22", "#17becf"]
+REFERENCE = pathlib.Path(__file__).resolve().parent.parent / "results" / "reference"
+
+# The colours live in plots/palette.py, one per role, engine, path and phase across the course.
+from palette import (ENGINES, PALETTE, PATHS, PEERS, PHASES, ROLES as COLORS, darker, engine_color, lighter,  # noqa: E402,F401
+                     path_color, stream_shade)
 
 
 def parse_args(description, chapter=None):
@@ -79,6 +73,11 @@ def gpu_name(default="this GPU"):
     return RUN.get("gpu") or default
 
 
+def cpu_name(default="a CPU not recorded in run_metadata.json"):
+    """The CPU of the run, for the titles of the CPU chapters: "Intel(R) Xeon(R) Processor"."""
+    return RUN.get("cpu") or default
+
+
 def run_label(meta=None):
     """One line naming where and when the data was measured, for a figure's footer."""
     meta = RUN if meta is None else meta
@@ -107,16 +106,31 @@ def _convert(value):
     return number
 
 
+class MissingCsv(FileNotFoundError):
+    """A CSV a plot needs is not there: run() prints its message as one line, no traceback."""
+
+
 def load_csv(path):
     """Rows of a course CSV as dicts; numeric cells become float (nan stays nan), text stays text.
 
-    Raises FileNotFoundError with a message that says which run produces the file."""
+    Raises MissingCsv with a message that says which run produces the file."""
     path = pathlib.Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path} not found: run the chapter with --csv {path} on a GPU, "
-                                "or point --results at results/reference/h100")
+        refs = sorted(d for d in REFERENCE.glob("*/") if (d / path.name).is_file())
+        ref = str(refs[0].relative_to(REFERENCE.parent.parent)) if refs else "results/reference/h100"
+        raise MissingCsv(f"{path} not found: run the chapter with --csv {path} on a GPU, "
+                         f"or point --results at {ref}")
     with path.open(newline="") as f:
         return [{k: _convert(v) for k, v in row.items()} for row in csv.DictReader(f)]
+
+
+def run(main):
+    """A plot script's entry point: main(), with a missing CSV as one line on stderr and exit code 2."""
+    try:
+        main()
+    except MissingCsv as e:
+        print(f"{pathlib.Path(sys.argv[0]).name}: {e}", file=sys.stderr)
+        sys.exit(2)
 
 
 def finite(x):
@@ -226,9 +240,9 @@ def versions_side_by_side(rows, results, title):
     ax_t.set_xlabel("median time (ms, log scale; left is faster)")
     ax_p.set_xlabel("% of the measured read roofline (log scale)")
     ax_p.axvline(100, color=COLORS["roofline"], lw=1, ls="--")
-    handles = [plt.Line2D([], [], marker=markers[s % len(markers)], ls="none", color="#444444",
+    handles = [plt.Line2D([], [], marker=markers[s % len(markers)], ls="none", color=COLORS["key"],
                           label=f"n = {size_label(n)}") for s, n in enumerate(sizes)]
-    handles.append(plt.Line2D([], [], marker="o", ls="none", color="#444444", markerfacecolor="white",
+    handles.append(plt.Line2D([], [], marker="o", ls="none", color=COLORS["key"], markerfacecolor="white",
                               label="hollow: wrong answer"))
     handles.append(plt.Line2D([], [], color=COLORS["roofline"], lw=1, ls="--", label="100% of the read roofline"))
     ax_p.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: no data hidden

@@ -1,6 +1,12 @@
-"""Renders every chapter's plots: runs plots/NN_*.py for each chapter whose CSV is present.
+"""Renders the chapters' plots: runs plots/NN_*.py for each chapter whose CSV is present.
 
     python3 plots/render_all.py --results results/reference/h100 --out results/local/plots
+    python3 plots/render_all.py --results results/local --chapter 07 --chapter 09_streams
+
+--chapter (by number or name, anywhere on the line, repeatable) draws only those chapters; one whose
+CSV is missing is an error that names the missing CSVs and the reference folder that has them
+(exit 2). Without --chapter a chapter with no CSV is skipped, or drawn from the sibling reference
+folder when RESULTS is one (chapter 11 is measured on two GPUs: results/reference/h200x2).
 """
 import argparse
 import pathlib
@@ -8,34 +14,88 @@ import subprocess
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent
+REFERENCE = ROOT / "results" / "reference"
 
 
-def main():
+def chapter_scripts():
+    return sorted(HERE.glob("[0-9][0-9]_*.py"))
+
+
+def pick_chapters(wanted, scripts):
+    """The scripts named by --chapter ("07", "07_library"), in course order; SystemExit(2) for an unknown one."""
+    picked = []
+    for name in wanted:
+        match = [s for s in scripts if s.stem == name or s.stem.startswith(f"{name}_")]
+        if not match:
+            names = ", ".join(s.stem for s in scripts)
+            print(f"plots: --chapter '{name}' is not a chapter (one of: {names})", file=sys.stderr)
+            raise SystemExit(2)
+        picked += [s for s in match if s not in picked]
+    return sorted(picked)
+
+
+def reference_with(stem):
+    """The reference folders that hold chapter `stem`'s main CSV."""
+    return sorted(d for d in REFERENCE.glob("*/") if (d / f"{stem}.csv").is_file())
+
+
+def missing_message(stem, results):
+    """One line: which of the chapter's CSVs `results` lacks, and where the reference ones are."""
+    refs = reference_with(stem)
+    expected = sorted(p.name for p in refs[0].glob(f"{stem}*.csv")) if refs else [f"{stem}.csv"]
+    missing = [name for name in expected if not (results / name).is_file()]
+    where = f"; the reference ones are in {', '.join(rel(r) for r in refs)}/" if refs else ""
+    return (f"plots: {stem}: missing in {rel(results)}/: {', '.join(missing)}{where} "
+            f"(run the chapter with --csv {rel(results)}/{stem}.csv, "
+            f"or pass --results {rel(refs[0]) if refs else 'results/reference/h100'})")
+
+
+def rel(path):
+    path = pathlib.Path(path).resolve()
+    try:
+        return str(path.relative_to(pathlib.Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--results", type=pathlib.Path, required=True, help="folder with the chapters' CSVs")
-    p.add_argument("--out", type=pathlib.Path, required=True, help="folder for the images")
-    args = p.parse_args()
-    scripts = sorted(HERE.glob("[0-9][0-9]_*.py"))
+    p.add_argument("--results", type=pathlib.Path, default=pathlib.Path("results/local"),
+                   help="folder with the chapters' CSVs (default: %(default)s)")
+    p.add_argument("--out", type=pathlib.Path, default=None, help="folder for the images (default: RESULTS/plots)")
+    p.add_argument("--chapter", action="append", default=[], metavar="NN",
+                   help="only this chapter, by number or name (repeatable)")
+    args = p.parse_args(argv)
+    out = args.out if args.out is not None else args.results / "plots"
+    scripts = chapter_scripts()
+    only = pick_chapters(args.chapter, scripts) if args.chapter else None
+    if not args.results.is_dir():
+        print(f"plots: no folder {args.results} (--results: where the chapters wrote their CSVs)", file=sys.stderr)
+        return 2
     failed, skipped, done = [], [], 0
-    for script in scripts:
+    for script in only or scripts:
         results = args.results
         if not (results / f"{script.stem}.csv").is_file():
+            siblings = reference_with(script.stem)
+            if only is not None:
+                print(missing_message(script.stem, args.results), file=sys.stderr)
+                return 2
             # A reference folder lacks a chapter measured on another machine (chapter 11 needs two
             # GPUs): draw it from the sibling reference folder that has it, and say so.
-            siblings = sorted(d for d in args.results.parent.glob("*/") if (d / f"{script.stem}.csv").is_file())
-            if args.results.resolve().parent.name != "reference" or not siblings:
+            if args.results.resolve().parent != REFERENCE.resolve() or not siblings:
                 skipped.append(script.stem)
                 continue
             results = siblings[0]
-            print(f"render_all: {script.stem} from {results} (not measured in {args.results})")
-        r = subprocess.run([sys.executable, str(script), "--results", str(results), "--out", str(args.out)])
+            print(f"render_all: {script.stem} from {rel(results)} (not measured in {args.results})")
+        r = subprocess.run([sys.executable, str(script), "--results", str(results), "--out", str(out)])
         if r.returncode != 0:
             failed.append(script.stem)
         else:
             done += 1
     if skipped:
         print(f"render_all: no CSV in {args.results} for: {', '.join(skipped)} (skipped)")
-    print(f"render_all: {done} chapters plotted into {args.out}" + (f"; FAILED: {', '.join(failed)}" if failed else ""))
+    print(f"render_all: {done} chapter(s) plotted into {out}" + (f"; FAILED: {', '.join(failed)}" if failed else ""))
     return 1 if failed or done == 0 else 0
 
 
