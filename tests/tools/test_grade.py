@@ -725,6 +725,7 @@ class CommandLine(unittest.TestCase):
         self.assertEqual([c[0] for c in calls], ["ctest"])
         self.assertIn("-L", calls[0])
         self.assertEqual(calls[0][calls[0].index("-L") + 1], "^(ch01)$")
+        self.assertEqual(calls[0][calls[0].index("-j") + 1], "1")   # serial: the time limit follows one test
         self.assertIn("report.md", stdout)
         self.assertIn("GPU tests did not run", results["output"])
         by_name = {t["name"]: t for t in results["tests"]}

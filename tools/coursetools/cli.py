@@ -332,8 +332,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             else:
                 print(f"[grade] testing (ctest -L '{labels}', log: {test_log})", file=sys.stderr, flush=True)
                 timer = ctest.TestTimer(limits)
+                # One test at a time (-j 1 whatever CTEST_PARALLEL_LEVEL says): the timer follows one test.
                 _, console_text = proc.run_logged(["ctest", "--test-dir", str(build_dir), "--output-junit", str(junit),
-                                                   "-L", labels], test_log, env=env, watch=timer)
+                                                   "-L", labels, "-j", "1"], test_log, env=env, watch=timer)
                 for name, limit in timer.timed_out.items():
                     print(f"[grade] {name}: {ctest.timed_out_outcome(limit)} (the per-test time limit): ended",
                           file=sys.stderr, flush=True)
