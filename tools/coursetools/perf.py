@@ -249,6 +249,7 @@ def repeat_rules(runs: Sequence[Sequence[Item]]) -> Dict[str, Tuple[float, float
 REPEAT_COLUMNS = ["measurement", "runs", "min", "median", "max", "zero_at", "full_at", "worst_over_full",
                   "points_min", "points_max", "max_points"]
 
+
 def repeat_rows(values: Dict[str, List[float]], rules: Dict[str, Tuple[float, float, float]]) -> List[dict]:
     """One row per measurement of a --repeat run: the spread of its values and how close the worst
     run came to full marks. worst_over_full is the worst value over the full-marks threshold (its

@@ -14,6 +14,7 @@ from .scoring import Grade, Item, round_points
 STATUS_WORDS = {"passed": "passed", "partial": "partial", "failed": "**failed**",
                 "skipped": "not run (no GPU)", "error": "**grader error**", "not graded": "not graded"}
 
+
 def _md_cell(text: str, limit: int = 0) -> str:
     text = " ".join(str(text).split())
     if limit and len(text) > limit:

@@ -27,6 +27,7 @@ EXIT_INCOMPLETE = 3  # some points were not assessed (GPU tests skipped)
 
 ASSESSED = ("passed", "partial", "failed")
 
+
 @dataclass
 class Item:
     chapter: str
