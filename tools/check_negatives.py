@@ -36,7 +36,8 @@ import sys
 
 # tools/ holds the package and make_exercises.py. A script finds them there; this line is for a
 # module that loads this file by its path (tools/sync_snippets.py reads the cases through it).
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+if str(pathlib.Path(__file__).resolve().parent) not in sys.path:
+    sys.path.append(str(pathlib.Path(__file__).resolve().parent))
 
 import make_exercises as ME  # noqa: E402  (the one parser of holes)
 from coursetools import ctest, sanitizer  # noqa: E402

@@ -20,7 +20,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 FIXTURES = HERE / "fixtures"
-sys.path.insert(0, str(REPO / "tools"))  # the course's tools are a package there, not installed
+sys.path.append(str(REPO / "tools"))  # coursetools lives there; appended, so test files keep their names
 
 from coursetools import cli, ctest, junit, manifest, proc, report, scoring, splice  # noqa: E402
 
