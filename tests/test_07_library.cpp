@@ -53,10 +53,9 @@ std::string hint(const Version& v, const course::Verdict& verdict) {
   else if (verdict.got == 0.0 && verdict.expected != 0.0)
     h << "0: no product reached the result. ";
   if (v.name == "reuse")
-    h << "reuse (exercise 2): copy x and y into e.d_x() and e.d_y() with cudaMemcpyAsync on the context's "
-         "stream, launch_dot(e.d_x(), e.d_y(), n, e.d_partials(), e.max_blocks(), e.d_result(), stream), copy "
-         "e.d_result() back into e.h_result(), cudaStreamSynchronize, return *e.h_result(). Every version needs "
-         "the engine's set-up (exercise 1) too.";
+    h << "reuse (exercise 2): the contract is the TODO in dot_reuse: every call reads this call's x and y, "
+         "allocates nothing, and returns only once its result is on the host. Every version needs the "
+         "engine's set-up (exercise 1) too.";
   else
     h << "this version is not an exercise, but it uses the engine's set-up (exercise 1: Engine::Engine). If "
          "that is filled and this still fails, please report it.";
@@ -213,8 +212,8 @@ TEST_CASE("ch07 context: create dot destroy and a destroyed handle is refused", 
   }
   s = dotcourse_destroy(ctx);
   CHECK(s == DOTCOURSE_OK);
-  INFO("Hint (exercise 1b): dotcourse_destroy must remove the handle from live() and delete the context; a "
-       "destroyed handle then reads as DOTCOURSE_ERROR_INVALID_HANDLE.");
+  INFO("Hint (exercise 1b): once dotcourse_destroy has returned, the handle is no longer valid: every call "
+       "with it returns DOTCOURSE_ERROR_INVALID_HANDLE, and the context's memory is given back.");
   float result = 0;
   std::vector<float> x(10, 1.0f);
   CHECK(dotcourse_dot(ctx, x.data(), x.data(), 10, &result) == DOTCOURSE_ERROR_INVALID_HANDLE);

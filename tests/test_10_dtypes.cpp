@@ -33,12 +33,11 @@ Dtype expected_acc(const ch10::Pair& p) {
 }
 
 std::string hint(const ch10::Pair& p) {
-  std::string h = "thread_dot (exercise 1): every element once, widened to Acc before the multiply; the head "
-                  "(indices below `head`), the whole packs, and the tail after them; head < 0 means a scalar "
-                  "loop over everything. Promote (exercise 2) picks Acc. ";
+  std::string h = "thread_dot (exercise 1): every element exactly once, in the accumulator's type before the "
+                  "multiply, whatever n and however x and y are aligned (the stub's contract). Promote "
+                  "(exercise 2) picks the accumulator. ";
   if (p.name == "i8_i8")
-    h += "int8 . int8 runs thread_dot_i8 (exercise 3): __dp4a for the packs, and a sum that cannot leave int32 "
-         "before it reaches the 64-bit total.";
+    h += "int8 . int8 (exercise 3): exact for every n; no 32-bit sum may ever hold more than it can.";
   return h;
 }
 

@@ -5,6 +5,8 @@ For each chapter folder (chapters/NN_name/), its README.md is the LESSON and mus
   - `## What you will learn` (3 to 6 bullets), `## Check yourself` (at least 5 <details> blocks,
     each with a <summary>) and `## What to remember` (1 to 6 bullets), in that order;
   - exactly one heading that marks the *think* exercise: `(think)`, `(*think*)`, `*think*` or `_think_`;
+  - from chapter 07 on, exactly one heading that marks the *design* exercise (`(*design*)`): a
+    whole function written from the contract its stub states;
   - as its last line: How the numbers were measured, how they spread across runs and how the
     targets were set: [appendix](APPENDIX.md).
   - at most 4,000 prose words: the README without fenced code blocks, table rows (lines that start
@@ -52,6 +54,13 @@ LEARN = "## What you will learn"
 CHECK = "## Check yourself"
 REMEMBER = "## What to remember"
 THINK = re.compile(r"\(\s*\*?think\*?\s*\)|\*think\*|_think_", re.I)
+DESIGN = re.compile(r"\(\s*\*?design\*?\s*\)|\*design\*|_design_", re.I)
+DESIGN_FROM = 7  # chapters 07-11 have a design exercise: a whole function from its contract
+
+
+def chapter_number(readme):
+    m = re.match(r"(\d+)_", readme.parent.name)
+    return int(m.group(1)) if m else 0
 FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 COMMENT = re.compile(r"<!--.*?-->", re.S)
 TAG = re.compile(r"</?[A-Za-z][^<>\n]*>")
@@ -292,6 +301,16 @@ def check_chapter(folder, terms, root=ROOT):
         if len(think) > 1:
             problem(readme, think[1][0], f"{len(think)} headings mark a think exercise (lines "
                     + ", ".join(str(no) for no, _ in think) + "); exactly one may")
+
+    # From chapter 07 on (issue 24): one exercise written from an empty function, marked *design*.
+    if chapter_number(readme) >= DESIGN_FROM:
+        design = [(no, h) for no, h in heads if DESIGN.search(h)]
+        if len(design) != 1:
+            problem(readme, design[1][0] if len(design) > 1 else 1,
+                    f"{len(design)} headings mark a design exercise; exactly one must, e.g. "
+                    "'## Exercise 1 — ... (*design*)'")
+        else:
+            present.append("design")
 
     check = find_heading(heads, CHECK)
     if check is None:

@@ -123,6 +123,22 @@ class CheckLessons(unittest.TestCase):
         problems, _ = self.problems(readme=GOOD.replace("(think)", "(*think*)"))
         self.assertEqual(problems, [])
 
+    def test_design_heading_from_chapter_07(self):
+        # Chapter 03 needs none; chapter 07 needs exactly one.
+        problems, _ = self.problems()
+        self.assertEqual(problems, [])
+        appendix = "# Chapter 07 — appendix: how the numbers were measured\n"
+        seven = GOOD.replace("# Chapter 03", "# Chapter 07")
+        problems, _ = self.problems(readme=seven, name="07_library", appendix=appendix)
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("design exercise", problems[0])
+        designed = seven.replace("## The kernel", "## The kernel (*design*)")
+        problems, facts = self.problems(readme=designed, name="07_library", appendix=appendix)
+        self.assertEqual(problems, [])
+        twice = designed.replace(" (think)", " (think) (*design*)")
+        problems, _ = self.problems(readme=twice, name="07_library", appendix=appendix)
+        self.assertTrue(any("2 headings mark a design" in p for p in problems), problems)
+
     def test_bullet_counts(self):
         self.assertOneProblem(GOOD.replace("- three\n", ""), "2 bullets")
         self.assertOneProblem(GOOD.replace("- a point\n", "- a\n" * 7), "7 bullets")
@@ -201,7 +217,8 @@ class CheckLessons(unittest.TestCase):
                     self.assertEqual(problems, [], fine)
 
     def test_term_allowed_in_and_after_its_chapter(self):
-        readme = GOOD.replace("# Chapter 03", "# Chapter 08").replace("Think about it.", "Pinned memory.")
+        readme = (GOOD.replace("# Chapter 03", "# Chapter 08").replace("Think about it.", "Pinned memory.")
+                  .replace("## The kernel", "## The kernel (*design*)"))
         problems, _ = cl.check_chapter(self.chapter(readme=readme, name="08_pinned",
                                                     appendix="# Chapter 08 — appendix: how\n"), self.terms, root=self.root)
         self.assertEqual([str(p) for p in problems], [])
