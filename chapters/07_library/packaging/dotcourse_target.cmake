@@ -30,7 +30,7 @@ function(dotcourse_add_library)
     CXX_VISIBILITY_PRESET hidden
     CUDA_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON
-    PUBLIC_HEADER "${DC_TREE}/dotcourse.h"
+    DOTCOURSE_HEADER "${DC_TREE}/dotcourse.h"
     LIBRARY_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/lib")
   # -fvisibility=hidden covers this file; the static libraries inside were compiled without it, so
   # the linker hides their symbols too (--exclude-libs), and the version script keeps only dotcourse_*.
@@ -51,7 +51,8 @@ function(dotcourse_install)
   # Installed on the machine that built it, libdotcourse.so finds the CUDA runtime and cuBLAS of the
   # toolkit it was built with (its rpath), else by the loader's search (ldconfig, LD_LIBRARY_PATH).
   # The wheel (dotcourse_install_python) keeps no such path.
-  set_target_properties(dotcourse PROPERTIES INSTALL_RPATH "${CUDAToolkit_LIBRARY_DIR}")
+  get_target_property(header dotcourse DOTCOURSE_HEADER)
+  set_target_properties(dotcourse PROPERTIES INSTALL_RPATH "${CUDAToolkit_LIBRARY_DIR}" PUBLIC_HEADER "${header}")
   install(TARGETS dotcourse EXPORT dotcourseTargets
           LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT dotcourse
           PUBLIC_HEADER DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}" COMPONENT dotcourse)

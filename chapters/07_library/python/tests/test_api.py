@@ -46,6 +46,30 @@ def test_version_is_the_one_version():
         assert installed == dotcourse.__version__
 
 
+def test_an_installed_package_never_looks_into_build(monkeypatch, tmp_path):
+    monkeypatch.delenv("DOTCOURSE_LIB", raising=False)
+    here = pathlib.Path(dotcourse.__file__).resolve().parent
+    found = dotcourse.library_path()
+    if dotcourse._lib._source_tree_root() is None:  # installed (ci_wheel.sh): the wheel's own library
+        assert found == here / "libdotcourse.so", f"an installed package took {found}"
+    else:
+        assert found is None or found == here / "libdotcourse.so" or "build" in found.parts
+    monkeypatch.setenv("DOTCOURSE_LIB", str(tmp_path / "elsewhere.so"))
+    assert dotcourse.library_path() == tmp_path / "elsewhere.so"
+
+
+def test_the_source_tree_is_recognised_only_as_such(monkeypatch, tmp_path):
+    fake_pkg = tmp_path / "site-packages" / "dotcourse"
+    fake_pkg.mkdir(parents=True)
+    monkeypatch.setattr(dotcourse._lib, "_HERE", fake_pkg)
+    assert dotcourse._lib._source_tree_root() is None
+    monkeypatch.delenv("DOTCOURSE_LIB", raising=False)
+    assert dotcourse.library_path() is None
+    with pytest.raises(OSError, match="libdotcourse.so not found"):
+        monkeypatch.setattr(dotcourse._lib, "_lib", None)
+        dotcourse._lib.load()
+
+
 def test_docstrings_are_numpydoc_and_not_float32_only():
     for fn in (dotcourse.Context, dotcourse.Context.dot, dotcourse.check_host_arrays):
         doc = fn.__doc__ or ""
