@@ -5,8 +5,9 @@
 
 --chapter (by number or name, anywhere on the line, repeatable) draws only those chapters; one whose
 CSV is missing is an error that names the missing CSVs and the reference folder that has them
-(exit 2). Without --chapter a chapter with no CSV is skipped, or drawn from the sibling reference
-folder when RESULTS is one (chapter 11 is measured on two GPUs: results/reference/h200x2).
+(exit 2). Without --chapter a chapter with no CSV is skipped. When RESULTS is a reference folder, a
+chapter it lacks is drawn from the sibling that has it (chapter 11 is measured on two GPUs:
+results/reference/h200x2).
 """
 import argparse
 import pathlib
@@ -77,17 +78,18 @@ def main(argv=None):
     for script in only or scripts:
         results = args.results
         if not (results / f"{script.stem}.csv").is_file():
-            siblings = reference_with(script.stem)
-            if only is not None:
-                print(missing_message(script.stem, args.results), file=sys.stderr)
-                return 2
             # A reference folder lacks a chapter measured on another machine (chapter 11 needs two
             # GPUs): draw it from the sibling reference folder that has it, and say so.
-            if args.results.resolve().parent != REFERENCE.resolve() or not siblings:
+            siblings = reference_with(script.stem)
+            if args.results.resolve().parent == REFERENCE.resolve() and siblings:
+                results = siblings[0]
+                print(f"render_all: {script.stem} from {rel(results)} (not measured in {args.results})")
+            elif only is not None:
+                print(missing_message(script.stem, args.results), file=sys.stderr)
+                return 2
+            else:
                 skipped.append(script.stem)
                 continue
-            results = siblings[0]
-            print(f"render_all: {script.stem} from {rel(results)} (not measured in {args.results})")
         r = subprocess.run([sys.executable, str(script), "--results", str(results), "--out", str(out)])
         if r.returncode != 0:
             failed.append(script.stem)

@@ -794,3 +794,22 @@ TEST_CASE("common: csv_path_problem looks and makes nothing; folders are made on
   }
   fs::remove_all(dir);
 }
+
+TEST_CASE("common: COURSE_NO_GPU_SAID=1 keeps exit code 3 and drops the repeated no-GPU line", "[common]") {
+  std::string err_plain, err_said;
+  bool ran = false;
+  course::App plain("test_app", "test", 16);
+  const int rc_plain = run_app_gpu(plain, {"test_app"}, err_plain, ran);
+  ::setenv("COURSE_NO_GPU_SAID", "1", 1);
+  course::App said("test_app", "test", 16);
+  const int rc_said = run_app_gpu(said, {"test_app"}, err_said, ran);
+  ::unsetenv("COURSE_NO_GPU_SAID");
+  INFO("without: exit " << rc_plain << ", stderr: " << err_plain << "with: exit " << rc_said << ", stderr: " << err_said);
+  CHECK(rc_plain == rc_said);
+  if (rc_plain == course::kExitNoGpu) {  // no GPU here: the message goes, the exit code stays
+    CHECK(err_plain.find("no NVIDIA GPU") != std::string::npos);
+    CHECK(err_said.empty());
+  } else {
+    CHECK(rc_plain == course::kExitOk);
+  }
+}

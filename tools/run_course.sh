@@ -3,7 +3,9 @@
 # and each chapter's run metadata (GPU, driver, CUDA, commit, date: run_metadata.json) to results/local/,
 # and the plots to results/local/plots/.
 # Without a GPU it still runs the chapters that need none (their CSVs and plots come from this
-# machine), and renders the other plots from the shipped H100 results into results/local/plots-h100/.
+# machine), and renders the other chapters' plots from the shipped reference results into
+# results/local/plots-h100/. It ends with a summary: per chapter ran, skipped or failed, its seconds,
+# and where its CSVs and plots went.
 usage() {
   cat <<'USAGE'
 usage: tools/run_course.sh [CHAPTER...]
@@ -11,8 +13,10 @@ usage: tools/run_course.sh [CHAPTER...]
   tools/run_course.sh 05 06_ladder   some chapters, by number or by name
 Builds the solutions (build/solutions), runs each chapter with --csv results/local/CHAPTER.csv,
 writes results/local/run_metadata.json and draws the plots into results/local/plots/.
-Without a GPU: the chapters that need none still run; the rest are skipped, and the H100
-reference plots are drawn into results/local/plots-h100/. Exit 1 when a chapter fails.
+Without a GPU: the chapters that need none still run; the rest are skipped (the reason is
+said once), and their plots are drawn from the reference results into results/local/plots-h100/
+(tools/run_course.sh 07: only chapter 07's). Ends with a summary table: per chapter ran, skipped
+or failed, seconds, where its CSVs and plots went. Exit 1 when a chapter fails.
 USAGE
 }
 for arg in "$@"; do
@@ -63,26 +67,36 @@ else
   gpu=0
   echo
   echo "== $probe"
-  echo "== Without a GPU only the chapters that need none run; the others are skipped."
+  echo "== Without a GPU only the chapters that need none run; the others are skipped, and their plots"
+  echo "== are drawn from the shipped reference results into results/local/plots-h100/."
+  # Said once here: the chapters that need a GPU exit with code 3 without repeating it.
+  export COURSE_NO_GPU_SAID=1
 fi
 mkdir -p results/local
-ran=0
+# One row per chapter for the summary: result, seconds, where its CSVs and plots went.
+declare -A result seconds
+ran_chapters=()
+skipped_chapters=()
 for ch in "${chapters[@]}"; do
   echo
   echo "== Chapter $ch =="
   rc=0
-  before=$(mktemp)  # clocks, temperature, power, throttle reasons before the run (tools/telemetry.py)
-  python3 tools/telemetry.py --out "$before" 2>/dev/null || true
+  start=$(date +%s.%N)
   "$bin/$ch" --csv "results/local/$ch.csv" || rc=$?
+  seconds[$ch]=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   # Exit code 3 is "no GPU": without one, a chapter that needs it is skipped, not failed.
-  if [ $gpu = 0 ] && [ $rc = 3 ]; then echo "(needs a GPU: skipped)"; rm -f "$before"; continue; fi
+  if [ $gpu = 0 ] && [ $rc = 3 ]; then
+    echo "skipped: needs a GPU"
+    result[$ch]=skipped
+    skipped_chapters+=("$ch")
+    continue
+  fi
   # This chapter's record in run_metadata.json (the other chapters' records are kept: a chapter
   # re-run alone gets its own date, commit and driver).
-  python3 tools/run_metadata.py --out results/local/run_metadata.json --bin "$bin" --chapter "$ch" \
-    --telemetry-before "$before" || status=1
-  rm -f "$before"
+  python3 tools/run_metadata.py --out results/local/run_metadata.json --bin "$bin" --chapter "$ch" || status=1
   if [ $rc = 0 ]; then
-    ran=$((ran + 1))
+    result[$ch]=ran
+    ran_chapters+=("$ch")
     # Chapter 07 is also called from Python and Go: their CSVs go beside its own.
     if [ "$ch" = 07_library ]; then chapters/07_library/run_callers.sh build/$preset results/local || status=1; fi
     # Chapter 10 is also timed from Python (dotcourse's typed path beside PyTorch and CuPy, one run).
@@ -95,18 +109,50 @@ for ch in "${chapters[@]}"; do
       fi
     fi
   else
+    result[$ch]="failed ($rc)"
     echo "run_course: chapter $ch FAILED (exit code $rc); its CSV may be missing" >&2
     status=1
   fi
 done
-echo
-if [ $ran -gt 0 ]; then
+
+# Plots: only the chapters of this run. Those that ran from this run's CSVs; without a GPU, those
+# skipped from the shipped reference results (chapter 11's come from results/reference/h200x2).
+declare -A plots
+chapter_args() { local ch; for ch in "$@"; do printf -- '--chapter\n%s\n' "$ch"; done; }
+if [ ${#ran_chapters[@]} -gt 0 ]; then
+  echo
   echo "== Plots from this run =="
-  "$python" plots/render_all.py --results results/local --out results/local/plots || status=1
-  echo "CSVs in results/local/, plots in results/local/plots/"
+  mapfile -t args < <(chapter_args "${ran_chapters[@]}")
+  if "$python" plots/render_all.py --results results/local --out results/local/plots "${args[@]}"; then
+    for ch in "${ran_chapters[@]}"; do plots[$ch]="results/local/plots/$ch*.png"; done
+  else
+    status=1
+    for ch in "${ran_chapters[@]}"; do plots[$ch]="(plotting failed: see above)"; done
+  fi
 fi
-if [ $gpu = 0 ]; then
-  echo "== The GPU chapters' plots from the shipped H100 results, into results/local/plots-h100/ =="
-  "$python" plots/render_all.py --results results/reference/h100 --out results/local/plots-h100 || status=1
+if [ ${#skipped_chapters[@]} -gt 0 ]; then
+  echo
+  echo "== The skipped chapters' plots from the shipped reference results, into results/local/plots-h100/ =="
+  mapfile -t args < <(chapter_args "${skipped_chapters[@]}")
+  if "$python" plots/render_all.py --results results/reference/h100 --out results/local/plots-h100 "${args[@]}"; then
+    for ch in "${skipped_chapters[@]}"; do plots[$ch]="results/local/plots-h100/$ch*.png (reference)"; done
+  else
+    status=1
+    for ch in "${skipped_chapters[@]}"; do plots[$ch]="(plotting failed: see above)"; done
+  fi
 fi
+
+echo
+echo "== Summary =="
+printf '%-16s %-11s %8s  %-32s %s\n' chapter result seconds CSVs plots
+for ch in "${chapters[@]}"; do
+  r=${result[$ch]:-"not run"}
+  csvs="-"
+  if compgen -G "results/local/$ch*.csv" >/dev/null && [ "$r" != skipped ]; then csvs="results/local/$ch*.csv"; fi
+  printf '%-16s %-11s %8s  %-32s %s\n' "$ch" "$r" "${seconds[$ch]:--}" "$csvs" "${plots[$ch]:--}"
+done
+failed=$(( ${#chapters[@]} - ${#ran_chapters[@]} - ${#skipped_chapters[@]} ))
+line="${#ran_chapters[@]} ran, ${#skipped_chapters[@]} skipped, $failed failed"
+if [ $gpu = 0 ] && [ ${#skipped_chapters[@]} -gt 0 ]; then line+=" (skipped: they need a GPU, and this machine has none: see the top)"; fi
+echo "run_course: $line"
 exit $status

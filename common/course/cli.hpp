@@ -83,7 +83,8 @@ class App {
 
   /// Parses, handles --help and --list, checks for a GPU when `needs_gpu`, then calls `body` and
   /// returns its exit code. Maps exceptions to exit codes: UsageError and parse errors → 2,
-  /// NoGpuError → 3, DoesNotFitError → 4, CudaError and anything else → 1.
+  /// NoGpuError → 3, DoesNotFitError → 4, CudaError and anything else → 1. With COURSE_NO_GPU_SAID=1
+  /// in the environment, exit code 3 comes without its message (the caller said it once for all).
   int run(int argc, char** argv, const std::function<int(const Options&)>& body, bool needs_gpu = true);
 
  private:

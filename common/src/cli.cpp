@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -266,7 +267,10 @@ int App::run(int argc, char** argv, const std::function<int(const Options&)>& bo
     std::cerr << name_ << ": error: " << e.what() << "\n";
     return kExitUsage;
   } catch (const NoGpuError& e) {
-    std::cerr << name_ << ": " << e.what() << "\n";
+    // A caller that has said why already (tools/run_course.sh, once for every chapter) sets
+    // COURSE_NO_GPU_SAID=1: the exit code alone tells it.
+    const char* said = std::getenv("COURSE_NO_GPU_SAID");
+    if (said == nullptr || std::string(said) != "1") std::cerr << name_ << ": " << e.what() << "\n";
     return kExitNoGpu;
   } catch (const DoesNotFitError& e) {
     std::cerr << name_ << ": does not fit: " << e.what() << "\n";
