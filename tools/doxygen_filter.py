@@ -12,7 +12,8 @@ Markdown (*.md):
   - fenced code in `cuda` (GitHub highlights it; Doxygen knows no such language) is shown as `cpp`.
   - a code span that crosses a line break is joined onto one line (Doxygen 1.9.4 ends it at the
     break and swaps code and prose).
-  - `--option` in prose becomes a code span (Markdown made "--" an en dash).
+  - `--option` in prose becomes a code span (Markdown made "--" an en dash), except inside
+    "double quotes", which Doxygen shows as typed.
   - a code span in a heading becomes plain text (Doxygen showed "<tt>--out</tt>").
   - a `<details>` block (the chapters' "Check yourself" answers) loses its blank lines: GitHub needs
     the one after `</summary>` to render the answer's Markdown, and Doxygen 1.9.4 closed the
@@ -35,7 +36,7 @@ FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+.{}-]*)\s*$")
 SYNC_MARKER = re.compile(r"<!-- /?(?:num|snippet|table)(?::[^>]*?)? -->")
 IMAGE = re.compile(r"(!\[[^\]]*\]\()([^)\s]+)((?:\s+\"[^\"]*\")?\))")
 OPTION = re.compile(r"(^|[\s(\[/])(--[a-zA-Z][\w-]*(?:[= ][A-Z][\w|]*)?)")
-CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+CODE_SPAN = re.compile(r"(?<!\\)(`+)(.+?)(?<!`)\1(?!`)")
 HEADING = re.compile(r"^(#{1,6}\s+)(.*)$")
 CODE_LANGS = {"cuda": "cpp", "cu": "cpp", "cuh": "cpp", "c++": "cpp", "hpp": "cpp"}
 
@@ -53,6 +54,37 @@ def outside_code(line, fn):
 
 def quote_options(text):
     return OPTION.sub(lambda m: f"{m.group(1)}`{m.group(2)}`", text)
+
+
+def prose(line, fn):
+    """Applies fn to the parts of `line` that Doxygen 1.9.4 reads as prose, left to right: not a code
+    span, and not "double-quoted" text, which it shows as typed (it keeps "--" there, and a code
+    span added inside would show its backticks). Whichever opens first wins, as in Doxygen."""
+    out, text, i = [], [], 0
+    while i < len(line):
+        c = line[i]
+        if c == "\\" and i + 1 < len(line) and line[i + 1] == "`":  # an escaped backtick is text
+            text.append(line[i:i + 2])
+            i += 2
+            continue
+        end = -1
+        if c == "`":
+            run = len(line[i:]) - len(line[i:].lstrip("`"))
+            m = re.compile(r"(?<!`)" + "`" * run + r"(?!`)").search(line, i + run)
+            end = m.end() if m else -1
+        elif c == '"':
+            k = line.find('"', i + 1)
+            end = k + 1 if k > 0 else -1
+        if end > 0:
+            out.append(fn("".join(text)))
+            text = []
+            out.append(line[i:end])
+            i = end
+        else:
+            text.append(c)
+            i += 1
+    out.append(fn("".join(text)))
+    return "".join(out)
 
 
 def image_link(md_path, match):
@@ -88,7 +120,7 @@ def fragile_code(line, in_table):
 
 def odd_backticks(line):
     """True when `line` opens a single-backtick code span that it does not close."""
-    return len(re.findall(r"(?<!`)`(?!`)", line)) % 2 == 1
+    return len(re.findall(r"(?<![`\\])`(?!`)", line)) % 2 == 1
 
 
 def details_joined(lines):
@@ -148,7 +180,7 @@ def filter_markdown(text, md_path):
         if h:
             line = h.group(1) + heading_text(outside_code(h.group(2), lambda s: s.replace("--", "\\--")))
         else:
-            line = outside_code(line, quote_options)
+            line = prose(line, quote_options)
             line = fragile_code(line, line.lstrip().startswith("|"))
         out.append(line)
         i += 1

@@ -126,6 +126,11 @@ class SiteStructure(unittest.TestCase):
         page = html('<p>with <a class="el" href="index.html">`__dp4a`</a>, exact</p>', markdown_page=False)
         self.assertOneProblem(self.site(extra={"classFoo.html": page}), "classFoo.html", "backtick", "__dp4a")
 
+    def test_a_tools_quote_like_this_is_not_markup(self):
+        page = html("<p>add the directory containing `dotcourse.pc' to the path</p>",
+                    source="md_chapters_07_library_README")
+        self.assertEqual(self.site(extra={"ch07_library.html": page}), [])
+
     def test_stars_that_are_not_markup_pass(self):
         page = html("<p>float32*float32 and x[i]*y[i]; 2 * n; <code>**argv</code></p>",
                     source="md_chapters_07_library_README")
@@ -168,3 +173,29 @@ class SiteStructure(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class FilterQuotes(unittest.TestCase):
+    """tools/doxygen_filter.py leaves "double-quoted" text and escaped backticks as Doxygen shows them."""
+    df = None
+
+    @classmethod
+    def setUpClass(cls):
+        spec = importlib.util.spec_from_file_location("doxygen_filter", ROOT / "tools" / "doxygen_filter.py")
+        cls.df = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(cls.df)
+
+    def md(self, text):
+        return self.df.filter_markdown(text, pathlib.Path("x.md"))
+
+    def test_an_option_inside_double_quotes_stays_as_typed(self):
+        self.assertEqual(self.md('says so ("not measured (--no-performance)"), not --quiet'),
+                         'says so ("not measured (--no-performance)"), not `--quiet`')
+
+    def test_quotes_inside_a_code_span_do_not_open_a_quotation(self):
+        self.assertEqual(self.md('`ctest --preset student -R "ch04 x"`. and --y'),
+                         '`ctest --preset student -R "ch04 x"`. and `--y`')
+
+    def test_an_escaped_backtick_opens_no_code_span(self):
+        text = "containing \\`dotcourse.pc' to the\nPKG path or `LD_LIBRARY_PATH` above."
+        self.assertEqual(self.md(text), text)
