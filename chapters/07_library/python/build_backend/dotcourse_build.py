@@ -19,7 +19,7 @@ from scikit_build_core import build as _skbuild
 HERE = pathlib.Path(__file__).resolve().parents[1]  # chapters/07_library/python (or the sdist's root)
 VENDOR = HERE / "_vendor"
 # What the packaging project reads, relative to the repository root (globs).
-SOURCES = ["LICENSE", "common/course/*.hpp", "common/src/*.cpp", "common/src/*.cu",
+SOURCES = ["LICENSE", "common/course/**/*", "common/src/**/*",
            "chapters/07_library/dotcourse.map", "chapters/07_library/packaging/*.cmake",
            "chapters/07_library/packaging/*.in", "chapters/07_library/packaging/CMakeLists.txt"]
 ENGINE = ["c_api.cpp", "dotcourse.h", "library.cu", "library.hpp", "typed.cu", "typed.hpp"]
@@ -44,7 +44,7 @@ def vendor() -> None:
     tree = "solutions" if (root / "solutions" / "07_library" / "library.cu").is_file() else "chapters"
     files: List[pathlib.Path] = []
     for pattern in SOURCES:
-        files += sorted(root.glob(pattern))
+        files += sorted(p for p in root.glob(pattern) if p.is_file())
     files += [root / tree / "07_library" / name for name in ENGINE]
     fresh = VENDOR.with_name("_vendor.tmp")
     shutil.rmtree(fresh, ignore_errors=True)
