@@ -177,7 +177,13 @@ class Context:
         self._pins.clear()
 
     def pinned(self) -> int:
-        """How many NumPy arrays the registration cache holds registered now."""
+        """How many NumPy arrays the registration cache holds registered now.
+
+        Returns
+        -------
+        int
+            0 for a closed context.
+        """
         return len(self._pins.entries) if self._handle is not None else 0
 
     def __enter__(self) -> "Context":

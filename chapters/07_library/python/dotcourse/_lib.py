@@ -151,5 +151,21 @@ def version() -> str:
 
 
 def status_string(status: "Status | int") -> str:
-    """The library's one-line description of a status code."""
+    """The library's one-line description of a status code.
+
+    Parameters
+    ----------
+    status : Status or int
+        A ``dotcourse_status`` code.
+
+    Returns
+    -------
+    str
+        For example ``"n is larger than the context's n_max"``.
+
+    Raises
+    ------
+    OSError
+        The library could not be found or loaded.
+    """
     return str(load().dotcourse_status_string(int(status)).decode())
