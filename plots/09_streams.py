@@ -15,12 +15,13 @@ ENGINE_COLORS = cs.ENGINES
 
 def order_color(version):
     """A bar of the orders figure: an engine alone in its engine's colour, the copies together in
-    a lighter h2d, the yardstick black, the CPU grey, the issue orders in the GPU's blue."""
+    a lighter h2d, the yardstick black, the CPU grey, the issue orders in a dark blue (the kernel's
+    blue is kernel_alone's)."""
     engine = version[:-len("_alone")] if version.endswith("_alone") else None
     if engine in ENGINE_COLORS:
         return ENGINE_COLORS[engine]
     return {"copies_together": cs.lighter(ENGINE_COLORS["h2d"], 0.45), "bound": cs.COLORS["roofline"],
-            "cpu_threads": cs.COLORS["cpu"]}.get(version, cs.COLORS["gpu"])
+            "cpu_threads": cs.COLORS["cpu"]}.get(version, cs.darker(cs.COLORS["gpu"], 0.5))
 
 
 def orders(rows):
@@ -36,7 +37,7 @@ def orders(rows):
         ax.set_xticks(range(len(sel)), ["yardstick" if v == "bound" else v for v in names], rotation=30, ha="right")
         ax.set_ylabel("milliseconds per call (result on the host)")
         ax.set_title(f"n = {cs.size_label(n)}, {sel[0]['config']}")
-    fig.suptitle("Issue orders (blue), each engine alone (its engine's colour) and both copies together, the "
+    fig.suptitle("Issue orders (dark blue), each engine alone (its engine's colour) and both copies together, the "
                  "yardstick 1.10 x busiest engine + one chunk's share (black: a target, not a lower bound), the CPU (grey)")
     return fig
 
