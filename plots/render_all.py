@@ -72,7 +72,10 @@ def main(argv=None):
     scripts = chapter_scripts()
     only = pick_chapters(args.chapter, scripts) if args.chapter else None
     if not args.results.is_dir():
-        print(f"plots: no folder {args.results} (--results: where the chapters wrote their CSVs)", file=sys.stderr)
+        if only is not None:  # say what the chapter needs, and where the reference has it
+            print(missing_message(only[0].stem, args.results), file=sys.stderr)
+        else:
+            print(f"plots: no folder {args.results} (--results: where the chapters wrote their CSVs)", file=sys.stderr)
         return 2
     failed, skipped, done = [], [], 0
     for script in only or scripts:

@@ -70,6 +70,9 @@ class RenderAll(unittest.TestCase):
         code, _, err = render_all("--results", self.results / "nowhere", "--chapter", "07")
         self.assertEqual(code, 2)
         self.assertIn("nowhere", err)
+        self.assertIn("07_library.csv", err)
+        self.assertIn("results/reference/h100", err)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
 
     @unittest.skipUnless(has_matplotlib(VENV_PYTHON), "needs .venv/ with matplotlib (tools/plots.sh makes it)")
     def test_plots_sh_takes_chapter_in_any_position_and_draws_only_it(self):
