@@ -721,3 +721,118 @@ TEST_CASE("ch07 registry: the story's three versions in order and one exercise",
   }
   CHECK(exercises == 1);
 }
+
+// ---- the exploit gallery (docs/grading.md): exercise 2 done on the GPU, on the engine's stream --
+// A reused dot that passes the tests above could still answer from the host (a CPU loop, threads),
+// from a cache (keyed by pointer, size or a few sampled elements), or do its work on a stream other
+// than the engine's. Each test below sees one of these; tests/negative/07_exploit_* prove it.
+
+namespace {
+
+// Reads n floats of device memory at p (synchronously, after the whole device).
+std::vector<float> device_floats(const float* p, std::size_t n) {
+  std::vector<float> out(n);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  if (n > 0) CUDA_CHECK(cudaMemcpy(out.data(), p, n * sizeof(float), cudaMemcpyDeviceToHost));
+  return out;
+}
+
+// The course's two-pass kernel on x and y, laid out with the same 16-byte alignment as the
+// engine's regions (the alignment picks the kernel's float4 or scalar path), on the same grid.
+float course_kernel_dot(ch07::Engine& e, const std::vector<float>& x, const std::vector<float>& y) {
+  const std::size_t n = x.size();
+  auto misalign = [](const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) / sizeof(float); };
+  course::DeviceBuffer<float> d_x(n + 4), d_y(n + 4), d_partials(static_cast<std::size_t>(e.max_blocks())), d_result(1);
+  float* px = d_x.data() + misalign(e.d_x());
+  float* py = d_y.data() + misalign(e.d_y());
+  CUDA_CHECK(cudaMemcpy(px, x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(py, y.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  ch07::launch_dot(px, py, n, d_partials.data(), e.max_blocks(), d_result.data(), e.gpu().stream());
+  e.gpu().synchronize();
+  return d_result.download()[0];
+}
+
+const Version& reuse_version() {
+  const auto* v = course::find_version(ch07::versions(), "reuse");
+  if (v == nullptr) throw course::UsageError("the registry has no version reuse");
+  return *v;
+}
+
+}  // namespace
+
+TEST_CASE("ch07 reuse: computed on the GPU from this call's input (the engine's buffers, the kernel's bits)",
+          "[ch07][gpu][exercise][exploit]") {
+  COURSE_REQUIRE_GPU();
+  const Version& reuse = reuse_version();
+  const auto awkward = course::test::awkward_sizes(ch07::kDotBlock, 707);
+  const std::vector<std::size_t> sizes = {3, 1000, *std::max_element(awkward.begin(), awkward.end())};
+  ch07::Engine engine(0, *std::max_element(sizes.begin(), sizes.end()));
+  for (std::size_t n : sizes) {
+    const auto in = course::test::make_dot_inputs(n, 7070 + n);
+    const float got = reuse.run(engine, in.x.data(), in.y.data(), n, nullptr);
+    // The engine's x and y regions hold this call's input (in either order: the dot is symmetric).
+    const auto dx = device_floats(engine.d_x(), n), dy = device_floats(engine.d_y(), n);
+    const bool holds = (dx == in.x && dy == in.y) || (dx == in.y && dy == in.x);
+    INFO("reuse at n = " << n << ": after the call, the engine's d_x() and d_y() "
+         << (holds ? "hold" : "do NOT hold") << " this call's x and y. Exercise 2 copies x and y into the engine's "
+         "planned buffers and runs the course's kernel (launch_dot) on them; an answer computed on the host, or "
+         "remembered from an earlier call, leaves them stale.");
+    CHECK(holds);
+    const float expected = course_kernel_dot(engine, in.x, in.y);
+    INFO("reuse returned " << got << " (bits 0x" << std::hex << bits(got) << "), the course's kernel on the same input "
+         << expected << " (bits 0x" << bits(expected) << std::dec << "). The same kernel on the same input gives the "
+         "same bits: a different sum was added in another order (on the host, by another kernel) or is not this "
+         "call's.");
+    CHECK(bits(got) == bits(expected));
+  }
+}
+
+TEST_CASE("ch07 reuse: one element changed between calls changes the result", "[ch07][gpu][exercise][exploit]") {
+  COURSE_REQUIRE_GPU();
+  const Version& reuse = reuse_version();
+  const std::size_t n = (std::size_t{1} << 18) + 7;
+  ch07::Engine engine(0, n);
+  const auto in = course::test::make_dot_inputs(n, 7071);
+  std::vector<float> x = in.x, y = in.y;  // the same arrays on every call
+  const float first = reuse.run(engine, x.data(), y.data(), n, nullptr);
+  REQUIRE(course::check_dot(first, in.ref).ok);
+  // Not the first, middle or last element: a cache keyed by a few sampled elements misses it.
+  const std::size_t at = n / 3 + static_cast<std::size_t>(course::test::seed(7072) % (n / 7));
+  x[at] = 4096.0f;
+  y[at] = 1024.0f;
+  const course::Reference ref = course::reference_dot(x.data(), y.data(), n);
+  const float second = reuse.run(engine, x.data(), y.data(), n, nullptr);
+  const course::Verdict verdict = course::check_dot(second, ref);
+  INFO(course::test::explain(verdict, n, "reuse, second call",
+                             "only x[" + std::to_string(at) + "] and y[" + std::to_string(at) +
+                                 "] changed since the first call (same arrays, same size): every call must read "
+                                 "all of x and y; a result kept from an earlier call, whatever its key, is wrong."));
+  CHECK(verdict.ok);
+}
+
+TEST_CASE("ch07 reuse: does its GPU work on the engine's stream (a held stream holds the call)",
+          "[ch07][gpu][exercise][exploit]") {
+  COURSE_REQUIRE_GPU();
+  const Version& reuse = reuse_version();
+  const std::size_t n = (std::size_t{1} << 18) + 7;
+  ch07::Engine engine(0, n);
+  const auto in = course::test::make_dot_inputs(n, 7073);
+  REQUIRE(course::check_dot(reuse.run(engine, in.x.data(), in.y.data(), n, nullptr), in.ref).ok);
+  const auto next = course::test::make_dot_inputs(n, 7074);
+  course::test::StreamGate gate;
+  gate.hold(engine.gpu().stream());
+  float got = std::nanf("");
+  course::test::Caller caller([&] { got = reuse.run(engine, next.x.data(), next.y.data(), n, nullptr); });
+  const bool early = caller.returned_within(500);
+  gate.open();
+  caller.finish();
+  INFO("the engine's stream was held for 0.5 s and reuse " << (early ? "returned anyway" : "waited for it")
+       << ". A call that returns while its stream is held did its work elsewhere: on another stream, the legacy "
+          "default stream (cudaMemcpy, a launch without a stream) or the host. Exercise 2 puts all its GPU work on "
+          "`stream` and waits for that stream.");
+  CHECK_FALSE(early);
+  CHECK_FALSE(gate.timed_out());
+  const course::Verdict verdict = course::check_dot(got, next.ref);
+  INFO(course::test::explain(verdict, n, "reuse behind a held stream", "the call after the gate opened"));
+  CHECK(verdict.ok);
+}

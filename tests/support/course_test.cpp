@@ -1,6 +1,11 @@
 #include "course_test.hpp"
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
@@ -74,6 +79,84 @@ std::vector<std::size_t> awkward_sizes(std::size_t block, std::uint64_t seed_bas
 }
 
 DotInputs make_dot_inputs(std::size_t n, std::uint64_t seed_base) { return HostDotInputs(n, course::test::seed(seed_base)); }
+
+struct StreamGate::State {
+  std::atomic<bool> open{false};
+  std::atomic<bool> timed_out{false};
+  std::chrono::steady_clock::time_point until;
+};
+
+StreamGate::StreamGate(double limit_s) : state_(std::make_shared<State>()) {
+  state_->until = std::chrono::steady_clock::now() +
+                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(limit_s));
+}
+
+StreamGate::~StreamGate() { open(); }
+
+void StreamGate::hold(cudaStream_t stream) {
+  // The host function owns a reference to the state: it may run after the gate is destroyed.
+  auto* keep = new std::shared_ptr<State>(state_);
+  const cudaError_t code = cudaLaunchHostFunc(
+      stream,
+      [](void* data) {
+        std::unique_ptr<std::shared_ptr<State>> s(static_cast<std::shared_ptr<State>*>(data));
+        while (!(*s)->open.load(std::memory_order_acquire)) {
+          if (std::chrono::steady_clock::now() > (*s)->until) {
+            (*s)->timed_out = true;
+            return;
+          }
+          std::this_thread::sleep_for(std::chrono::microseconds(100));
+        }
+      },
+      keep);
+  if (code != cudaSuccess) {
+    delete keep;
+    check_cuda(code, "cudaLaunchHostFunc", __FILE__, __LINE__);
+  }
+}
+
+void StreamGate::open() noexcept { state_->open.store(true, std::memory_order_release); }
+
+bool StreamGate::timed_out() const { return state_->timed_out.load(); }
+
+struct Caller::State {
+  std::mutex mutex;
+  std::condition_variable done_cv;
+  bool done = false;
+  std::exception_ptr error;
+};
+
+Caller::Caller(std::function<void()> call) : state_(std::make_shared<State>()) {
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice", __FILE__, __LINE__);
+  thread_ = std::thread([s = state_, call = std::move(call), device] {
+    std::exception_ptr error;
+    try {
+      check_cuda(cudaSetDevice(device), "cudaSetDevice", __FILE__, __LINE__);  // the caller's device
+      call();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    std::lock_guard<std::mutex> guard(s->mutex);
+    s->error = error;
+    s->done = true;
+    s->done_cv.notify_all();
+  });
+}
+
+Caller::~Caller() {
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Caller::returned_within(int wait_ms) const {
+  std::unique_lock<std::mutex> guard(state_->mutex);
+  return state_->done_cv.wait_for(guard, std::chrono::milliseconds(wait_ms), [&] { return state_->done; });
+}
+
+void Caller::finish() {
+  if (thread_.joinable()) thread_.join();
+  if (state_->error) std::rethrow_exception(state_->error);
+}
 
 std::string explain(const Verdict& v, std::size_t n, const std::string& version, const std::string& hint) {
   std::ostringstream out;

@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
+#include <thread>
 #include <string>
 #include <utility>
 #include <vector>
@@ -149,6 +151,45 @@ class Guarded {
   static void device_sync() { check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize", __FILE__, __LINE__); }
   std::size_t n_;
   DeviceBuffer<T> buf_;
+};
+
+/// Holds streams at a point, for the exploit gallery's tests (docs/grading.md): work enqueued on a
+/// held stream after hold() waits until open(). Each hold is a host function (cudaLaunchHostFunc)
+/// that spins on a flag, with a time limit so that a test that fails never hangs. A call that
+/// returns, or whose output lands, while the stream it was given is held did its work around that
+/// stream (another stream, the legacy stream, or the host), where a timer on the stream cannot see it.
+class StreamGate {
+ public:
+  explicit StreamGate(double limit_s = 30.0);
+  ~StreamGate();  // opens the gate; never throws
+  StreamGate(const StreamGate&) = delete;
+  StreamGate& operator=(const StreamGate&) = delete;
+  void hold(cudaStream_t stream);
+  void open() noexcept;
+  /// Whether a hold reached its time limit and let its stream go on by itself.
+  bool timed_out() const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+/// Runs `call` on another thread and waits up to `wait_ms` for it to return: whether it returned
+/// in that time. The thread is joined by finish() (or the destructor); what `call` threw is
+/// rethrown by finish(). For a call that a StreamGate should hold.
+class Caller {
+ public:
+  explicit Caller(std::function<void()> call);
+  ~Caller();
+  Caller(const Caller&) = delete;
+  Caller& operator=(const Caller&) = delete;
+  bool returned_within(int wait_ms) const;
+  void finish();
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+  std::thread thread_;
 };
 
 /// The message a failing dot test shows a student: sizes, values, error and bound, and a hint.

@@ -1,0 +1,17 @@
+# The integrity scan of the holes (tests/support/hole_scan.py): one CTest per chapter with host or
+# kernel holes that an exploit could use, labelled like the chapter's tests (chNN) so the grader
+# runs it with them. It reads the tree that is built (COURSE_TREE_DIR) and needs no GPU.
+# Included from tests/CMakeLists.txt after Python3 is looked for.
+if(Python3_FOUND)
+  foreach(chapter IN ITEMS 03_one_thread 04_one_block 05_many_blocks 06_ladder 07_library 08_pinned 09_streams
+                           10_dtypes 11_multi_gpu)
+    if(IS_DIRECTORY "${COURSE_TREE_DIR}/${chapter}")
+      string(SUBSTRING "${chapter}" 0 2 number)
+      set(name "ch${number} integrity: the holes call no library or other version, keep no state, read no environment")
+      add_test(NAME "${name}"
+               COMMAND Python3::Interpreter "${CMAKE_CURRENT_LIST_DIR}/hole_scan.py" --tree "${COURSE_TREE_DIR}"
+                       --chapter ${chapter})
+      set_tests_properties("${name}" PROPERTIES LABELS ch${number} TIMEOUT 60)
+    endif()
+  endforeach()
+endif()
