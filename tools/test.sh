@@ -3,7 +3,10 @@
 # (in a student repository, which has no solutions/, the student's own tree).
 # Without a GPU the GPU tests are reported as skipped (with the reason), never as passed.
 #   tools/test.sh              all tests of the solutions build
-#   tools/test.sh -L ch05      only one chapter's tests (any ctest arguments pass through)
+#   tools/test.sh -L ch05      only one chapter's tests, and only that chapter is built (any ctest
+#                              arguments pass through); ends with passed, failed, skipped and why
+#   tools/test.sh --student -L ch05   the student tree (chapters/) even where solutions/ exists
+# tools/progress then shows every chapter's holes and tests, and the next step.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -11,10 +14,23 @@ source tools/setup.sh
 jobs=$(nproc 2>/dev/null || echo 2)
 preset=solutions
 [ -d solutions ] || preset=student
+if [ "${1:-}" = --student ]; then
+  preset=student
+  shift
+fi
 # Chapter 07's pytest suite (ctest ch07.python) runs with a Python that has NumPy and pytest.
 export DOTCOURSE_PYTHON=${DOTCOURSE_PYTHON:-$(course_test_python)}
 cmake --preset $preset >/dev/null
-cmake --build --preset $preset -j "$jobs"
+# One chapter's label (-L chNN): build that chapter's target only (its executable and its tests).
+target=()
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+  if [ "${args[$i]}" = -L ] && [[ "${args[$((i + 1))]:-}" =~ ^ch([0-9][0-9])$ ]]; then
+    folder=$(cd chapters && ls -d "${BASH_REMATCH[1]}"_* 2>/dev/null | head -1)
+    [ -n "$folder" ] && target=(--target "${folder}_all")
+  fi
+done
+cmake --build --preset $preset -j "$jobs" "${target[@]}"
 # Serially: GPU tests share one card, and some allocate gigabytes. The last line is the honest
 # count (CTest's own "100% tests passed" counts a skipped test as passed), then each skip's reason.
 junit="$root/build/$preset/ctest-junit.xml"
