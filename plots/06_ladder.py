@@ -132,6 +132,34 @@ def versus_cublas(rows, sweep, out):
     cs.save(fig, out, "06_ladder_vs_cublas")
 
 
+def why_each_step(why, out):
+    """Per version, the two counters that explain the ladder (tools/why_table.py: Nsight Compute at
+    2^26): warp instructions executed per element (log scale) and DRAM throughput as % of peak.
+    Steps 1-4 are bound by instructions; from step 5 on, by memory."""
+    rows = [r for r in why if cs.finite(r.get("inst_per_element")) and cs.finite(r.get("dram_pct_peak"))]
+    if not rows:
+        return
+    names = [r["version"] for r in rows]
+    ys = list(range(len(rows)))[::-1]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 0.38 * len(rows) + 1.8), sharey=True)
+    colours = [colour_of(v) for v in names]
+    left.scatter([r["inst_per_element"] for r in rows], ys, c=colours, zorder=3)
+    left.set_xscale("log")
+    left.set_xlabel("warp instructions executed per element (log)")
+    right.scatter([r["dram_pct_peak"] for r in rows], ys, c=colours, zorder=3)
+    right.set_xlim(0, 100)
+    right.set_xlabel("DRAM throughput, % of peak")
+    for r, y in zip(rows, ys):
+        left.text(r["inst_per_element"], y, f"  {r['inst_per_element']:.2f}", va="center", fontsize=7.5)
+        right.text(r["dram_pct_peak"], y, f"  {r['dram_pct_peak']:.0f}%", va="center", fontsize=7.5)
+    left.set_yticks(ys)
+    left.set_yticklabels(names)
+    for ax in (left, right):
+        ax.grid(axis="x", alpha=0.3)
+    fig.suptitle(f"Why each step is faster: Nsight Compute counters at 2^26 on {cs.gpu_name()}")
+    cs.save(fig, out, "06_ladder_why")
+
+
 def main():
     args = cs.parse_args(__doc__)
     rows = [r for r in cs.load_csv(args.results / "06_ladder.csv") if r.get("valid") in (1.0, 1)]
@@ -145,6 +173,9 @@ def main():
     sweep = cs.load_csv(sweep_path) if sweep_path.is_file() else []
     time_vs_n(rows, sweep, args.out)
     versus_cublas(rows, sweep, args.out)
+    why_path = args.results / "06_ladder_why.csv"
+    if why_path.is_file():
+        why_each_step(cs.load_csv(why_path), args.out)
 
 
 if __name__ == "__main__":

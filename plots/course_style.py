@@ -26,6 +26,9 @@ import matplotlib
 matplotlib.use("Agg")  # headless: no display on CI or the GPU machine
 import matplotlib.pyplot as plt  # noqa: E402
 
+sys.path.append(str(pathlib.Path(__file__).resolve().parent.parent / "tools"))
+import telemetry  # noqa: E402  (the one reading of a run's throttle record)
+
 REFERENCE = pathlib.Path(__file__).resolve().parent.parent / "results" / "reference"
 
 # The colours live in plots/palette.py, one per role, engine, path and phase across the course.
@@ -93,6 +96,9 @@ def run_label(meta=None):
         parts.append(f"CUDA {meta['cuda']}")
     if meta.get("commit"):
         parts.append(f"commit {meta['commit']}")
+    throttle = telemetry.footer_text(meta.get("telemetry"))
+    if throttle:
+        parts.append(throttle)
     return " · ".join(parts)
 
 

@@ -81,6 +81,12 @@ for ch in "${chapters[@]}"; do
   echo
   echo "== Chapter $ch =="
   rc=0
+  # The GPU's clocks, temperature and throttle state before the run (the record compares them
+  # with after; plot footers say when the GPU throttled). Nothing is sampled without a GPU.
+  before=()
+  if [ $gpu = 1 ] && python3 tools/telemetry.py --out "build/telemetry-$ch.json" >/dev/null 2>&1; then
+    before=(--telemetry-before "build/telemetry-$ch.json")
+  fi
   start=$(date +%s.%N)
   "$bin/$ch" --csv "results/local/$ch.csv" || rc=$?
   seconds[$ch]=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
@@ -93,7 +99,7 @@ for ch in "${chapters[@]}"; do
   fi
   # This chapter's record in run_metadata.json (the other chapters' records are kept: a chapter
   # re-run alone gets its own date, commit and driver).
-  python3 tools/run_metadata.py --out results/local/run_metadata.json --bin "$bin" --chapter "$ch" || status=1
+  python3 tools/run_metadata.py --out results/local/run_metadata.json --bin "$bin" --chapter "$ch" "${before[@]}" || status=1
   if [ $rc = 0 ]; then
     result[$ch]=ran
     ran_chapters+=("$ch")
