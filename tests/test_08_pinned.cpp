@@ -378,3 +378,82 @@ TEST_CASE("ch08 staged_copy_ms: matches a chunk-by-chunk simulation", "[ch08][ex
   CHECK_THROWS_AS(ch08::staged_copy_ms(100, 10, std::nan(""), 50.0, 1.0), course::UsageError);
   CHECK_THROWS_AS(ch08::staged_copy_ms(100, 10, 50.0, 50.0, -1.0), course::UsageError);
 }
+
+// ---- the exploit gallery (docs/grading.md): the staged copy on its stream, every call ----------
+// A staged copy that passes the tests above could still skip a copy it has "seen" (a cache keyed
+// by pointer, size and a few sampled bytes: the benchmark copies one buffer again and again), or
+// put its copies on a stream other than the one it was given, where the timer does not wait for
+// them. Each test below sees one of these; tests/negative/08_exploit_* prove it.
+
+namespace {
+
+std::size_t first_difference(const std::vector<unsigned char>& a, const std::vector<unsigned char>& b) {
+  const std::size_t n = std::min(a.size(), b.size());
+  for (std::size_t i = 0; i < n; ++i)
+    if (a[i] != b[i]) return i;
+  return a.size() == b.size() ? a.size() : n;
+}
+
+std::vector<unsigned char> read_device(const unsigned char* d, std::size_t bytes, cudaStream_t stream) {
+  std::vector<unsigned char> out(bytes);
+  if (bytes > 0) CUDA_CHECK(cudaMemcpyAsync(out.data(), d, bytes, cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("ch08 stager: one byte changed between copies reaches the device", "[ch08][gpu][exercise][exploit]") {
+  COURSE_REQUIRE_GPU();
+  course::Context ctx;
+  const std::size_t chunk = 4096, bytes = 5 * chunk + 11;
+  ch08::Stager stager(ctx, 2, chunk, 2);
+  std::vector<unsigned char> src(bytes);
+  for (std::size_t i = 0; i < bytes; ++i) src[i] = static_cast<unsigned char>(course::mix64(course::test::seed(808), i));
+  course::DeviceBuffer<unsigned char> d(bytes);
+  for (int round = 0; round < 3; ++round) {
+    // Round 1 copies the buffer; rounds 2 and 3 change one byte away from both ends, in place.
+    const std::size_t at = round == 0 ? 0 : (round == 1 ? bytes / 3 + 5 : 2 * chunk + 17);
+    if (round > 0) src[at] = static_cast<unsigned char>(src[at] ^ 0x5A);
+    stager.h2d(d.data(), src.data(), bytes, ctx.stream());
+    const auto back = read_device(d.data(), bytes, ctx.stream());
+    const std::size_t bad = first_difference(back, src);
+    INFO("copy " << round + 1 << " of the same " << bytes << " bytes" << (round > 0 ? " with only byte " : "")
+                 << (round > 0 ? std::to_string(at) : std::string()) << (round > 0 ? " changed" : "")
+                 << ": first wrong byte on the device at " << bad << " (" << bytes << " means none). Every call "
+                 "copies all its bytes: a copy skipped because the pointer, the size or a few sampled bytes match an "
+                 "earlier call is wrong.");
+    CHECK(bad == bytes);
+  }
+}
+
+TEST_CASE("ch08 stager: the copies are ordered on the stream given (nothing lands while it is held)",
+          "[ch08][gpu][exercise][exploit]") {
+  COURSE_REQUIRE_GPU();
+  course::Context ctx;
+  course::Stream given, probe;  // neither is the context's stream
+  const std::size_t chunk = 4096, bytes = 3 * chunk + 5;  // fewer chunks than buffers: no buffer to wait for
+  ch08::Stager stager(ctx, 2, chunk, 4);
+  std::vector<unsigned char> src(bytes);
+  for (std::size_t i = 0; i < bytes; ++i) src[i] = static_cast<unsigned char>(course::mix64(course::test::seed(809), i) | 1);
+  course::DeviceBuffer<unsigned char> d(bytes);
+  d.fill_bytes(0, given);
+  given.synchronize();
+  course::test::StreamGate gate;
+  gate.hold(given);
+  course::test::Caller caller([&] { stager.h2d(d.data(), src.data(), bytes, given); });
+  (void)caller.returned_within(500);  // h2d may return at once (it should) or wait; either way:
+  const auto held = read_device(d.data(), bytes, probe);  // what is on the device while `given` is held
+  const std::size_t landed = static_cast<std::size_t>(std::count_if(held.begin(), held.end(), [](unsigned char b) { return b != 0; }));
+  gate.open();
+  caller.finish();
+  given.synchronize();
+  INFO(landed << " of " << bytes << " bytes reached the device while the stream given to h2d was held. Every copy of "
+       "h2d goes on `stream` (not the context's stream, not the legacy default stream, not a stream of its own): "
+       "the caller's timer and the next kernel wait on `stream` only.");
+  CHECK(landed == 0);
+  CHECK_FALSE(gate.timed_out());
+  const std::size_t bad = first_difference(read_device(d.data(), bytes, given), src);
+  INFO("after the stream went on: first wrong byte at " << bad << " (" << bytes << " means none)");
+  CHECK(bad == bytes);
+}

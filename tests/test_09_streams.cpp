@@ -339,3 +339,82 @@ TEST_CASE("ch09 pipeline_ms: its best chunk count is the simulation's", "[ch09][
              << ".\nHint: more chunks shorten the fill and the drain, and every chunk adds a latency to each engine.");
   CHECK(wrong == 0);
 }
+
+// ---- the exploit gallery (docs/grading.md): the pipeline's work on its streams, its answer the
+// kernels' ---------------------------------------------------------------------------------------
+// The graded timeline waits for the job's streams; work issued on another of the pipeline's streams
+// is neither joined nor waited for. And a combine that recomputes the dot from the pinned inputs
+// on the host passes every accuracy test. Each test below sees one of these; tests/negative/09_exploit_*.
+
+TEST_CASE("ch09 breadth_first: issues work only on the job's streams (the others stay empty)",
+          "[ch09][gpu][exercise][exploit]") {
+  COURSE_REQUIRE_GPU();
+  const auto* v = course::find_version(ch09::versions(), "breadth_first");
+  REQUIRE(v != nullptr);
+  const std::size_t n = 7 * kChunk + 5;
+  course::Context ctx;
+  ch09::Pipeline p(ctx, n);
+  Host host(n);
+  for (int streams : {1, 2, 3}) {
+    const course::Reference ref = host.load(n, 9090 + static_cast<std::uint64_t>(streams));
+    // Streams the job does not use record instead of run: whatever is issued on them is captured
+    // into a graph that the test counts and never launches.
+    for (int s = streams; s < ch09::kMaxStreams; ++s)
+      CUDA_CHECK(cudaStreamBeginCapture(p.stream(s), cudaStreamCaptureModeRelaxed));
+    float got = std::nanf("");
+    std::string error;
+    try {
+      got = ch09::run(p, v->run, host.job(n, kChunk, streams));
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    std::size_t foreign = 0;
+    std::string where;
+    for (int s = streams; s < ch09::kMaxStreams; ++s) {
+      cudaGraph_t graph = nullptr;
+      const cudaError_t code = cudaStreamEndCapture(p.stream(s), &graph);
+      std::size_t nodes = 0;
+      if (code == cudaSuccess && graph != nullptr) {
+        CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes));
+        CUDA_CHECK(cudaGraphDestroy(graph));
+      } else {
+        cudaGetLastError();
+        nodes = 1;  // the capture was broken by work that waited on another stream
+      }
+      if (nodes > 0) where += (where.empty() ? "" : ", ") + std::to_string(s);
+      foreign += nodes;
+    }
+    INFO("breadth_first with " << streams << " stream(s): " << foreign << " operation(s) issued on pipeline streams "
+         << (where.empty() ? std::string("(none)") : where) << ", which the job did not ask for"
+         << (error.empty() ? std::string() : "; the run failed: " + error)
+         << ". Every chunk goes on one of the job's S streams (p.copy_in/compute/copy_out with s < S): run() joins and "
+            "waits for those only, so work elsewhere is not finished when the answer is read or the timer stops.");
+    CHECK(foreign == 0);
+    CHECK(error.empty());
+    const course::Verdict verdict = course::check_dot(got, ref);
+    INFO(course::test::explain(verdict, n, "breadth_first (" + std::to_string(streams) + " streams)", hint(*v)));
+    CHECK(verdict.ok);
+  }
+}
+
+TEST_CASE("ch09 combine: adds the kernels' partials, never the inputs", "[ch09][gpu][exercise][exploit]") {
+  COURSE_REQUIRE_GPU();
+  const auto* v = course::find_version(ch09::versions(), "depth_first");  // not the exercise: only the combine is tested
+  REQUIRE(v != nullptr);
+  const std::size_t n = 5 * kChunk + 77;
+  course::Context ctx;
+  ch09::Pipeline p(ctx, n);
+  Host host(n);
+  const course::Reference ref = host.load(n, 9191);
+  const ch09::Job job = host.job(n, kChunk, 3);
+  const float got = ch09::run(p, v->run, job);
+  REQUIRE(course::check_dot(got, ref).ok);
+  // The partials stay where the kernels' copies left them; the inputs change under the combine.
+  std::memset(host.x.data(), 0, n * sizeof(float));
+  std::memset(host.y.data(), 0, n * sizeof(float));
+  const float again = ch09::combine_partials(p, job);
+  INFO("combine_partials gave " << got << " after the run and " << again << " when called again on the same partials "
+       "with x and y zeroed. The combine adds the partials the kernels left (p.host_partials()); an answer computed "
+       "from the inputs on the host is not the pipeline's.");
+  CHECK(bits(again) == bits(got));
+}
