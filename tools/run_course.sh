@@ -46,7 +46,9 @@ preset=solutions
 [ -d solutions ] || preset=student  # a student repository: your own tree
 echo "== Building the course ($preset) =="
 cmake --preset $preset >/dev/null
-cmake --build --preset $preset -j "$jobs"
+# The programs only (course_programs: every chapter's executable, course_info, libdotcourse): the
+# tests are tools/test.sh's job, and building them would double the main job's time.
+cmake --build --preset $preset -j "$jobs" --target course_programs
 bin=build/$preset/bin
 # A chapter whose dependency is missing (11_multi_gpu without NCCL) is left out of the build with
 # a message at configure time: skipped here when running every chapter, an error when asked for.
