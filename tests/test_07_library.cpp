@@ -836,3 +836,358 @@ TEST_CASE("ch07 reuse: does its GPU work on the engine's stream (a held stream h
   INFO(course::test::explain(verdict, n, "reuse behind a held stream", "the call after the gate opened"));
   CHECK(verdict.ok);
 }
+
+// ---- issue 26 item 5: host arrays on the fastest path (dotcourse_dot_ex, host_auto.cpp) ----------
+// The CPU path, the plan's choice and every bad option need no GPU: a CPU-only context
+// (dotcourse_create_cpu) runs them in CI.
+
+#include "course/cpu_dot.hpp"
+
+namespace {
+
+struct CpuCtx {  // a CPU-only context, destroyed at the end of the scope
+  explicit CpuCtx(unsigned threads) { status = dotcourse_create_cpu(threads, &ctx); }
+  ~CpuCtx() { dotcourse_destroy(ctx); }
+  dotcourse_context* ctx = nullptr;
+  dotcourse_status status;
+};
+
+dotcourse_options where_opts(dotcourse_where where) {
+  dotcourse_options o{};
+  o.size = sizeof o;
+  o.where = where;
+  return o;
+}
+
+dotcourse_report empty_report() {
+  dotcourse_report r{};
+  r.size = sizeof r;
+  r.path = static_cast<dotcourse_path>(0);
+  return r;
+}
+
+dotcourse_plan empty_plan() {
+  dotcourse_plan p{};
+  p.size = sizeof p;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("ch07 host auto: the kit's cpu_dot matches the fp64 reference on any pool, the same bits each call",
+          "[ch07][cpu_dot]") {
+  for (unsigned threads : {1u, 3u, 16u}) {
+    course::ThreadPool pool(threads);
+    for (std::size_t n : course::test::awkward_sizes(256, 260)) {
+      const auto in = course::test::make_dot_inputs(n, 2600 + n);
+      for (std::size_t serial_max : {std::size_t{0}, course::kCpuDotSerialMax}) {
+        const double got = course::cpu_dot(pool, in.x.data(), in.y.data(), n, serial_max);
+        const course::Verdict verdict = course::check_dot(static_cast<float>(got), in.ref);
+        INFO(course::test::explain(verdict, n, "course::cpu_dot on " + std::to_string(threads) + " threads",
+                                   "common/src/cpu_dot.cpp: every element in exactly one part, parts added once"));
+        CHECK(verdict.ok);
+        CHECK(course::cpu_dot(pool, in.x.data(), in.y.data(), n, serial_max) == got);  // deterministic
+      }
+      double alongside_ran = 0;
+      const double got = course::cpu_dot_alongside(pool, in.x.data(), in.y.data(), n, [&] { alongside_ran = 1; });
+      CHECK(alongside_ran == 1);
+      CHECK(course::check_dot(static_cast<float>(got), in.ref).ok);
+    }
+  }
+}
+
+TEST_CASE("ch07 host auto: a CPU-only context computes on the CPU without any GPU", "[ch07][host_auto]") {
+  CpuCtx c(4);
+  REQUIRE(c.status == DOTCOURSE_OK);
+  size_t n_max = 0;
+  CHECK(dotcourse_n_max(c.ctx, &n_max) == DOTCOURSE_OK);
+  CHECK(n_max == SIZE_MAX);
+  for (std::size_t n : course::test::awkward_sizes(256, 261)) {
+    const auto in = course::test::make_dot_inputs(n, 2610 + n);
+    for (dotcourse_where where : {DOTCOURSE_WHERE_CPU, DOTCOURSE_WHERE_AUTO}) {
+      const dotcourse_options opts = where_opts(where);
+      dotcourse_report report = empty_report();
+      float got = NAN;
+      REQUIRE(dotcourse_dot_ex(c.ctx, in.x.data(), in.y.data(), n, &opts, &got, &report) == DOTCOURSE_OK);
+      const course::Verdict verdict = course::check_dot(got, in.ref);
+      INFO(course::test::explain(verdict, n, where == DOTCOURSE_WHERE_CPU ? "where = CPU" : "where = AUTO",
+                                 "host_auto.cpp: HostAuto::dot on the CPU path"));
+      CHECK(verdict.ok);
+      CHECK(report.path == DOTCOURSE_PATH_CPU);
+      CHECK(report.n_cpu == n);
+      CHECK(report.n_gpu == 0);
+      CHECK(report.registered == 0);
+      CHECK(report.calibrated == 0);
+      CHECK(report.cpu_threads >= 1);
+      CHECK(report.seconds >= 0.0);
+      float again = NAN;
+      CHECK(dotcourse_dot_ex(c.ctx, in.x.data(), in.y.data(), n, &opts, &again, nullptr) == DOTCOURSE_OK);
+      CHECK(bits(again) == bits(got));
+    }
+    // dotcourse_dot on a CPU-only context: the CPU too, the same bits; NULL options: AUTO.
+    float plain = NAN, defaulted = NAN, cpu = NAN;
+    const dotcourse_options opts = where_opts(DOTCOURSE_WHERE_CPU);
+    CHECK(dotcourse_dot(c.ctx, in.x.data(), in.y.data(), n, &plain) == DOTCOURSE_OK);
+    CHECK(dotcourse_dot_ex(c.ctx, in.x.data(), in.y.data(), n, nullptr, &defaulted, nullptr) == DOTCOURSE_OK);
+    CHECK(dotcourse_dot_ex(c.ctx, in.x.data(), in.y.data(), n, &opts, &cpu, nullptr) == DOTCOURSE_OK);
+    CHECK(bits(plain) == bits(cpu));
+    CHECK(bits(defaulted) == bits(cpu));
+  }
+}
+
+TEST_CASE("ch07 host auto: a CPU-only context refuses the GPU with NO_GPU and a message", "[ch07][host_auto]") {
+  CpuCtx c(2);
+  REQUIRE(c.status == DOTCOURSE_OK);
+  std::vector<float> x(100, 1.0f);
+  float r = 0;
+  const dotcourse_options gpu = where_opts(DOTCOURSE_WHERE_GPU);
+  CHECK(dotcourse_dot_ex(c.ctx, x.data(), x.data(), x.size(), &gpu, &r, nullptr) == DOTCOURSE_ERROR_NO_GPU);
+  CHECK_THAT(std::string(dotcourse_last_error()), course::test::contains("dotcourse_create_cpu"));
+  CHECK(dotcourse_host_register(c.ctx, x.data(), x.size() * sizeof(float)) == DOTCOURSE_ERROR_NO_GPU);
+  CHECK(dotcourse_dot_device(c.ctx, x.data(), x.data(), x.size(), nullptr, &r) == DOTCOURSE_ERROR_NO_GPU);
+  double d = 0;
+  CHECK(dotcourse_dot_typed_host(c.ctx, x.data(), DOTCOURSE_FLOAT32, x.data(), DOTCOURSE_FLOAT32, x.size(), &d) ==
+        DOTCOURSE_ERROR_NO_GPU);
+  CHECK(dotcourse_calibrate(c.ctx, 1 << 20, nullptr) == DOTCOURSE_ERROR_NO_GPU);
+  // The context still works on the CPU after every refusal.
+  CHECK(dotcourse_dot(c.ctx, x.data(), x.data(), x.size(), &r) == DOTCOURSE_OK);
+  CHECK(r == 100.0f);
+}
+
+TEST_CASE("ch07 host auto: bad options, reports and arguments get a status and a message", "[ch07][host_auto]") {
+  dotcourse_context* out = reinterpret_cast<dotcourse_context*>(&out);
+  CHECK(dotcourse_create_cpu(0, nullptr) == DOTCOURSE_ERROR_INVALID_ARGUMENT);
+  CHECK(dotcourse_create_cpu(5000, &out) == DOTCOURSE_ERROR_INVALID_ARGUMENT);
+  CHECK(out == nullptr);
+  CHECK_THAT(std::string(dotcourse_last_error()), course::test::contains("1024"));
+  CpuCtx c(0);  // one thread per hardware thread
+  REQUIRE(c.status == DOTCOURSE_OK);
+  std::vector<float> x(64, 2.0f);
+  float r = 0;
+  dotcourse_options opts = where_opts(DOTCOURSE_WHERE_AUTO);
+  opts.size = 0;
+  CHECK(dotcourse_dot_ex(c.ctx, x.data(), x.data(), 64, &opts, &r, nullptr) == DOTCOURSE_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(std::string(dotcourse_last_error()), course::test::contains("sizeof(dotcourse_options)"));
+  opts = where_opts(static_cast<dotcourse_where>(7));
+  CHECK(dotcourse_dot_ex(c.ctx, x.data(), x.data(), 64, &opts, &r, nullptr) == DOTCOURSE_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(std::string(dotcourse_last_error()), course::test::contains("where"));
+  // An options struct from an older header (only `size`): the defaults (AUTO).
+  opts = where_opts(DOTCOURSE_WHERE_GPU);
+  opts.size = sizeof(size_t);
+  CHECK(dotcourse_dot_ex(c.ctx, x.data(), x.data(), 64, &opts, &r, nullptr) == DOTCOURSE_OK);
+  CHECK(r == 256.0f);
+  dotcourse_report report = empty_report();
+  report.size = 0;
+  CHECK(dotcourse_dot_ex(c.ctx, x.data(), x.data(), 64, nullptr, &r, &report) == DOTCOURSE_ERROR_INVALID_ARGUMENT);
+  // A shorter report gets only the fields it covers.
+  report = empty_report();
+  report.size = offsetof(dotcourse_report, n_cpu);
+  report.n_cpu = 12345;
+  CHECK(dotcourse_dot_ex(c.ctx, x.data(), x.data(), 64, nullptr, &r, &report) == DOTCOURSE_OK);
+  CHECK(report.path == DOTCOURSE_PATH_CPU);
+  CHECK(report.n_cpu == 12345);
+  CHECK(dotcourse_dot_ex(c.ctx, x.data(), x.data(), 64, nullptr, nullptr, nullptr) == DOTCOURSE_ERROR_INVALID_ARGUMENT);
+  CHECK(dotcourse_dot_ex(c.ctx, nullptr, x.data(), 64, nullptr, &r, nullptr) == DOTCOURSE_ERROR_INVALID_ARGUMENT);
+  CHECK(dotcourse_dot_ex(c.ctx, x.data(), nullptr, 64, nullptr, &r, nullptr) == DOTCOURSE_ERROR_INVALID_ARGUMENT);
+  CHECK(dotcourse_dot_ex(c.ctx, nullptr, nullptr, 0, nullptr, &r, nullptr) == DOTCOURSE_OK);
+  CHECK(r == 0.0f);
+  CHECK(dotcourse_dot_ex(nullptr, x.data(), x.data(), 64, nullptr, &r, nullptr) == DOTCOURSE_ERROR_INVALID_HANDLE);
+  int not_a_context = 0;
+  CHECK(dotcourse_dot_ex(reinterpret_cast<dotcourse_context*>(&not_a_context), x.data(), x.data(), 64, nullptr, &r,
+                         nullptr) == DOTCOURSE_ERROR_INVALID_HANDLE);
+  dotcourse_context* doomed = nullptr;
+  REQUIRE(dotcourse_create_cpu(2, &doomed) == DOTCOURSE_OK);
+  CHECK(dotcourse_destroy(doomed) == DOTCOURSE_OK);
+  CHECK(dotcourse_dot_ex(doomed, x.data(), x.data(), 64, nullptr, &r, nullptr) == DOTCOURSE_ERROR_INVALID_HANDLE);
+}
+
+TEST_CASE("ch07 host auto: the plan's choice is a pure function of the plan, n and registered", "[ch07][host_auto]") {
+  dotcourse_path path = DOTCOURSE_PATH_GPU;
+  size_t n_gpu = 99;
+  CpuCtx c(2);
+  REQUIRE(c.status == DOTCOURSE_OK);
+  dotcourse_plan plan = empty_plan();
+  REQUIRE(dotcourse_get_plan(c.ctx, &plan) == DOTCOURSE_OK);
+  // The built-in rule: the CPU at every n, staged or registered.
+  CHECK(plan.calibrated == 0);
+  CHECK(plan.rows == 0);
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1} << 20, std::size_t{1} << 28})
+    for (int registered : {0, 1}) {
+      CHECK(dotcourse_plan_choose(&plan, n, registered, &path, &n_gpu) == DOTCOURSE_OK);
+      CHECK(path == DOTCOURSE_PATH_CPU);
+      CHECK(n_gpu == 0);
+    }
+  // A plan as a calibration writes it: staged from 2^22 both at once (a quarter on the GPU);
+  // registered from 2^16 both at once (3/8), from 2^24 the GPU alone.
+  plan.calibrated = 1;
+  plan.rows = 4;
+  plan.row[0] = {1 << 12, 0, DOTCOURSE_PATH_CPU, 0.0};
+  plan.row[1] = {1 << 22, 0, DOTCOURSE_PATH_SPLIT, 0.25};
+  plan.row[2] = {1 << 16, 1, DOTCOURSE_PATH_SPLIT, 0.375};
+  plan.row[3] = {1 << 24, 1, DOTCOURSE_PATH_GPU, 1.0};
+  struct Case {
+    std::size_t n;
+    int registered;
+    dotcourse_path path;
+    std::size_t n_gpu;
+  };
+  const Case cases[] = {
+      {100, 0, DOTCOURSE_PATH_CPU, 0},          {(1 << 22) - 1, 0, DOTCOURSE_PATH_CPU, 0},
+      {1 << 22, 0, DOTCOURSE_PATH_SPLIT, 1 << 20}, {1 << 28, 0, DOTCOURSE_PATH_SPLIT, 1 << 26},
+      {(1 << 16) - 1, 1, DOTCOURSE_PATH_CPU, 0}, {1 << 16, 1, DOTCOURSE_PATH_SPLIT, 3 << 13},
+      {1 << 24, 1, DOTCOURSE_PATH_GPU, 1 << 24}, {3, 0, DOTCOURSE_PATH_CPU, 0},
+  };
+  for (const Case& k : cases) {
+    INFO("n = " << k.n << ", registered = " << k.registered);
+    CHECK(dotcourse_plan_choose(&plan, k.n, k.registered, &path, &n_gpu) == DOTCOURSE_OK);
+    CHECK(path == k.path);
+    CHECK(n_gpu == k.n_gpu);
+  }
+  // The plan travels through a context unchanged; on a CPU-only context AUTO still takes the CPU.
+  REQUIRE(dotcourse_set_plan(c.ctx, &plan) == DOTCOURSE_OK);
+  dotcourse_plan back = empty_plan();
+  REQUIRE(dotcourse_get_plan(c.ctx, &back) == DOTCOURSE_OK);
+  CHECK(back.rows == 4);
+  CHECK(back.row[1].gpu_share == 0.25);
+  CHECK(back.calibrated == 1);
+  std::vector<float> x((1 << 22) + 3, 0.5f);
+  float r = 0;
+  dotcourse_report report = empty_report();
+  CHECK(dotcourse_dot_ex(c.ctx, x.data(), x.data(), x.size(), nullptr, &r, &report) == DOTCOURSE_OK);
+  CHECK(report.path == DOTCOURSE_PATH_CPU);
+  CHECK(r == static_cast<float>(0.25 * static_cast<double>(x.size())));
+
+  // Plans that cannot be used are refused, and the context keeps the one it had.
+  auto refused = [&](dotcourse_plan bad, const char* why) {
+    INFO(why);
+    CHECK(dotcourse_plan_choose(&bad, 10, 0, &path, &n_gpu) == DOTCOURSE_ERROR_INVALID_ARGUMENT);
+    CHECK(dotcourse_set_plan(c.ctx, &bad) == DOTCOURSE_ERROR_INVALID_ARGUMENT);
+    CHECK(std::string(dotcourse_last_error()).size() > 10);
+  };
+  dotcourse_plan bad = plan;
+  bad.row[1].gpu_share = 0.0;
+  refused(bad, "a split with share 0");
+  bad = plan;
+  bad.row[1].gpu_share = 1.0;
+  refused(bad, "a split with share 1");
+  bad = plan;
+  bad.row[1].n_min = 1 << 10;
+  refused(bad, "rows not in order");
+  bad = plan;
+  bad.row[0].path = static_cast<dotcourse_path>(9);
+  refused(bad, "unknown path");
+  bad = plan;
+  bad.row[0].registered = 2;
+  refused(bad, "registered 2");
+  bad = plan;
+  bad.rows = DOTCOURSE_PLAN_ROWS + 1;
+  refused(bad, "too many rows");
+  bad = plan;
+  bad.size = sizeof(dotcourse_plan) - 8;
+  refused(bad, "wrong size");
+  back = empty_plan();
+  REQUIRE(dotcourse_get_plan(c.ctx, &back) == DOTCOURSE_OK);
+  CHECK(back.rows == 4);
+  CHECK(dotcourse_plan_choose(nullptr, 10, 0, &path, &n_gpu) == DOTCOURSE_ERROR_INVALID_ARGUMENT);
+  CHECK(dotcourse_plan_choose(&plan, 10, 0, nullptr, &n_gpu) == DOTCOURSE_ERROR_INVALID_ARGUMENT);
+  CHECK(dotcourse_plan_choose(&plan, 10, 0, &path, nullptr) == DOTCOURSE_ERROR_INVALID_ARGUMENT);
+  CHECK(dotcourse_get_plan(c.ctx, nullptr) == DOTCOURSE_ERROR_INVALID_ARGUMENT);
+  CHECK(dotcourse_set_plan(nullptr, &plan) == DOTCOURSE_ERROR_INVALID_HANDLE);
+}
+
+TEST_CASE("ch07 host auto: every path on a GPU context matches the reference and says which it took",
+          "[ch07][gpu][host_auto]") {
+  COURSE_REQUIRE_GPU();
+  const std::size_t n_max = (std::size_t{1} << 22) + 5;
+  Ctx c(n_max);
+  REQUIRE(c.status == DOTCOURSE_OK);
+  // A plan that splits every size, staged and registered, so the split runs at awkward sizes too.
+  dotcourse_plan split = empty_plan();
+  split.rows = 2;
+  split.row[0] = {0, 0, DOTCOURSE_PATH_SPLIT, 0.375};
+  split.row[1] = {0, 1, DOTCOURSE_PATH_SPLIT, 0.25};
+  auto sizes = course::test::awkward_sizes(256, 262);
+  sizes.push_back(n_max);
+  for (int registered : {0, 1}) {
+    for (std::size_t n : sizes) {
+      const auto in = course::test::make_dot_inputs(n, 2620 + n);
+      // x and y on pages of their own inside one buffer, so that both can be registered.
+      const std::size_t page = 4096 / sizeof(float), stride = (n + page - 1) / page * page + page;
+      std::vector<float> buffer(2 * stride + page);
+      float* base = buffer.data() + (page - reinterpret_cast<std::uintptr_t>(buffer.data()) / sizeof(float) % page) % page;
+      std::copy(in.x.begin(), in.x.end(), base);
+      std::copy(in.y.begin(), in.y.end(), base + stride);
+      const float* x = base;
+      const float* y = base + stride;
+      if (registered && n > 0) {
+        REQUIRE(dotcourse_host_register(c.ctx, x, n * sizeof(float)) == DOTCOURSE_OK);
+        REQUIRE(dotcourse_host_register(c.ctx, y, n * sizeof(float)) == DOTCOURSE_OK);
+      }
+      for (int mode = 0; mode < 4; ++mode) {
+        const char* name[] = {"where = CPU", "where = GPU", "where = AUTO (built-in rule)", "AUTO with a split plan"};
+        dotcourse_plan plan = mode == 3 ? split : empty_plan();
+        if (mode != 3) plan.rows = 0;
+        REQUIRE(dotcourse_set_plan(c.ctx, &plan) == DOTCOURSE_OK);
+        const dotcourse_options opts =
+            where_opts(mode == 0 ? DOTCOURSE_WHERE_CPU : mode == 1 ? DOTCOURSE_WHERE_GPU : DOTCOURSE_WHERE_AUTO);
+        dotcourse_report report = empty_report();
+        float got = NAN;
+        REQUIRE(dotcourse_dot_ex(c.ctx, x, y, n, &opts, &got, &report) == DOTCOURSE_OK);
+        const course::Verdict verdict = course::check_dot(got, in.ref);
+        INFO(course::test::explain(verdict, n, std::string(name[mode]) + (registered ? ", registered" : ", staged"),
+                                   "host_auto.cpp: HostAuto::dot"));
+        CHECK(verdict.ok);
+        CHECK(report.registered == (registered && n > 0 ? 1 : 0));
+        CHECK(report.n_cpu + report.n_gpu == n);
+        const dotcourse_path expected = mode == 0 ? DOTCOURSE_PATH_CPU : mode == 1 ? DOTCOURSE_PATH_GPU
+                                        : mode == 2 ? DOTCOURSE_PATH_CPU
+                                                    : (n >= 4 ? DOTCOURSE_PATH_SPLIT : report.path);
+        CHECK(report.path == expected);
+        float again = NAN;
+        CHECK(dotcourse_dot_ex(c.ctx, x, y, n, &opts, &again, nullptr) == DOTCOURSE_OK);
+        CHECK(bits(again) == bits(got));
+      }
+      if (registered && n > 0) {
+        CHECK(dotcourse_host_unregister(c.ctx, x) == DOTCOURSE_OK);
+        CHECK(dotcourse_host_unregister(c.ctx, y) == DOTCOURSE_OK);
+      }
+    }
+  }
+  // n > n_max: the CPU has no limit; AUTO and GPU say TOO_LARGE.
+  std::vector<float> big(n_max + 1, 1.0f);
+  float r = 0;
+  const dotcourse_options cpu = where_opts(DOTCOURSE_WHERE_CPU), gpu = where_opts(DOTCOURSE_WHERE_GPU);
+  CHECK(dotcourse_dot_ex(c.ctx, big.data(), big.data(), big.size(), &cpu, &r, nullptr) == DOTCOURSE_OK);
+  CHECK(r == static_cast<float>(big.size()));
+  CHECK(dotcourse_dot_ex(c.ctx, big.data(), big.data(), big.size(), &gpu, &r, nullptr) == DOTCOURSE_ERROR_TOO_LARGE);
+  CHECK(dotcourse_dot_ex(c.ctx, big.data(), big.data(), big.size(), nullptr, &r, nullptr) ==
+        DOTCOURSE_ERROR_TOO_LARGE);
+}
+
+TEST_CASE("ch07 host auto: calibrate measures a usable plan and AUTO follows it", "[ch07][gpu][host_auto]") {
+  COURSE_REQUIRE_GPU();
+  Ctx c(std::size_t{1} << 20);
+  REQUIRE(c.status == DOTCOURSE_OK);
+  dotcourse_plan plan = empty_plan();
+  CHECK(dotcourse_calibrate(c.ctx, 1000, &plan) == DOTCOURSE_ERROR_INVALID_ARGUMENT);  // below 2^12
+  REQUIRE(dotcourse_calibrate(c.ctx, std::size_t{1} << 30, &plan) == DOTCOURSE_OK);  // capped at n_max
+  CHECK(plan.calibrated == 1);
+  CHECK(plan.rows >= 2);  // at least the 2^12 row, staged and registered
+  CHECK(std::string(plan.device).size() > 0);
+  dotcourse_plan kept = empty_plan();
+  REQUIRE(dotcourse_get_plan(c.ctx, &kept) == DOTCOURSE_OK);
+  CHECK(kept.rows == plan.rows);
+  CHECK(dotcourse_set_plan(c.ctx, &plan) == DOTCOURSE_OK);
+  const std::size_t n = std::size_t{1} << 20;
+  const auto in = course::test::make_dot_inputs(n, 263);
+  dotcourse_report report = empty_report();
+  float got = NAN;
+  REQUIRE(dotcourse_dot_ex(c.ctx, in.x.data(), in.y.data(), n, nullptr, &got, &report) == DOTCOURSE_OK);
+  CHECK(course::check_dot(got, in.ref).ok);
+  dotcourse_path path = DOTCOURSE_PATH_CPU;
+  size_t n_gpu = 0;
+  REQUIRE(dotcourse_plan_choose(&plan, n, 0, &path, &n_gpu) == DOTCOURSE_OK);
+  CHECK(report.path == path);
+  CHECK(report.n_gpu == n_gpu);
+  CHECK(report.calibrated == 1);
+}

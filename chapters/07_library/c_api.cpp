@@ -10,6 +10,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -21,12 +22,22 @@
 
 #include "course/check.hpp"
 #include "dotcourse.h"
+#include "host_auto.hpp"
 #include "library.hpp"
 #include "typed.hpp"
 
+// A GPU context: an Engine, and the CPU side (host_auto.hpp) for dotcourse_dot_ex. A CPU-only
+// context (dotcourse_create_cpu): no Engine, and its own lock for the CPU dot's pool.
 struct dotcourse_context {
-  ch07::Engine engine;
-  dotcourse_context(int device, std::size_t n_max) : engine(device, n_max) {}
+  std::unique_ptr<ch07::Engine> engine;
+  ch07::HostAuto host;
+  std::mutex cpu_lock;
+  dotcourse_context(int device, std::size_t n_max) : engine(std::make_unique<ch07::Engine>(device, n_max)) {
+    host.set_device(ch07::device_name(engine->gpu().device()));
+  }
+  explicit dotcourse_context(unsigned threads) : host(threads) {}
+  // Every call that uses the pool or the engine holds this (one call at a time on a context).
+  std::mutex& lock() { return engine ? engine->lock : cpu_lock; }
 };
 
 namespace {
@@ -100,10 +111,10 @@ void need(const void* p, const char* function, const char* what) {
   (void)function;
 }
 
-// Runs body(engine) on a live context, which the call holds until it returns (see live_handles).
+// Runs body(context) on a live context, which the call holds until it returns (see live_handles).
 // A handle that is NULL or not live is INVALID_HANDLE; everything else maps as guarded does.
 template <class Body>
-dotcourse_status with_context(const char* function, const dotcourse_context* ctx, Body&& body) noexcept {
+dotcourse_status with_handle(const char* function, const dotcourse_context* ctx, Body&& body) noexcept {
   Owner held;
   try {
     held = acquire(ctx);
@@ -114,7 +125,24 @@ dotcourse_status with_context(const char* function, const dotcourse_context* ctx
     return fail(DOTCOURSE_ERROR_INVALID_HANDLE,
                 std::string(function) + (ctx == nullptr ? ": context is NULL"
                                                         : ": not a live context (destroyed, or never created)"));
-  return guarded(function, [&] { body(held->engine); });
+  return guarded(function, [&] { body(*held); });
+}
+
+// with_handle for the functions that need the GPU: body(engine); a CPU-only context is NO_GPU.
+template <class Body>
+dotcourse_status with_context(const char* function, const dotcourse_context* ctx, Body&& body) noexcept {
+  return with_handle(function, ctx, [&](dotcourse_context& c) {
+    if (!c.engine) throw course::NoGpuError("this context has no GPU (it was made by dotcourse_create_cpu)");
+    body(*c.engine);
+  });
+}
+
+// The `where` of an options struct: only the fields the caller's size covers are read.
+dotcourse_where where_of(const dotcourse_options* opts) {
+  if (opts == nullptr) return DOTCOURSE_WHERE_AUTO;
+  if (opts->size == 0) throw course::UsageError("opts->size is 0: set it to sizeof(dotcourse_options)");
+  const std::size_t covers_where = offsetof(dotcourse_options, where) + sizeof(opts->where);
+  return opts->size >= covers_where ? opts->where : DOTCOURSE_WHERE_AUTO;
 }
 
 }  // namespace
@@ -191,23 +219,28 @@ DOTCOURSE_API dotcourse_status dotcourse_destroy(dotcourse_context* ctx) {
 // [destroy]
 
 DOTCOURSE_API dotcourse_status dotcourse_n_max(const dotcourse_context* ctx, size_t* n_max) {
-  return with_context("dotcourse_n_max", ctx, [&](ch07::Engine& e) {
+  return with_handle("dotcourse_n_max", ctx, [&](dotcourse_context& c) {
     need(n_max, "dotcourse_n_max", "n_max");
-    *n_max = e.n_max();
+    *n_max = c.engine ? c.engine->n_max() : SIZE_MAX;  // a CPU-only context has no limit
   });
 }
 
 // [c_dot]
 DOTCOURSE_API dotcourse_status dotcourse_dot(dotcourse_context* ctx, const float* x, const float* y, size_t n,
                                              float* result) {
-  return with_context("dotcourse_dot", ctx, [&](ch07::Engine& e) {
+  return with_handle("dotcourse_dot", ctx, [&](dotcourse_context& c) {
     need(result, "dotcourse_dot", "result");
     if (n > 0) {
       need(x, "dotcourse_dot", "x");
       need(y, "dotcourse_dot", "y");
     }
-    std::lock_guard<std::mutex> guard(e.lock);  // one call at a time on this context
-    e.gpu().activate();                         // this thread may have used another device
+    std::lock_guard<std::mutex> guard(c.lock());  // one call at a time on this context
+    if (!c.engine) {                               // a CPU-only context: the CPU
+      *result = c.host.dot(nullptr, x, y, n, DOTCOURSE_WHERE_CPU, nullptr);
+      return;
+    }
+    ch07::Engine& e = *c.engine;
+    e.gpu().activate();  // this thread may have used another device
     *result = ch07::dot_host(e, x, y, n);
   });
 }
@@ -241,6 +274,90 @@ DOTCOURSE_API dotcourse_status dotcourse_dot_device(dotcourse_context* ctx, cons
     }
     std::lock_guard<std::mutex> guard(e.lock);
     *result = ch07::dot_device(e, d_x, d_y, n, static_cast<cudaStream_t>(stream));
+  });
+}
+
+// [c_dot_ex]
+DOTCOURSE_API dotcourse_status dotcourse_create_cpu(unsigned threads, dotcourse_context** out) {
+  if (out == nullptr) return fail(DOTCOURSE_ERROR_INVALID_ARGUMENT, "dotcourse_create_cpu: out is NULL");
+  *out = nullptr;
+  return guarded("dotcourse_create_cpu", [&] {
+    if (threads > 1024) throw course::UsageError("threads = " + std::to_string(threads) + ": at most 1024");
+    auto ctx = std::make_shared<dotcourse_context>(threads);
+    std::lock_guard<std::mutex> guard(live_mutex());
+    live().emplace(ctx.get(), ctx);
+    *out = ctx.get();
+  });
+}
+
+DOTCOURSE_API dotcourse_status dotcourse_dot_ex(dotcourse_context* ctx, const float* x, const float* y, size_t n,
+                                                const dotcourse_options* opts, float* result,
+                                                dotcourse_report* report) {
+  return with_handle("dotcourse_dot_ex", ctx, [&](dotcourse_context& c) {
+    need(result, "dotcourse_dot_ex", "result");
+    if (n > 0) {
+      need(x, "dotcourse_dot_ex", "x");
+      need(y, "dotcourse_dot_ex", "y");
+    }
+    const dotcourse_where where = where_of(opts);
+    if (report != nullptr && report->size == 0)
+      throw course::UsageError("report->size is 0: set it to sizeof(dotcourse_report)");
+    std::lock_guard<std::mutex> guard(c.lock());
+    if (c.engine) c.engine->gpu().activate();
+    *result = c.host.dot(c.engine.get(), x, y, n, where, report);
+  });
+}
+// [c_dot_ex]
+
+DOTCOURSE_API dotcourse_status dotcourse_plan_choose(const dotcourse_plan* plan, size_t n, int registered,
+                                                     dotcourse_path* path, size_t* n_gpu) {
+  return guarded("dotcourse_plan_choose", [&] {
+    need(plan, "dotcourse_plan_choose", "plan");
+    need(path, "dotcourse_plan_choose", "path");
+    need(n_gpu, "dotcourse_plan_choose", "n_gpu");
+    if (plan->size != sizeof(dotcourse_plan))
+      throw course::UsageError("plan->size is " + std::to_string(plan->size) + ", not sizeof(dotcourse_plan) = " +
+                               std::to_string(sizeof(dotcourse_plan)));
+    ch07::check_plan(*plan);
+    const ch07::Choice c = ch07::choose(*plan, n, registered != 0);
+    *path = c.path;
+    *n_gpu = c.n_gpu;
+  });
+}
+
+DOTCOURSE_API dotcourse_status dotcourse_get_plan(const dotcourse_context* ctx, dotcourse_plan* plan) {
+  return with_handle("dotcourse_get_plan", ctx, [&](dotcourse_context& c) {
+    need(plan, "dotcourse_get_plan", "plan");
+    if (plan->size != sizeof(dotcourse_plan))
+      throw course::UsageError("plan->size is " + std::to_string(plan->size) + ", not sizeof(dotcourse_plan) = " +
+                               std::to_string(sizeof(dotcourse_plan)));
+    std::lock_guard<std::mutex> guard(c.lock());
+    *plan = c.host.plan();
+  });
+}
+
+DOTCOURSE_API dotcourse_status dotcourse_set_plan(dotcourse_context* ctx, const dotcourse_plan* plan) {
+  return with_handle("dotcourse_set_plan", ctx, [&](dotcourse_context& c) {
+    need(plan, "dotcourse_set_plan", "plan");
+    if (plan->size != sizeof(dotcourse_plan))
+      throw course::UsageError("plan->size is " + std::to_string(plan->size) + ", not sizeof(dotcourse_plan) = " +
+                               std::to_string(sizeof(dotcourse_plan)));
+    std::lock_guard<std::mutex> guard(c.lock());
+    c.host.set_plan(*plan);
+  });
+}
+
+DOTCOURSE_API dotcourse_status dotcourse_calibrate(dotcourse_context* ctx, size_t n_limit, dotcourse_plan* plan) {
+  return with_handle("dotcourse_calibrate", ctx, [&](dotcourse_context& c) {
+    if (plan != nullptr && plan->size != sizeof(dotcourse_plan))
+      throw course::UsageError("plan->size is " + std::to_string(plan->size) + ", not sizeof(dotcourse_plan) = " +
+                               std::to_string(sizeof(dotcourse_plan)));
+    if (!c.engine) throw course::NoGpuError("this context has no GPU (it was made by dotcourse_create_cpu)");
+    ch07::Engine& e = *c.engine;
+    std::lock_guard<std::mutex> guard(e.lock);
+    e.gpu().activate();
+    const dotcourse_plan& measured = c.host.calibrate(e, n_limit);
+    if (plan != nullptr) *plan = measured;
   });
 }
 

@@ -73,7 +73,8 @@ DOTCOURSE_API dotcourse_status dotcourse_n_max(const dotcourse_context* ctx, siz
 
 /** *result = x·y for two host arrays of n floats (any host memory: pageable or pinned). Copies
  *  included; returns when the result is on the host. n = 0 gives 0. Uses the fastest version;
- *  arrays inside ranges registered with dotcourse_host_register are copied without staging. */
+ *  arrays inside ranges registered with dotcourse_host_register are copied without staging. Always
+ *  the GPU (dotcourse_dot_ex chooses), except on a context of dotcourse_create_cpu: the CPU. */
 DOTCOURSE_API dotcourse_status dotcourse_dot(dotcourse_context* ctx, const float* x, const float* y, size_t n,
                                              float* result);
 
@@ -131,6 +132,100 @@ DOTCOURSE_API dotcourse_status dotcourse_dot_typed(dotcourse_context* ctx, const
 DOTCOURSE_API dotcourse_status dotcourse_dot_typed_host(dotcourse_context* ctx, const void* x, dotcourse_dtype x_dtype,
                                                         const void* y, dotcourse_dtype y_dtype, size_t n,
                                                         double* result);
+
+/* ---- Host arrays on the fastest path: the CPU, the GPU, or both (issue 26) -------------------- */
+
+/** Where dotcourse_dot_ex computes a dot of two host arrays. */
+typedef enum dotcourse_where {
+  DOTCOURSE_WHERE_AUTO = 0, /**< the context's plan (dotcourse_plan_choose): measured or the built-in rule */
+  DOTCOURSE_WHERE_CPU = 1,  /**< the course's threaded CPU dot (needs no GPU; n not limited by n_max) */
+  DOTCOURSE_WHERE_GPU = 2   /**< the GPU, as dotcourse_dot (registered arrays direct, others staged) */
+} dotcourse_where;
+
+/** The path a dot took (or a plan chooses). */
+typedef enum dotcourse_path {
+  DOTCOURSE_PATH_CPU = 1,  /**< all n on the CPU's threads */
+  DOTCOURSE_PATH_GPU = 2,  /**< all n copied to the GPU */
+  DOTCOURSE_PATH_SPLIT = 3 /**< both at once: the first n_gpu elements on the GPU, the rest on the CPU */
+} dotcourse_path;
+
+/** Options of dotcourse_dot_ex. Set `size` to sizeof(dotcourse_options): the struct may grow, and a
+ *  library reads only the fields the caller's size covers (missing ones take their defaults). */
+typedef struct dotcourse_options {
+  size_t size;
+  dotcourse_where where; /**< default DOTCOURSE_WHERE_AUTO */
+} dotcourse_options;
+
+/** What a dotcourse_dot_ex call did. Set `size` to sizeof(dotcourse_report); the library fills the
+ *  fields the size covers. */
+typedef struct dotcourse_report {
+  size_t size;
+  dotcourse_path path;  /**< the path taken */
+  size_t n_cpu;         /**< elements summed on the CPU */
+  size_t n_gpu;         /**< elements summed on the GPU (n_cpu + n_gpu = n) */
+  unsigned cpu_threads; /**< threads of the CPU dot (0 when the CPU took no part) */
+  int registered;       /**< 1: x and y both lie in ranges registered with dotcourse_host_register */
+  int calibrated;       /**< 1: an AUTO choice from a measured plan; 0: from the built-in rule, or forced */
+  double seconds;       /**< wall time inside the library, from entry to result */
+} dotcourse_report;
+
+/** Rows a plan holds at most. */
+#define DOTCOURSE_PLAN_ROWS 32
+
+/** One row of a plan: from n_min elements on (until the next row of the same `registered`), take
+ *  `path`; a SPLIT sends the share gpu_share (0 < gpu_share < 1) of the elements to the GPU. */
+typedef struct dotcourse_plan_row {
+  size_t n_min;
+  int registered; /**< 0: rows for staged arrays; 1: for arrays in registered ranges */
+  dotcourse_path path;
+  double gpu_share;
+} dotcourse_plan_row;
+
+/** The measured crossovers of one host and device (dotcourse_calibrate), or the built-in rule (the
+ *  CPU at every size). Kept by the context; a caller may save it and give it back with
+ *  dotcourse_set_plan (the Python package caches it per host and device). */
+typedef struct dotcourse_plan {
+  size_t size;               /**< sizeof(dotcourse_plan) */
+  int calibrated;            /**< 1: measured by dotcourse_calibrate (or set from one) */
+  unsigned cpu_threads;      /**< the context's CPU dot threads (dotcourse_set_plan keeps the context's) */
+  char device[96];           /**< the context's GPU, by name ("" for a CPU-only context; set_plan keeps it) */
+  size_t rows;               /**< rows used, at most DOTCOURSE_PLAN_ROWS, ascending n_min per `registered` */
+  dotcourse_plan_row row[DOTCOURSE_PLAN_ROWS];
+} dotcourse_plan;
+
+/** Creates a context without a GPU: dotcourse_dot and dotcourse_dot_ex compute on the CPU (any n;
+ *  dotcourse_n_max gives SIZE_MAX), every GPU function returns DOTCOURSE_ERROR_NO_GPU. `threads`: the
+ *  CPU dot's threads (0: $DOTCOURSE_CPU_THREADS, else one per hardware thread). */
+DOTCOURSE_API dotcourse_status dotcourse_create_cpu(unsigned threads, dotcourse_context** out);
+
+/** *result = x·y for two host arrays of n floats, on the path opts->where asks for (opts NULL:
+ *  AUTO). AUTO takes the context's plan for n and whether both arrays lie in registered ranges;
+ *  GPU is dotcourse_dot's path; CPU the threaded CPU dot (double per thread, the threads' partials
+ *  added in order: the same inputs give the same bits). n > n_max is DOTCOURSE_ERROR_TOO_LARGE
+ *  except for CPU. `report` (may be NULL) says what was done. dotcourse_dot is this with GPU (or,
+ *  on a CPU-only context, CPU). */
+DOTCOURSE_API dotcourse_status dotcourse_dot_ex(dotcourse_context* ctx, const float* x, const float* y, size_t n,
+                                                const dotcourse_options* opts, float* result,
+                                                dotcourse_report* report);
+
+/** The plan's choice for n elements (registered: both arrays in registered ranges): the row of that
+ *  `registered` with the largest n_min <= n, the CPU when there is none. Pure: needs no context and
+ *  no GPU. *n_gpu: elements for the GPU (0 for CPU, n for GPU). */
+DOTCOURSE_API dotcourse_status dotcourse_plan_choose(const dotcourse_plan* plan, size_t n, int registered,
+                                                     dotcourse_path* path, size_t* n_gpu);
+
+/** Copies the context's plan into *plan (plan->size must be sizeof(dotcourse_plan)). */
+DOTCOURSE_API dotcourse_status dotcourse_get_plan(const dotcourse_context* ctx, dotcourse_plan* plan);
+
+/** Replaces the context's plan: its rows and `calibrated` (checked: INVALID_ARGUMENT for rows out of
+ *  order or out of range); `device` and `cpu_threads` stay the context's. A caller that saved a plan
+ *  compares them with dotcourse_get_plan's before giving it back. */
+DOTCOURSE_API dotcourse_status dotcourse_set_plan(dotcourse_context* ctx, const dotcourse_plan* plan);
+
+/** Measures the crossovers on this host and the context's GPU, with buffers of its own (staged and
+ *  registered) up to min(n_limit, n_max, 2^26) elements (about a second at 2^26), and makes the result
+ *  the context's plan; copies it into *plan when plan is not NULL. NO_GPU on a CPU-only context. */
+DOTCOURSE_API dotcourse_status dotcourse_calibrate(dotcourse_context* ctx, size_t n_limit, dotcourse_plan* plan);
 
 #ifdef __cplusplus
 }

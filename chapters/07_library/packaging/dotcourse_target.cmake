@@ -19,7 +19,7 @@ function(dotcourse_add_library)
   cmake_parse_arguments(PARSE_ARGV 0 DC "" "TREE;ENGINE" "")
   set(ch07_dir "${DOTCOURSE_PACKAGING_DIR}/..")
   get_filename_component(ch07_dir "${ch07_dir}" ABSOLUTE)
-  add_library(dotcourse SHARED "${DC_TREE}/c_api.cpp" "${DC_TREE}/typed.cu")
+  add_library(dotcourse SHARED "${DC_TREE}/c_api.cpp" "${DC_TREE}/host_auto.cpp" "${DC_TREE}/typed.cu")
   target_link_libraries(dotcourse PRIVATE ${DC_ENGINE})
   # In the build tree the whole chapter folder (library.hpp for the driver and the tests); installed,
   # only dotcourse.h.

@@ -22,7 +22,7 @@ VENDOR = HERE / "_vendor"
 SOURCES = ["LICENSE", "common/course/**/*", "common/src/**/*",
            "chapters/07_library/dotcourse.map", "chapters/07_library/packaging/*.cmake",
            "chapters/07_library/packaging/*.in", "chapters/07_library/packaging/CMakeLists.txt"]
-ENGINE = ["c_api.cpp", "dotcourse.h", "library.cu", "library.hpp", "typed.cu", "typed.hpp"]
+ENGINE = ["c_api.cpp", "dotcourse.h", "host_auto.cpp", "host_auto.hpp", "library.cu", "library.hpp", "typed.cu", "typed.hpp"]
 
 
 def _repository() -> Optional[pathlib.Path]:

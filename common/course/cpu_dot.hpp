@@ -1,0 +1,37 @@
+#pragma once
+/// \file cpu_dot.hpp
+/// \brief course::cpu_dot: the threaded CPU dot of chapter 02 (threads_partials), the kit's one copy.
+///
+/// Chapter 02 teaches it as an exercise (its own copy, with holes); from chapter 07 on, a program
+/// that wants the CPU's answer for host data uses this one. Two changes from the lesson: the
+/// threads are a course::ThreadPool started once (starting 16 threads per call costs more than a
+/// dot of 2^16 floats), and each thread accumulates in double (the products of two floats are exact
+/// in double), in 8 independent lanes so that the compiler vectorizes without -ffast-math. The
+/// threads' partials are added in part order: the same inputs and the same pool size give the same
+/// bits on every call.
+
+#include <cstddef>
+#include <functional>
+
+#include "course/thread_pool.hpp"
+
+namespace course {
+
+/// Below this many elements cpu_dot runs on the calling thread alone: waking the pool costs more.
+constexpr std::size_t kCpuDotSerialMax = std::size_t{1} << 15;
+
+/// x·y over [0, n) on one thread, in double: 8 lanes, combined pairwise, then the tail.
+double cpu_dot_serial(const float* x, const float* y, std::size_t n) noexcept;
+
+/// x·y over [0, n) on every thread of `pool` (one contiguous part each, in part order), or on the
+/// calling thread alone for n < serial_max.
+double cpu_dot(ThreadPool& pool, const float* x, const float* y, std::size_t n,
+               std::size_t serial_max = kCpuDotSerialMax);
+
+/// x·y over [0, n) on the pool's threads but the caller's, while the calling thread runs
+/// `alongside()` (chapter 07 copies the other part of a vector to the GPU there). A pool of one
+/// thread computes after alongside() returns. Rethrows what alongside() or a part threw.
+double cpu_dot_alongside(ThreadPool& pool, const float* x, const float* y, std::size_t n,
+                         const std::function<void()>& alongside);
+
+}  // namespace course
