@@ -5,14 +5,16 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "course/bench.hpp"
@@ -812,4 +814,26 @@ TEST_CASE("common: COURSE_NO_GPU_SAID=1 keeps exit code 3 and drops the repeated
   } else {
     CHECK(rc_plain == course::kExitOk);
   }
+}
+
+TEST_CASE("common: the stopping rule ends a host measurement once its mean is known or its time spent", "[common]") {
+  const course::StoppingRule off{};
+  REQUIRE_FALSE(off.enough({1.0, 1.0, 1.0, 1.0}));  // off: every rep
+  const course::StoppingRule noise{3, 0.005, 0};
+  REQUIRE_FALSE(noise.enough({1.0, 1.0}));                 // fewer than min_samples
+  REQUIRE(noise.enough({1.0, 1.0, 1.0}));                  // no spread at all
+  REQUIRE_FALSE(noise.enough({1.0, 2.0, 1.0, 2.0}));       // too noisy to stop
+  const course::StoppingRule time{3, 0, 1.0};
+  REQUIRE_FALSE(time.enough({100.0, 900.0}));              // a second spent, but two samples
+  REQUIRE(time.enough({100.0, 800.0, 200.0}));             // 1.1 s
+  REQUIRE_FALSE(time.enough({100.0, 200.0, 300.0}));       // 0.6 s
+  // In time_cpu_ms: work of at least 1 ms against a 2 ms budget stops at min_samples (the sum of
+  // three samples passes 2 ms, of two may not); with the rule off every rep is taken.
+  int runs = 0;
+  auto nap = [&] { ++runs; std::this_thread::sleep_for(std::chrono::milliseconds(1)); };
+  const auto samples = course::time_cpu_ms(nap, 0, 50, course::StoppingRule{3, 0, 0.002});
+  REQUIRE(samples.size() == 3u);
+  REQUIRE(runs == 3);
+  const auto all = course::time_cpu_ms(nap, 0, 7, off);
+  REQUIRE(all.size() == 7u);
 }
