@@ -15,3 +15,13 @@ if(Python3_FOUND)
     endif()
   endforeach()
 endif()
+
+# Maintainers' checks (solutions build only, like the other tools.* tests): the scan's rules are
+# clean on the course's own hole bodies and stubs, and docs/grading.md's exploit gallery table is
+# what the negative cases say (tests/negative/gallery_table.py --check).
+if(Python3_FOUND AND COURSE_TREE STREQUAL "solutions" AND IS_DIRECTORY "${PROJECT_SOURCE_DIR}/solutions")
+  add_test(NAME tools.hole_scan_self_test COMMAND Python3::Interpreter "${CMAKE_CURRENT_LIST_DIR}/hole_scan.py" --self-test)
+  add_test(NAME tools.exploit_gallery_check
+           COMMAND Python3::Interpreter "${PROJECT_SOURCE_DIR}/tests/negative/gallery_table.py" --check)
+  set_tests_properties(tools.hole_scan_self_test tools.exploit_gallery_check PROPERTIES LABELS tools)
+endif()
