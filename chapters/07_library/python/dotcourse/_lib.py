@@ -69,6 +69,14 @@ def _declare(lib: ctypes.CDLL) -> None:
         "dotcourse_accumulator": (c_status, [c_dtype, c_dtype, ctypes.POINTER(c_dtype)]),
         "dotcourse_dot_typed": (c_status, [ctx_p, vp, c_dtype, vp, c_dtype, size, vp, dp]),
         "dotcourse_dot_typed_host": (c_status, [ctx_p, vp, c_dtype, vp, c_dtype, size, dp]),
+        # Host arrays on the fastest path (issue 26); the structs are in _auto.py, passed by reference.
+        "dotcourse_create_cpu": (c_status, [ctypes.c_uint, ctypes.POINTER(ctx_p)]),
+        "dotcourse_dot_ex": (c_status, [ctx_p, vp, vp, size, vp, fp, vp]),
+        "dotcourse_plan_choose": (c_status, [vp, size, ctypes.c_int, ctypes.POINTER(ctypes.c_int),
+                                             ctypes.POINTER(size)]),
+        "dotcourse_get_plan": (c_status, [ctx_p, vp]),
+        "dotcourse_set_plan": (c_status, [ctx_p, vp]),
+        "dotcourse_calibrate": (c_status, [ctx_p, size, vp]),
     }
     for name, (restype, argtypes) in sigs.items():
         fn = getattr(lib, name)

@@ -142,6 +142,12 @@ class FakeLib:
     def dotcourse_dot(self, handle, px, py, n, out):
         return self._call("dot", px, py, n)
 
+    def dotcourse_dot_ex(self, handle, px, py, n, opts, out, report):
+        return self._call("dot", px, py, n)
+
+    def dotcourse_get_plan(self, handle, plan):
+        return self._call("get_plan")
+
     def dotcourse_dot_device(self, handle, px, py, n, stream, out):
         return self._call("dot_device", px, py, n, stream)
 
@@ -220,7 +226,7 @@ def test_library_failures_raise_their_subclass(fake):
                             (Status.INTERNAL, dotcourse.InternalError)):
             fake.fail["dot"] = (int(status), "from the library")
             with pytest.raises(cls, match="from the library"):
-                ctx.dot(np.ones(4, np.float32), np.ones(4, np.float32))
+                ctx.dot(np.ones(4, np.float32), np.ones(4, np.float32), where="gpu")  # small n: "auto" takes NumPy
 
 
 # ---- the array adapter: what reaches the C API --------------------------------------------------
@@ -228,7 +234,7 @@ def test_library_failures_raise_their_subclass(fake):
 def test_host_pairs_reach_the_right_entry_point(fake):
     with dotcourse.Context(100) as ctx:
         x32, y32 = np.ones(10, np.float32), np.ones(10, np.float32)
-        assert isinstance(ctx.dot(x32, y32), float)
+        assert isinstance(ctx.dot(x32, y32, where="gpu"), float)  # small n: "auto" takes NumPy
         assert fake.calls[-1] == ("dot", x32.ctypes.data, y32.ctypes.data, 10)
         x64, m = np.ones(10), np.ones(10, bool)
         assert ctx.dot(x64, m) == 7.0

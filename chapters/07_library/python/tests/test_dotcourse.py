@@ -279,7 +279,10 @@ def _fake_context(lib, n_max=1 << 21, pin_arrays=4):
     def dot_host(handle, px, py, n, out):
         lib.calls.append(("dot", px, py, n))
         return dotcourse.Status.OK
-    ctx._dot_host = dot_host
+
+    def dot_ex(handle, px, py, n, opts, out, report):
+        return dot_host(handle, px, py, n, out)
+    ctx._dot_host, ctx._dot_ex = dot_host, dot_ex
     return ctx
 
 
@@ -288,23 +291,23 @@ def test_host_dot_passes_the_arrays_and_counts_their_uses():  # no GPU: the bind
     ctx = _fake_context(lib)
     x, y = np.ones(1 << 18, np.float32), np.ones(1 << 18, np.float32)  # 1 MiB each: pinned on the second call
     for _ in range(5):
-        ctx.dot(x, y)
+        ctx.dot(x, y, where="gpu")
     dots = [c for c in lib.calls if c[0] == "dot"]
     assert dots == [("dot", x.ctypes.data, y.ctypes.data, 1 << 18)] * 5
     assert set(lib.registered) == {x.ctypes.data, y.ctypes.data}
     assert [e[1] for e in ctx._pins.entries.values()] == [4, 4], "every call after the registering one counts a use"
-    ctx.dot(x, x)  # the same array twice: one pointer, one use
+    ctx.dot(x, x, where="gpu")  # the same array twice: one pointer, one use
     assert lib.calls[-1] == ("dot", x.ctypes.data, x.ctypes.data, 1 << 18)
     assert ctx._pins.entries[(x.ctypes.data, x.nbytes)][1] == 5
     v = x[:]  # another array object at the same address, not the registered one
-    ctx.dot(v, y)
+    ctx.dot(v, y, where="gpu")
     assert lib.calls[-1] == ("dot", x.ctypes.data, y.ctypes.data, 1 << 18)
     ctx._pins.clear()
     assert lib.registered == {} and ctx._pins.by_id == {}
-    ctx.dot(x, y)  # unregistered again: the pointers read afresh
+    ctx.dot(x, y, where="gpu")  # unregistered again: the pointers read afresh
     assert lib.calls[-1] == ("dot", x.ctypes.data, y.ctypes.data, 1 << 18)
     small = np.ones(8, np.float32)
-    ctx.dot(small, small[::-1].copy())
+    ctx.dot(small, small[::-1].copy(), where="gpu")
     assert lib.calls[-1][3] == 8
     for bad, err in ((np.ones(9, np.float32), ValueError), ([1.0] * 8, TypeError),
                      (np.ones((2, 4), np.float32), ValueError), (np.ones(16, np.float32)[::2], ValueError)):
@@ -400,17 +403,17 @@ N_PIN = (1 << 20) + 3  # over the cache's 1 MiB floor
 
 def test_pin_cache_same_arrays_registered_and_following_their_values(ctx):
     x, y, ref, bound = inputs(N_PIN, 11)
-    assert abs(ctx.dot(x, y) - ref) <= bound  # first sighting: staged
+    assert abs(ctx.dot(x, y, where="gpu") - ref) <= bound  # first sighting: staged
     assert ctx.pinned() == 0
     for _ in range(3):                         # from the second call on: registered, copied directly
-        assert abs(ctx.dot(x, y) - ref) <= bound
+        assert abs(ctx.dot(x, y, where="gpu") - ref) <= bound
     assert ctx.pinned() == 2
     x2, y2, ref2, bound2 = inputs(N_PIN, 12)
     x[:], y[:] = x2, y2                        # new values in the same (registered) memory
-    assert abs(ctx.dot(x, y) - ref2) <= bound2
+    assert abs(ctx.dot(x, y, where="gpu") - ref2) <= bound2
     ctx.unpin()
     assert ctx.pinned() == 0
-    assert abs(ctx.dot(x, y) - ref2) <= bound2
+    assert abs(ctx.dot(x, y, where="gpu") - ref2) <= bound2
 
 
 def test_pin_cache_fresh_arrays_are_never_registered(ctx):
@@ -431,7 +434,7 @@ def test_pin_cache_is_bounded_and_releases_arrays():
         first = weakref.ref(pairs[0][0])
         for x, y, ref, bound in pairs:
             for _ in range(6):  # used often enough not to count as churn
-                assert abs(c.dot(x, y) - ref) <= bound
+                assert abs(c.dot(x, y, where="gpu") - ref) <= bound
                 assert c.pinned() <= 2
         del pairs, x, y
         gc.collect()
@@ -444,13 +447,13 @@ def test_pin_cache_off_and_rotating_arrays(ctx):
     with dotcourse.Context(N_PIN, pin_arrays=0) as c:
         x, y, ref, bound = inputs(N_PIN, 30)
         for _ in range(3):
-            assert abs(c.dot(x, y) - ref) <= bound
+            assert abs(c.dot(x, y, where="gpu") - ref) <= bound
         assert c.pinned() == 0
     with dotcourse.Context(N_PIN, pin_arrays=2) as c:  # 3 pairs in turn through a cache of 2 arrays
         pairs = [inputs(N_PIN, 40 + k) for k in range(3)]
         for _ in range(6):
             for x, y, ref, bound in pairs:
-                assert abs(c.dot(x, y) - ref) <= bound
+                assert abs(c.dot(x, y, where="gpu") - ref) <= bound
         assert c.pinned() <= 2
 
 
@@ -464,13 +467,13 @@ def test_pin_cache_awkward_arrays(ctx):
     xx = float(sq.sum())
     xx_bound = (math.exp(8 * math.sqrt(N_PIN) * U + N_PIN * U * U / (1 - U)) - 1) * xx
     for _ in range(3):
-        assert abs(ctx.dot(vx, vy) - ref) <= bound
-        assert abs(ctx.dot(ro, y) - ref) <= bound
-        assert abs(ctx.dot(x, x) - xx) <= xx_bound
+        assert abs(ctx.dot(vx, vy, where="gpu") - ref) <= bound
+        assert abs(ctx.dot(ro, y, where="gpu") - ref) <= bound
+        assert abs(ctx.dot(x, x, where="gpu") - xx) <= xx_bound
     with pytest.raises(TypeError, match="float32"):   # a dtype outside chapter 10's pairs
         ctx.dot(x.astype(np.int64), y.astype(np.int64))
     with pytest.raises(ValueError, match="contiguous"):
-        ctx.dot(buf[::2], buf[1::2])
+        ctx.dot(buf[::2], buf[1::2], where="gpu")
 
 
 def test_torch_fast_path_checks(ctx):
