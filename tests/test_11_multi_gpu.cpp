@@ -286,3 +286,51 @@ TEST_CASE("ch11 reference_from_seed: the fp64 reference of random_vector's two s
     REQUIRE(std::abs(got.sum_abs - want.sum_abs) <= 1e-9 * (1.0 + want.sum_abs));
   }
 }
+
+// ---- the exploit gallery (docs/grading.md): the gather on each GPU's own stream ----------------
+// A collective enqueued on another stream (the legacy default stream: `0`) is not ordered before
+// the combine kernel on the GPU's stream, and a timer on that stream does not wait for it. The
+// hole scan sees cudaStreamLegacy by name, not a literal 0; this test sees either.
+// tests/negative/11_exploit_default_stream_zero proves it.
+
+TEST_CASE("ch11 allgather on 1 GPU: the gather waits for the GPU's own stream (nothing lands while it is held)",
+          "[ch11][gpu][exercise][exploit]") {
+  COURSE_REQUIRE_GPU();
+  const auto* v = course::find_version(ch11::versions(), "allgather");
+  REQUIRE(v != nullptr);
+  const std::size_t n = 8192 * 3 + 5;
+  auto devices = make_gpus(1, ch11::max_slice(n, 1));
+  ch11::Team team = ch11::make_local_team(devices, 1);
+  const auto in = course::test::make_dot_inputs(n, 1170);
+  ch11::upload_slices(team, in.x.data(), in.y.data(), n);
+  const std::vector<float> got = ch11::dot(team, v->run, n);  // leaves this call's partial on the GPU
+  REQUIRE(course::check_dot(got[0], in.ref).ok);
+  ch11::Gpu& g = *team.gpus[0];
+  g.context().activate();
+  course::Stream probe;  // not the GPU's stream
+  const float poison = std::nanf("");
+  CUDA_CHECK(cudaMemcpyAsync(g.gathered(), &poison, sizeof poison, cudaMemcpyHostToDevice, probe));
+  probe.synchronize();
+  float partial = 0;
+  CUDA_CHECK(cudaMemcpyAsync(&partial, g.partial(), sizeof partial, cudaMemcpyDeviceToHost, probe));
+  probe.synchronize();
+  course::test::StreamGate gate;
+  gate.hold(g.context().stream());
+  v->run(team);  // the combine alone: it enqueues, it does not wait
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  float held = 0;
+  CUDA_CHECK(cudaMemcpyAsync(&held, g.gathered(), sizeof held, cudaMemcpyDeviceToHost, probe));
+  probe.synchronize();
+  gate.open();
+  g.context().synchronize();
+  float after = 0;
+  CUDA_CHECK(cudaMemcpyAsync(&after, g.gathered(), sizeof after, cudaMemcpyDeviceToHost, probe));
+  probe.synchronize();
+  INFO("while the GPU's stream was held, gathered()[0] became " << held << " (NaN: nothing landed); after it went on, "
+       << after << " (the partial is " << partial << "). Exercise 2 enqueues the collective on every GPU's own stream "
+       "(g.context().stream()): on any other stream (the legacy default stream 0, a stream of its own) nothing orders "
+       "it after the partial kernel or before the combine kernel, and the caller's timer does not wait for it.");
+  CHECK(std::isnan(held));
+  CHECK_FALSE(gate.timed_out());
+  CHECK(bits(after) == bits(partial));
+}

@@ -26,7 +26,7 @@ CLASSES = {
     "other_stream": ("work on another stream than the timer's",
                      "hole scan (stream creation, `cudaStreamLegacy`, `cudaStreamPerThread`, host callbacks); "
                      "`StreamGate` tests: the stream given is held, and a synchronous call must not return (07) or "
-                     "an asynchronous one must land nothing (08) until it goes on; chapter 09's unused pipeline "
+                     "an asynchronous one must land nothing (08, 11) until it goes on; chapter 09's unused pipeline "
                      "streams are put in capture mode and must capture nothing"),
     "deferred": ("deferred work (returns before its result is computed)",
                  "every call's result is checked after the stream or device synchronizes, call by call; the "
