@@ -45,11 +45,24 @@ static int dc_destroy(dotcourse_context* ctx, char* msg, size_t cap) {
 static int dc_dot(dotcourse_context* ctx, const float* x, const float* y, size_t n, float* r, char* msg, size_t cap) {
   return dc_keep_message(dotcourse_dot(ctx, x, y, n, r), msg, cap);
 }
+static int dc_create_cpu(unsigned threads, dotcourse_context** out, char* msg, size_t cap) {
+  return dc_keep_message(dotcourse_create_cpu(threads, out), msg, cap);
+}
+static int dc_dot_ex(dotcourse_context* ctx, const float* x, const float* y, size_t n, int where, float* r,
+                     dotcourse_report* report, char* msg, size_t cap) {
+  dotcourse_options opts = {sizeof(dotcourse_options), (dotcourse_where)where};
+  report->size = sizeof(dotcourse_report);
+  return dc_keep_message(dotcourse_dot_ex(ctx, x, y, n, &opts, r, report), msg, cap);
+}
+static int dc_calibrate(dotcourse_context* ctx, size_t n_limit, char* msg, size_t cap) {
+  return dc_keep_message(dotcourse_calibrate(ctx, n_limit, NULL), msg, cap);
+}
 */
 import "C"
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"unsafe"
 )
@@ -174,4 +187,84 @@ func (c *Context) Dot(x, y []float32) (float32, error) {
 		return 0, err
 	}
 	return float32(result), nil
+}
+
+// Where says where DotWhere computes a dot of two host slices (dotcourse_where).
+type Where int
+
+// The places of dotcourse.h.
+const (
+	Auto Where = C.DOTCOURSE_WHERE_AUTO // the context's plan: measured by Calibrate, else the CPU
+	CPU  Where = C.DOTCOURSE_WHERE_CPU  // the library's threaded CPU dot (no GPU needed, no NMax limit)
+	GPU  Where = C.DOTCOURSE_WHERE_GPU  // the GPU, as Dot
+)
+
+// Report is what a DotWhere call did (dotcourse_report).
+type Report struct {
+	Path       string  // "cpu", "gpu" or "split" (both at once on two parts)
+	NCPU, NGPU int     // elements summed on the CPU and on the GPU
+	CPUThreads int     // threads of the CPU dot (0 when the CPU took no part)
+	Registered bool    // both slices lay in ranges registered with the library
+	Calibrated bool    // an Auto choice from a measured plan
+	Seconds    float64 // wall time inside the library
+}
+
+// NewCPU creates a context without a GPU: Dot and DotWhere compute on the CPU with `threads`
+// threads (0: $DOTCOURSE_CPU_THREADS, else one per hardware thread), for any n; GPU calls get
+// ErrNoGPU.
+func NewCPU(threads int) (*Context, error) {
+	if threads < 0 || threads > 1024 {
+		return nil, &Error{Status: InvalidArgument, Message: fmt.Sprintf("threads must be between 0 and 1024 (got %d)", threads)}
+	}
+	var msg [msgCap]C.char
+	var ptr *C.dotcourse_context
+	if err := check(C.dc_create_cpu(C.uint(threads), &ptr, &msg[0], msgCap), &msg); err != nil {
+		return nil, err
+	}
+	return &Context{ptr: ptr, nMax: math.MaxInt}, nil
+}
+
+// DotWhere returns x·y computed where `where` says (Auto: the context's plan), and what was done.
+// Errors as Dot; where GPU on a CPU-only context is ErrNoGPU, an unknown where ErrInvalidArgument.
+func (c *Context) DotWhere(x, y []float32, where Where) (float32, Report, error) {
+	if len(x) != len(y) {
+		return 0, Report{}, &Error{Status: InvalidArgument,
+			Message: fmt.Sprintf("x has %d elements and y has %d: a dot product needs equal lengths", len(x), len(y))}
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	ptr := c.ptr
+	if ptr == nil {
+		return 0, Report{}, &Error{Status: InvalidHandle, Message: "the context is closed"}
+	}
+	var xp, yp *C.float
+	if len(x) > 0 {
+		xp = (*C.float)(unsafe.Pointer(&x[0])) // as in Dot: for the duration of the call only
+		yp = (*C.float)(unsafe.Pointer(&y[0]))
+	}
+	var result C.float
+	var r C.dotcourse_report
+	var msg [msgCap]C.char
+	if err := check(C.dc_dot_ex(ptr, xp, yp, C.size_t(len(x)), C.int(where), &result, &r, &msg[0], msgCap), &msg); err != nil {
+		return 0, Report{}, err
+	}
+	paths := map[C.dotcourse_path]string{C.DOTCOURSE_PATH_CPU: "cpu", C.DOTCOURSE_PATH_GPU: "gpu", C.DOTCOURSE_PATH_SPLIT: "split"}
+	return float32(result), Report{Path: paths[r.path], NCPU: int(r.n_cpu), NGPU: int(r.n_gpu),
+		CPUThreads: int(r.cpu_threads), Registered: r.registered != 0, Calibrated: r.calibrated != 0,
+		Seconds: float64(r.seconds)}, nil
+}
+
+// Calibrate measures where a host dot finishes soonest on this host and GPU, up to nLimit elements
+// (at least 4096; capped at NMax and 2^26), and makes it the context's plan for Auto.
+func (c *Context) Calibrate(nLimit int) error {
+	if nLimit < 0 {
+		return &Error{Status: InvalidArgument, Message: fmt.Sprintf("nLimit must not be negative (got %d)", nLimit)}
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.ptr == nil {
+		return &Error{Status: InvalidHandle, Message: "the context is closed"}
+	}
+	var msg [msgCap]C.char
+	return check(C.dc_calibrate(c.ptr, C.size_t(nLimit), &msg[0], msgCap), &msg)
 }
