@@ -36,6 +36,8 @@
 #include <string>
 
 #include "course/check.hpp"
+#include "course/kernels/block_sum.cuh"
+#include "course/kernels/vec4_dot.cuh"
 #include "ladder.hpp"
 
 namespace ch06 {
@@ -267,29 +269,9 @@ __global__ void __launch_bounds__(Block) dot_kernel8(const float* x, const float
 }
 // [v8_kernel]
 
-// [block_sum]
-// Version 8's reduction as functions, for the versions after it and for the second pass.
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (unsigned offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_down_sync(kFullMask, v, offset);
-  return v;
-}
-
-/// The block's total, valid in thread 0. Every thread of the block must call it. The order of the
-/// additions depends only on the thread index: the result is the same bit for bit on every run.
-template <unsigned Block>
-__device__ __forceinline__ float block_sum(float v) {
-  static_assert(Block % kWarp == 0 && Block <= kWarp * kWarp, "Block: a multiple of 32, at most 1024");
-  __shared__ float s_warp[Block / kWarp];
-  const unsigned lane = threadIdx.x % kWarp;
-  const unsigned warp = threadIdx.x / kWarp;
-  v = warp_sum(v);
-  if (lane == 0) s_warp[warp] = v;
-  __syncthreads();
-  if (warp == 0) v = warp_sum(lane < Block / kWarp ? s_warp[lane] : 0.0f);
-  return v;
-}
-// [block_sum]
+// Version 8's reduction as functions, for the versions after it and for the second pass: the
+// kit's block_sum (common/course/kernels/block_sum.cuh), the same shuffles in the same order.
+using course::kernels::block_sum;
 
 // [finish_kernel]
 // The second pass of versions 1–10: one block adds the `count` partial sums of the first pass, in
@@ -310,49 +292,9 @@ __global__ void __launch_bounds__(kFinishBlock)
 }
 // [finish_kernel]
 
-// [vec4_loop]
-__device__ __forceinline__ float dot4(float4 a, float4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
-
-// This thread's share of Σ x[i]·y[i], with 16-byte loads where the pointers allow them. A float4
-// load needs an address that is a multiple of 16 bytes. The first `head` elements (0 to 3) come
-// before x's first such address and are read one by one, as is the `tail` after the last whole
-// float4; the rest is read four floats at a time, Unroll float4 of x and of y in flight before
-// any is used. When x and y are misaligned differently (x + 1 and y + 2, say) no common head
-// aligns both, and a plain scalar loop reads everything.
-template <int Unroll = kUnroll>
-__device__ __forceinline__ float thread_dot_vec4(const float* __restrict__ x, const float* __restrict__ y,
-                                                 std::size_t n, std::size_t thread, std::size_t threads) {
-  const auto x_off = reinterpret_cast<std::uintptr_t>(x) % 16;
-  const auto y_off = reinterpret_cast<std::uintptr_t>(y) % 16;
-  float sum = 0.0f;
-  if (x_off != y_off) {
-    for (std::size_t i = thread; i < n; i += threads) sum += x[i] * y[i];
-    return sum;
-  }
-  const std::size_t to_boundary = (16 - x_off) % 16 / sizeof(float);
-  const std::size_t head = n < to_boundary ? n : to_boundary;
-  const std::size_t n4 = (n - head) / 4;
-  const std::size_t tail = head + 4 * n4;
-  if (thread < head) sum += x[thread] * y[thread];
-  if (thread < n - tail) sum += x[tail + thread] * y[tail + thread];
-
-  const float4* x4 = reinterpret_cast<const float4*>(x + head);
-  const float4* y4 = reinterpret_cast<const float4*>(y + head);
-  std::size_t i = thread;
-  for (; i + (Unroll - 1) * threads < n4; i += Unroll * threads) {
-    float4 a[Unroll], b[Unroll];
-#pragma unroll
-    for (int u = 0; u < Unroll; ++u) {
-      a[u] = __ldg(x4 + i + u * threads);
-      b[u] = __ldg(y4 + i + u * threads);
-    }
-#pragma unroll
-    for (int u = 0; u < Unroll; ++u) sum += dot4(a[u], b[u]);
-  }
-  for (; i < n4; i += threads) sum += dot4(__ldg(x4 + i), __ldg(y4 + i));
-  return sum;
-}
-// [vec4_loop]
+// This thread's share with 16-byte loads: the kit's thread_dot_vec4
+// (common/course/kernels/vec4_dot.cuh; the text shows it), Unroll float4 of x and of y in flight.
+using course::kernels::thread_dot_vec4;
 
 // [v9_kernel]
 // Version 9: 16-byte loads (LDG.E.128): a warp asks for 512 bytes per instruction, a quarter of
@@ -363,7 +305,7 @@ template <unsigned Block>
 __global__ void __launch_bounds__(Block) dot_kernel9(const float* __restrict__ x, const float* __restrict__ y,
                                                     std::size_t n, float* __restrict__ partials) {
   const std::size_t thread = blockIdx.x * std::size_t{Block} + threadIdx.x;
-  float sum = thread_dot_vec4(x, y, n, thread, std::size_t{gridDim.x} * Block);
+  float sum = thread_dot_vec4<kUnroll>(x, y, n, thread, std::size_t{gridDim.x} * Block);
   sum = block_sum<Block>(sum);
   if (threadIdx.x == 0) partials[blockIdx.x] = sum;
 }
@@ -379,7 +321,7 @@ __global__ void __launch_bounds__(Block) dot_kernel11(const float* __restrict__ 
                                                      std::size_t n, float* __restrict__ partials,
                                                      unsigned* counter, float* __restrict__ result) {
   const std::size_t thread = blockIdx.x * std::size_t{Block} + threadIdx.x;
-  float sum = thread_dot_vec4(x, y, n, thread, std::size_t{gridDim.x} * Block);
+  float sum = thread_dot_vec4<kUnroll>(x, y, n, thread, std::size_t{gridDim.x} * Block);
   sum = block_sum<Block>(sum);
   if (gridDim.x == 1) {  // small n: one block has the whole answer
     if (threadIdx.x == 0) *result = sum;

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "course/check.hpp"
+#include "course/kernels/two_pass.cuh"
 #include "course/pinned.hpp"
 #include "pipeline.hpp"
 
@@ -27,29 +28,8 @@ namespace {
 
 constexpr int kBlock = 256;
 
-__device__ float block_sum(float v) {
-  __shared__ float s_warp[kBlock / 32];
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  if (lane == 0) s_warp[warp] = v;
-  __syncthreads();
-  v = threadIdx.x < kBlock / 32 ? s_warp[threadIdx.x] : 0.0f;
-  if (warp == 0)
-    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
-  return v;
-}
-
-// One chunk of the dot: a grid-stride loop and a block reduction; one partial per block, no
-// atomics (chapter 05's two-level reduction).
-__global__ void dot_chunk(const float* __restrict__ x, const float* __restrict__ y, std::size_t n,
-                          float* __restrict__ partials) {
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  float sum = 0.0f;
-  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    sum += x[i] * y[i];
-  sum = block_sum(sum);
-  if (threadIdx.x == 0) partials[blockIdx.x] = sum;
-}
+// One chunk of the dot is the kit's first pass (course::kernels::dot_partials): a grid-stride loop
+// and a block reduction; one partial per block, no atomics (chapter 05's two-level reduction).
 
 // [book_kernel]
 // The kernel of "CUDA by Example" (Sanders & Kandrot, 2010), chapter 10, as the original computes
@@ -134,7 +114,7 @@ void Pipeline::compute(const Job& job, std::size_t k, int s) {
   const std::size_t at = k * job.chunk, len = std::min(job.chunk, job.n - at);
   const int op = timeline ? timeline->begin(Engine::kernel, s, static_cast<int>(k), stream(s)) : -1;
   if (job.problem == Problem::dot) {
-    dot_chunk<<<dot_grid(len), kBlock, 0, stream(s)>>>(d_x_.data() + at, d_y_.data() + at, len,
+    course::kernels::dot_partials<kBlock><<<dot_grid(len), kBlock, 0, stream(s)>>>(d_x_.data() + at, d_y_.data() + at, len,
                                                       d_partials_.data() + k * partial_stride_);
     CUDA_CHECK_LAUNCH("dot_chunk");
   } else {

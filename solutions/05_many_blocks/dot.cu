@@ -26,6 +26,7 @@
 #include "course/check.hpp"
 #include "course/context.hpp"
 #include "course/cublas_check.hpp"
+#include "course/kernels/vec4_dot.cuh"
 #include "dot.hpp"
 
 namespace ch05 {
@@ -116,45 +117,16 @@ __global__ void dot_block_tree(const float* __restrict__ x, const float* __restr
 
 // [speed_of_light_kernel]
 // Not a dot product: the floor every version here is held to. The same 8n bytes read with the best
-// access pattern (chapter 06 teaches it): 16-byte loads, four of x and four of y in flight per
-// thread, on a grid of the blocks the SMs hold at once; a scalar head and tail, and a scalar loop
-// when x and y are misaligned differently. Nothing else: each thread sums its products only so that
+// access pattern (chapter 06 teaches it; this is the kit's thread_dot_vec4): 16-byte loads, four of
+// x and four of y in flight per thread, on a grid of the blocks the SMs hold at once; a scalar head
+// and tail, and a scalar loop when x and y are misaligned differently. Nothing else: each thread sums its products only so that
 // the compiler cannot drop the loads, and one value is written (thread 0 of block 0, or a thread
 // whose sum has one unlikely bit pattern). Its time is the launch, the first trip to DRAM and the bytes.
 __global__ void speed_of_light_kernel(const float* __restrict__ x, const float* __restrict__ y, std::size_t n,
                                       float* result) {
-  constexpr int kUnroll = 4;
   const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t threads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  const auto x_off = reinterpret_cast<std::uintptr_t>(x) % 16;
-  float sum = 0.0f;
-  if (x_off != reinterpret_cast<std::uintptr_t>(y) % 16) {
-    for (std::size_t i = thread; i < n; i += threads) sum += x[i] * y[i];
-  } else {
-    const std::size_t to_boundary = (16 - x_off) % 16 / sizeof(float);
-    const std::size_t head = n < to_boundary ? n : to_boundary;
-    const std::size_t n4 = (n - head) / 4;
-    const std::size_t tail = head + 4 * n4;
-    if (thread < head) sum += x[thread] * y[thread];
-    if (thread < n - tail) sum += x[tail + thread] * y[tail + thread];
-    const float4* x4 = reinterpret_cast<const float4*>(x + head);
-    const float4* y4 = reinterpret_cast<const float4*>(y + head);
-    std::size_t i = thread;
-    for (; i + (kUnroll - 1) * threads < n4; i += kUnroll * threads) {
-      float4 a[kUnroll], b[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        a[u] = x4[i + u * threads];
-        b[u] = y4[i + u * threads];
-      }
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) sum += a[u].x * b[u].x + a[u].y * b[u].y + a[u].z * b[u].z + a[u].w * b[u].w;
-    }
-    for (; i < n4; i += threads) {
-      const float4 a = x4[i], b = y4[i];
-      sum += a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
-    }
-  }
+  const float sum = course::kernels::thread_dot_vec4<4>(x, y, n, thread, threads);
   if ((blockIdx.x == 0 && threadIdx.x == 0) || __float_as_uint(sum) == 0x7fc0deadu) *result = sum;
 }
 // [speed_of_light_kernel]

@@ -23,65 +23,18 @@
 #endif
 
 #include "course/check.hpp"
+#include "course/kernels/two_pass.cuh"
 #include "library.hpp"
 
 namespace ch07 {
 namespace {
 
-constexpr int kWarp = 32;
-constexpr unsigned kFullMask = 0xffffffffu;
-
-// [block_sum]
-// The block's sum in a fixed order: shuffles within each warp, the warps' sums through shared
-// memory, shuffles again in warp 0. The same inputs give the same bits on every run.
-__device__ float block_sum(float v) {
-  __shared__ float s_warp[kDotBlock / kWarp];
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_down_sync(kFullMask, v, offset);
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  if (lane == 0) s_warp[warp] = v;
-  __syncthreads();
-  v = threadIdx.x < kDotBlock / kWarp ? s_warp[threadIdx.x] : 0.0f;
-  if (warp == 0)
-    for (int offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_down_sync(kFullMask, v, offset);
-  return v;
-}
-// [block_sum]
-
-// [dot_kernels]
-// Pass 1: a grid-stride loop of 16-byte loads (when both arrays are 16-byte aligned), the scalar
-// tail by the first threads, one partial per block. No atomics: the grid depends only on n and
-// the device, so the order of every addition is fixed.
-template <bool Vec4>
-__global__ void __launch_bounds__(kDotBlock) dot_partials(const float* __restrict__ x, const float* __restrict__ y,
-                                                          std::size_t n, float* __restrict__ partials) {
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  const std::size_t tid = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  float sum = 0.0f;
-  std::size_t done = 0;
-  if (Vec4) {
-    const std::size_t n4 = n / 4;
-    const float4* x4 = reinterpret_cast<const float4*>(x);
-    const float4* y4 = reinterpret_cast<const float4*>(y);
-    for (std::size_t i = tid; i < n4; i += stride) {
-      const float4 a = x4[i], b = y4[i];
-      sum += a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
-    }
-    done = n4 * 4;
-  }
-  for (std::size_t i = done + tid; i < n; i += stride) sum += x[i] * y[i];
-  sum = block_sum(sum);
-  if (threadIdx.x == 0) partials[blockIdx.x] = sum;
-}
-
-// Pass 2: one block adds the partials in a fixed order and writes the result.
-__global__ void __launch_bounds__(kDotBlock) dot_finish(const float* __restrict__ partials, int count,
-                                                        float* __restrict__ result) {
-  float sum = 0.0f;
-  for (int i = threadIdx.x; i < count; i += blockDim.x) sum += partials[i];
-  sum = block_sum(sum);
-  if (threadIdx.x == 0) *result = sum;
-}
-// [dot_kernels]
+// The dot is the kit's two-pass dot (common/course/kernels/two_pass.cuh, chapter 05's lesson):
+// pass 1 a grid-stride loop of 16-byte loads (when both arrays are 16-byte aligned) with the scalar
+// tail by the first threads, one partial per block, no atomics; pass 2 one block adds the partials in
+// a fixed order. The grid depends only on n and the device, so the order of every addition is fixed.
+using course::kernels::dot_partials;
+using course::kernels::sum_partials;
 
 bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
 
@@ -92,7 +45,7 @@ int dot_max_blocks(course::Context& gpu) {
   // second pass is short.
   int per_sm = 0;
   gpu.activate();
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dot_partials<true>, kDotBlock, 0));
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dot_partials<kDotBlock, true>, kDotBlock, 0));
   return std::clamp(per_sm * gpu.facts().sm_count, 1, 1024);
 }
 
@@ -107,12 +60,12 @@ void launch_dot(const float* d_x, const float* d_y, std::size_t n, float* d_part
   const std::size_t items = vec4 ? std::max<std::size_t>(n / 4, 1) : n;
   const int grid = static_cast<int>(std::min<std::size_t>(max_blocks, (items + kDotBlock - 1) / kDotBlock));
   if (vec4)
-    dot_partials<true><<<grid, kDotBlock, 0, stream>>>(d_x, d_y, n, d_partials);
+    dot_partials<kDotBlock, true><<<grid, kDotBlock, 0, stream>>>(d_x, d_y, n, d_partials);
   else
-    dot_partials<false><<<grid, kDotBlock, 0, stream>>>(d_x, d_y, n, d_partials);
+    dot_partials<kDotBlock, false><<<grid, kDotBlock, 0, stream>>>(d_x, d_y, n, d_partials);
   CUDA_CHECK_LAUNCH("dot_partials");
-  dot_finish<<<1, kDotBlock, 0, stream>>>(d_partials, grid, d_result);
-  CUDA_CHECK_LAUNCH("dot_finish");
+  sum_partials<kDotBlock><<<1, kDotBlock, 0, stream>>>(d_partials, grid, d_result);
+  CUDA_CHECK_LAUNCH("sum_partials");
 }
 // [launch_dot]
 

@@ -26,6 +26,7 @@
 
 #include "course/check.hpp"
 #include "course/device.hpp"
+#include "course/kernels/two_pass.cuh"
 #include "paths.hpp"
 
 namespace ch08 {
@@ -60,36 +61,11 @@ __global__ void byte_copy_kernel(unsigned char* dst, const unsigned char* src, s
   if (i < n) dst[i] = src[i];
 }
 
-__device__ float block_sum(float v) {
-  __shared__ float s_warp[kBlock / 32];
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  if (lane == 0) s_warp[warp] = v;
-  __syncthreads();
-  v = threadIdx.x < kBlock / 32 ? s_warp[threadIdx.x] : 0.0f;
-  if (warp == 0)
-    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
-  return v;
-}
-
-// The dot itself is chapter 05's two-level reduction: one partial per block, a fixed grid, then
-// one block adds the partials in a fixed order, so the same inputs give the same bits.
-__global__ void dot_partials(const float* __restrict__ x, const float* __restrict__ y, std::size_t n,
-                             float* __restrict__ partials) {
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  float sum = 0.0f;
-  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    sum += x[i] * y[i];
-  sum = block_sum(sum);
-  if (threadIdx.x == 0) partials[blockIdx.x] = sum;
-}
-
-__global__ void sum_partials(const float* __restrict__ partials, int count, float* __restrict__ result) {
-  float sum = 0.0f;
-  for (int i = threadIdx.x; i < count; i += blockDim.x) sum += partials[i];
-  sum = block_sum(sum);
-  if (threadIdx.x == 0) *result = sum;
-}
+// The dot itself is the kit's two-pass dot (chapter 05's two-level reduction): one partial per
+// block, a fixed grid, then one block adds the partials in a fixed order, so the same inputs give
+// the same bits.
+using course::kernels::dot_partials;
+using course::kernels::sum_partials;
 
 int dot_grid(const course::Context& ctx, std::size_t n) {
   const std::size_t full = static_cast<std::size_t>(ctx.facts().sm_count) * 8;  // 8 blocks of 256 per SM
@@ -177,9 +153,9 @@ float device_dot(course::Context& ctx, const float* d_x, const float* d_y, std::
   auto* d_partials = reinterpret_cast<float*>(base + partials_at);
   auto* d_result = reinterpret_cast<float*>(base + result_at);
   const int grid = dot_grid(ctx, n);
-  dot_partials<<<grid, kBlock, 0, ctx.stream()>>>(d_x, d_y, n, d_partials);
+  dot_partials<kBlock><<<grid, kBlock, 0, ctx.stream()>>>(d_x, d_y, n, d_partials);
   CUDA_CHECK_LAUNCH("dot_partials");
-  sum_partials<<<1, kBlock, 0, ctx.stream()>>>(d_partials, grid, d_result);
+  sum_partials<kBlock><<<1, kBlock, 0, ctx.stream()>>>(d_partials, grid, d_result);
   CUDA_CHECK_LAUNCH("sum_partials");
   CUDA_CHECK(cudaMemcpyAsync(h_result, d_result, sizeof(float), cudaMemcpyDeviceToHost, ctx.stream()));
   ctx.synchronize();

@@ -16,11 +16,9 @@
 // Exercises: (1) the generic thread loop, thread_dot; (2) the promotion rule, Promote<X, Y>;
 // (3) the int8 · int8 loop, thread_dot_i8, exact for every n.
 //
-// Copied from chapter 06 (a chapter depends on common/ and on nothing in another chapter): the
-// tagged-partials single pass (dot_kernel12 there, dot_kernel here) and its block reduction, made
-// generic over the accumulator.
-
-#include <cuda/atomic>
+// Chapter 06's tagged-partials single pass (dot_kernel12 there) and its block reduction come from the
+// kit (common/course/kernels/tagged_pass.cuh), generic over the accumulator: this chapter's kernel is
+// its own thread loop (the exercises) followed by the kit's combine.
 
 #include <algorithm>
 #include <cstdint>
@@ -29,6 +27,7 @@
 #include <type_traits>
 
 #include "course/check.hpp"
+#include "course/kernels/typed_dot.cuh"
 #include "dtypes.hpp"
 
 namespace ch10 {
@@ -36,8 +35,6 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 using i8 = std::int8_t;
-constexpr unsigned kWarp = 32;
-constexpr unsigned kFullMask = 0xffffffffu;
 
 // [promote]
 // The promotion rule: the type a pair accumulates in. Narrow inputs (bool, int8, float16, bfloat16)
@@ -78,15 +75,6 @@ template <>
 __device__ __forceinline__ float widen<__half, float>(__half v) { return __half2float(v); }
 template <>
 __device__ __forceinline__ float widen<bf16, float>(bf16 v) { return __bfloat162float(v); }
-
-template <class Acc>
-__device__ __forceinline__ double to_double(Acc v) {
-  return static_cast<double>(v);
-}
-template <>
-__device__ __forceinline__ double to_double<__half>(__half v) { return __half2float(v); }
-template <>
-__device__ __forceinline__ double to_double<bf16>(bf16 v) { return __bfloat162float(v); }
 
 template <class Acc>
 __device__ __forceinline__ Acc zero() {
@@ -255,110 +243,28 @@ __device__ __forceinline__ Acc thread_share(const X* __restrict__ x, const Y* __
     return thread_dot<X, Y, Acc>(x, y, n, head, thread, threads);
 }
 
-// [block_sum]
-// Chapter 06's block reduction, for any accumulator of up to 8 bytes: shuffles move its bits.
-template <class T>
-__device__ __forceinline__ T shfl_down(T v, unsigned offset) {
-  static_assert(sizeof(T) <= 8, "accumulators of up to 8 bytes");
-  if constexpr (sizeof(T) <= 4) {
-    unsigned u = 0;
-    std::memcpy(&u, &v, sizeof(T));
-    u = __shfl_down_sync(kFullMask, u, offset);
-    std::memcpy(&v, &u, sizeof(T));
-  } else {
-    unsigned long long u = 0;
-    std::memcpy(&u, &v, sizeof(T));
-    u = __shfl_down_sync(kFullMask, u, offset);
-    std::memcpy(&v, &u, sizeof(T));
-  }
-  return v;
-}
-
-template <class Acc>
-__device__ __forceinline__ Acc warp_sum(Acc v) {
-#pragma unroll
-  for (unsigned offset = kWarp / 2; offset > 0; offset /= 2) v += shfl_down(v, offset);
-  return v;
-}
-
-/// The block's total, valid in thread 0; every thread must call it; a fixed order of additions.
-template <class Acc>
-__device__ __forceinline__ Acc block_sum(Acc v) {
-  __shared__ alignas(8) unsigned char s_raw[kBlock / kWarp * 8];
-  Acc* s_warp = reinterpret_cast<Acc*>(s_raw);
-  const unsigned lane = threadIdx.x % kWarp;
-  const unsigned warp = threadIdx.x / kWarp;
-  v = warp_sum(v);
-  if (lane == 0) s_warp[warp] = v;
-  __syncthreads();
-  if (warp == 0) v = warp_sum(lane < kBlock / kWarp ? s_warp[lane] : zero<Acc>());
-  return v;
-}
-// [block_sum]
 
 // [dot_kernel]
 // Chapter 06's version 12 for any pair: every block but the last publishes its partial with the
 // call's tag and exits; the last block waits for every slot to carry the tag and adds them in a fixed
 // order (deterministic). A partial of 8 bytes (a double, an int64) takes two tagged words, each
 // (tag << 32 | 32 bits): each word is one 8-byte store, seen whole or not at all, so no fence is
-// needed. The result is written as a double: exact for every accumulator here.
+// needed. The result is written as a double: exact for every accumulator here. The combine is the
+// kit's (course::kernels::tagged_single_pass); this chapter's part is the thread loop before it.
 template <class X, class Y, class Acc>
 __global__ void __launch_bounds__(kBlock, 2)
     dot_kernel(const X* __restrict__ x, const Y* __restrict__ y, std::size_t n, long long head,
                unsigned long long* tagged, unsigned tag, double* __restrict__ result) {
-  constexpr int kWords = sizeof(Acc) <= 4 ? 1 : 2;
   const std::size_t thread = blockIdx.x * std::size_t{kBlock} + threadIdx.x;
-  Acc sum = thread_share<X, Y, Acc>(x, y, n, head, thread, std::size_t{gridDim.x} * kBlock);
-  sum = block_sum(sum);  // valid in thread 0
-  const unsigned last = gridDim.x - 1;
-  if (blockIdx.x != last) {
-    if (threadIdx.x == 0) {
-      unsigned words[2] = {0, 0};
-      std::memcpy(words, &sum, sizeof(Acc));
-#pragma unroll
-      for (int w = 0; w < kWords; ++w)
-        cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(tagged[2 * blockIdx.x + w])
-            .store(static_cast<unsigned long long>(tag) << 32 | words[w], cuda::memory_order_relaxed);
-    }
-    return;
-  }
-  if (last == 0) {
-    if (threadIdx.x == 0) *result = to_double(sum);
-    return;
-  }
-  __syncthreads();  // block_sum's shared memory is used again below
-  Acc others = zero<Acc>();
-  for (unsigned b = threadIdx.x; b < last; b += kBlock) {  // one block per thread: the grid is at most kBlock
-    unsigned words[2] = {0, 0};
-#pragma unroll
-    for (int w = 0; w < kWords; ++w) {
-      cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> slot(tagged[2 * b + w]);
-      unsigned long long word = slot.load(cuda::memory_order_relaxed);
-      while (static_cast<unsigned>(word >> 32) != tag) word = slot.load(cuda::memory_order_relaxed);
-      words[w] = static_cast<unsigned>(word);
-    }
-    Acc v;
-    std::memcpy(&v, words, sizeof(Acc));
-    others += v;
-  }
-  others = block_sum(others);
-  if (threadIdx.x == 0) *result = to_double(others + sum);
+  const Acc sum = thread_share<X, Y, Acc>(x, y, n, head, thread, std::size_t{gridDim.x} * kBlock);
+  course::kernels::tagged_single_pass<kBlock, 2>(sum, tagged, tag, result,
+                                                 [](Acc v) { return course::kernels::to_double(v); });
 }
 // [dot_kernel]
 
 // ---------------------------------------------------------------------------------------------
 // Launchers
 // ---------------------------------------------------------------------------------------------
-
-/// The first index at which x and y both start a whole pack of V elements, or −1 when no index
-/// below V does (then none does: x and y are misaligned differently). At most n.
-long long vector_head(const void* x, std::size_t sx, const void* y, std::size_t sy, int V, std::size_t n) {
-  const auto ax = reinterpret_cast<std::uintptr_t>(x), ay = reinterpret_cast<std::uintptr_t>(y);
-  for (int h = 0; h < V; ++h)
-    if ((ax + h * sx) % (V * sx) == 0 && (ay + h * sy) % (V * sy) == 0)
-      return static_cast<long long>(std::min<std::size_t>(static_cast<std::size_t>(h), n));
-  return -1;
-}
 
 // [launch]
 template <class X, class Y, class Acc>
@@ -367,7 +273,7 @@ void launch(const void* d_x, const void* d_y, std::size_t n, double* d_result, W
   constexpr int V = kPack<X, Y>;
   if (n > 0 && ((reinterpret_cast<std::uintptr_t>(d_x) % sizeof(X)) || (reinterpret_cast<std::uintptr_t>(d_y) % sizeof(Y))))
     throw course::UsageError("ch10: x or y is not aligned to its element size");
-  const long long head = vector_head(d_x, sizeof(X), d_y, sizeof(Y), V, n);
+  const long long head = course::kernels::vector_head(d_x, sizeof(X), d_y, sizeof(Y), V, n);
   const unsigned blocks = ws.grid_for(n, std::size_t{kBlock} * V * kUnroll<X, Y>,
                                      reinterpret_cast<const void*>(dot_kernel<X, Y, Acc>));
   const unsigned tag = ws.next_tag(stream);
@@ -478,13 +384,7 @@ void Workspace::poison(cudaStream_t stream) {
   CUDA_CHECK(cudaMemsetAsync(tagged.data(), 0xFF, tagged.bytes(), stream));
 }
 
-unsigned Workspace::next_tag(cudaStream_t stream) {
-  if (++tag_ == 0xFFFFFFFFu || tag_ == 0) {
-    CUDA_CHECK(cudaMemsetAsync(tagged.data(), 0, tagged.bytes(), stream));
-    tag_ = 1;
-  }
-  return tag_;
-}
+unsigned Workspace::next_tag(cudaStream_t stream) { return course::kernels::next_tag(tag_, tagged, stream); }
 
 // __launch_bounds__(kBlock, 2) caps the registers so that two blocks may fit; it guarantees no
 // residency (shared memory, or a card that holds 1536 threads per SM, can hold fewer). A grid that is
@@ -493,12 +393,8 @@ int Workspace::resident_grid(const void* kernel) {
   auto it = resident_.find(kernel);
   if (it == resident_.end()) {
     ctx.activate();
-    int per_sm = 0;
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, static_cast<int>(kBlock), 0));
-    if (per_sm < 1)
-      throw course::CudaError(cudaErrorLaunchOutOfResources,
-                              "ch10: not one block of " + std::to_string(kBlock) + " threads of the kernel fits on an SM");
-    it = resident_.emplace(kernel, std::min(grid_max, std::min(2, per_sm) * ctx.facts().sm_count)).first;
+    it = resident_.emplace(kernel, course::kernels::resident_grid(kernel, kBlock, ctx.facts().sm_count, grid_max,
+                                                                  "ch10::dot_kernel")).first;
   }
   return it->second;
 }

@@ -26,8 +26,11 @@
 #include <utility>
 
 #include "course/check.hpp"
+#include "course/kernels/tagged_pass.cuh"
+#include "course/kernels/vec4_dot.cuh"
 #include "course/random.hpp"
 #include "course/reference.hpp"
+#include "course/thread_pool.hpp"
 #include "course/timer.hpp"
 #include "multi.hpp"
 
@@ -85,8 +88,6 @@ std::size_t max_slice(std::size_t n, int ranks) { return slice_of(n, ranks, 0).c
 
 namespace {
 
-constexpr unsigned kWarp = 32;
-constexpr unsigned kFullMask = 0xffffffffu;
 constexpr unsigned kBlock = 1024;  // chapter 06's kBlock12
 constexpr int kUnroll = 2;         // chapter 06's kUnroll12
 
@@ -97,64 +98,15 @@ std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 // partials read by the last block). Read chapter 06 for the why of every line.
 // ---------------------------------------------------------------------------------------------
 
-__device__ __forceinline__ float dot4(float4 a, float4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
-
-// This thread's share, with 16-byte loads where x and y share their alignment (scalar head and tail).
-__device__ __forceinline__ float thread_dot_vec4(const float* __restrict__ x, const float* __restrict__ y,
-                                                 std::size_t n, std::size_t thread, std::size_t threads) {
-  const auto x_off = reinterpret_cast<std::uintptr_t>(x) % 16;
-  const auto y_off = reinterpret_cast<std::uintptr_t>(y) % 16;
-  float sum = 0.0f;
-  if (x_off != y_off) {
-    for (std::size_t i = thread; i < n; i += threads) sum += x[i] * y[i];
-    return sum;
-  }
-  const std::size_t to_boundary = (16 - x_off) % 16 / sizeof(float);
-  const std::size_t head = n < to_boundary ? n : to_boundary;
-  const std::size_t n4 = (n - head) / 4;
-  const std::size_t tail = head + 4 * n4;
-  if (thread < head) sum += x[thread] * y[thread];
-  if (thread < n - tail) sum += x[tail + thread] * y[tail + thread];
-  const float4* x4 = reinterpret_cast<const float4*>(x + head);
-  const float4* y4 = reinterpret_cast<const float4*>(y + head);
-  std::size_t i = thread;
-  for (; i + (kUnroll - 1) * threads < n4; i += kUnroll * threads) {
-    float4 a[kUnroll], b[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      a[u] = __ldg(x4 + i + u * threads);
-      b[u] = __ldg(y4 + i + u * threads);
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) sum += dot4(a[u], b[u]);
-  }
-  for (; i < n4; i += threads) sum += dot4(__ldg(x4 + i), __ldg(y4 + i));
-  return sum;
-}
-
 __device__ __forceinline__ unsigned long long course_globaltimer() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
 
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (unsigned offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_down_sync(kFullMask, v, offset);
-  return v;
-}
-
-// The block's total in thread 0, in an order fixed by thread index.
-__device__ __forceinline__ float block_sum(float v) {
-  __shared__ float s_warp[kBlock / kWarp];
-  const unsigned lane = threadIdx.x % kWarp;
-  const unsigned warp = threadIdx.x / kWarp;
-  v = warp_sum(v);
-  if (lane == 0) s_warp[warp] = v;
-  __syncthreads();
-  if (warp == 0) v = warp_sum(lane < kBlock / kWarp ? s_warp[lane] : 0.0f);
-  return v;
-}
+// Chapter 06's loads and block sum, from the kit (common/course/kernels/).
+using course::kernels::block_sum;
+using course::kernels::thread_dot_vec4;
 
 // [partial_kernel]
 // One GPU's partial: chapter 06's final kernel, with one change. Every block but the last stores
@@ -216,12 +168,11 @@ __global__ void __launch_bounds__(kBlock, 2) partial_kernel(const float* __restr
                                                             std::size_t n, unsigned long long* tagged, unsigned* epoch,
                                                             float* __restrict__ partial, PeerCombine peers) {
   const std::size_t thread = blockIdx.x * std::size_t{kBlock} + threadIdx.x;
-  float sum = block_sum(thread_dot_vec4(x, y, n, thread, std::size_t{gridDim.x} * kBlock));
+  float sum = block_sum<kBlock>(thread_dot_vec4<kUnroll>(x, y, n, thread, std::size_t{gridDim.x} * kBlock));
   const unsigned last = gridDim.x - 1;
   if (blockIdx.x != last) {
     if (threadIdx.x == 0) {
-      const unsigned long long word = static_cast<unsigned long long>(this_calls_tag(epoch)) << 32 | __float_as_uint(sum);
-      cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(tagged[blockIdx.x]).store(word, cuda::memory_order_relaxed);
+      course::kernels::publish_tagged<float, 1>(tagged, blockIdx.x, this_calls_tag(epoch), sum);
     }
     return;
   }
@@ -237,14 +188,7 @@ __global__ void __launch_bounds__(kBlock, 2) partial_kernel(const float* __restr
   }
   __syncthreads();  // block_sum's shared memory is used again; s_tag is written
   const unsigned tag = s_tag;
-  float others = 0.0f;
-  for (unsigned b = threadIdx.x; b < last; b += kBlock) {
-    cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> slot(tagged[b]);
-    unsigned long long word = slot.load(cuda::memory_order_relaxed);
-    while (static_cast<unsigned>(word >> 32) != tag) word = slot.load(cuda::memory_order_relaxed);
-    others += __uint_as_float(static_cast<unsigned>(word));
-  }
-  others = block_sum(others);
+  const float others = course::kernels::gather_tagged<kBlock, float, 1>(tagged, last, tag);
   if (threadIdx.x == 0) {
     *partial = others + sum;
     *epoch = tag;  // every word of this call has been read: the next call's tag is tag + 1
@@ -451,81 +395,10 @@ void Gpu::poison() {
 // [launchers]
 // One host thread per GPU after the first, so that the kernels of a p2p call start together. A
 // launch costs the host a few microseconds; launched one after the other from one thread, the last
-// GPU starts that much later, and every other GPU waits for its partial inside the combine. After
-// a job a worker spins for a while (a timing loop calls again within microseconds), then sleeps on
-// a condition variable, so an idle team costs no CPU.
-class Launchers {
- public:
-  explicit Launchers(std::size_t workers) : done_(workers), errors_(workers) {
-    for (auto& d : done_) d.store(0);
-    for (std::size_t w = 0; w < workers; ++w) threads_.emplace_back([this, w] { work(w); });
-  }
-  Launchers(const Launchers&) = delete;
-  Launchers& operator=(const Launchers&) = delete;
-  ~Launchers() {
-    stop_.store(true);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      wake_.notify_all();
-    }
-    for (std::thread& t : threads_) t.join();
-  }
-
-  /// job(0) on this thread and job(1 + w) on worker w, all at once; returns when every job has
-  /// returned, and rethrows the first job's exception if any threw.
-  void run(const std::function<void(std::size_t)>& job) {
-    job_ = &job;
-    const unsigned generation = generation_.fetch_add(1) + 1;  // publishes job_ to the workers
-    if (sleepers_.load() > 0) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      wake_.notify_all();
-    }
-    std::exception_ptr mine;
-    try {
-      job(0);
-    } catch (...) {
-      mine = std::current_exception();
-    }
-    for (auto& d : done_)
-      while (d.load(std::memory_order_acquire) != generation) std::this_thread::yield();
-    if (mine) std::rethrow_exception(mine);
-    for (auto& e : errors_)
-      if (e) std::rethrow_exception(std::exchange(e, nullptr));
-  }
-
- private:
-  void work(std::size_t w) {
-    unsigned seen = 0;
-    for (;;) {
-      const auto spin_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
-      for (unsigned spins = 1; generation_.load() == seen && !stop_.load(); ++spins) {
-        if (spins % 1024 != 0 || std::chrono::steady_clock::now() < spin_until) continue;
-        std::unique_lock<std::mutex> lock(mutex_);
-        sleepers_.fetch_add(1);
-        wake_.wait(lock, [&] { return generation_.load() != seen || stop_.load(); });
-        sleepers_.fetch_sub(1);
-      }
-      if (stop_.load()) return;
-      seen = generation_.load();
-      try {
-        (*job_)(w + 1);
-      } catch (...) {
-        errors_[w] = std::current_exception();
-      }
-      done_[w].store(seen, std::memory_order_release);
-    }
-  }
-
-  const std::function<void(std::size_t)>* job_ = nullptr;
-  std::atomic<unsigned> generation_{0};
-  std::atomic<int> sleepers_{0};
-  std::atomic<bool> stop_{false};
-  std::vector<std::atomic<unsigned>> done_;
-  std::vector<std::exception_ptr> errors_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::vector<std::thread> threads_;
-};
+// GPU starts that much later, and every other GPU waits for its partial inside the combine. The
+// kit's course::ThreadPool (the caller launches GPU 0, worker w GPU w): its idle workers poll for a
+// while (a timing loop calls again within microseconds), then sleep, so an idle team costs no CPU.
+using Launchers = course::ThreadPool;
 // [launchers]
 
 // The p2p combine's state: on every GPU of the team an inbox of one 8-byte word per rank, the
@@ -822,7 +695,7 @@ Team::PeerState& peer_state(Team& team) {
   state->host_words = course::PinnedBuffer<unsigned long long>(static_cast<std::size_t>(count));
   for (int i = 0; i < count; ++i) state->host_words.data()[i] = 0;  // tag 0: no call has stored here
   for (Gpu* g : team.gpus) g->context().synchronize();  // the host vector dies here
-  state->launchers = std::make_unique<Launchers>(team.gpus.size() - 1);
+  state->launchers = std::make_unique<Launchers>(static_cast<unsigned>(team.gpus.size()));
   team.peers = std::move(state);
   return *team.peers;
 }
