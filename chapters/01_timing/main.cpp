@@ -17,6 +17,7 @@
 #include "course/bench.hpp"
 #include "course/cli.hpp"
 #include "course/context.hpp"
+#include "course/driver.hpp"
 #include "course/device.hpp"
 #include "course/progress.hpp"
 #include "course/stats.hpp"
@@ -77,16 +78,8 @@ course::Measurement measure(const course::Version<ch01::Runner>& v, ch01::Proble
                                     : course::time_cpu_ms(run, 1, set.cpu_reps);
   validate("after timing");  // a benchmark must not be able to pass by not running
 
-  course::Measurement m;
-  m.version = std::string(v.name);
-  m.config = config;
-  m.n = p.n;
-  m.bytes = 3.0 * p.n * sizeof(T);  // read a and b, write out
-  m.ms = course::summarize(samples);
-  m.roofline_gbps = ctx.roofline().read_gbps;
-  m.rel_error = 0.0;
-  m.valid = true;
-  return m;
+  // bytes: read a and b, write out
+  return course::measured(v.name, config, p.n, 3.0 * p.n * sizeof(T), samples, ctx.roofline().read_gbps, 0.0, true);
 }
 
 // Exercise 2 in context: three ways to time the same launch.
@@ -136,10 +129,11 @@ std::vector<int> parse_iters(const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  course::App app("01_timing",
-                  "Chapter 01: add two vectors on the CPU and on the GPU, in float and double, with and "
-                  "without the host<->device copies; then raise the arithmetic intensity with a loop of "
-                  "square roots and watch the GPU's advantage grow.",
+  course::App app("01_timing", course::about(R"(
+Chapter 01: add two vectors on the CPU and on the GPU, in float and double, with and without the
+host<->device copies; then raise the arithmetic intensity with a loop of square roots and watch the
+GPU's advantage grow.
+)"),
                   100000000, 20, 3);
   Settings set;
   std::string iters_text = "1,4,16,64";
@@ -157,11 +151,10 @@ int main(int argc, char** argv) {
     set.intensity_n = course::parse_size(intensity_n_text);
     if (opt.n == 0 || set.intensity_n == 0) throw course::UsageError("--n and --intensity-n must be at least 1");
     course::Context ctx(opt.device);
-    const auto& facts = ctx.facts();
-    std::printf("GPU: %s\n", course::describe_device(facts).c_str());
     const auto& roof = ctx.roofline();
-    std::printf("Measured read roofline %.0f GB/s (%.0f%% of the %.0f GB/s peak), device copy %.0f GB/s\n\n",
-                roof.read_gbps, 100 * roof.read_gbps / facts.peak_gbps, facts.peak_gbps, roof.copy_gbps);
+    char copy_line[64];
+    std::snprintf(copy_line, sizeof copy_line, ", device copy %.0f GB/s\n\n", roof.copy_gbps);
+    course::print_gpu(ctx, copy_line);
     course::require_fits(3 * std::max(opt.n, set.intensity_n) * sizeof(double), "three double vectors");
 
     auto selected = [&](const course::Version<ch01::Runner>& v) { return opt.kernel.empty() || v.name == opt.kernel; };
@@ -220,11 +213,8 @@ int main(int argc, char** argv) {
       std::cout << "\nThree ways to time one float add kernel, n = " << course::format_size(opt.n) << ":\n";
       methods.print(std::cout);
     }
-    if (!opt.csv.empty()) {
-      table.write_csv(opt.csv);
-      if (!methods.rows().empty()) methods.write_csv(course::csv_beside(opt.csv, "methods"));
-      std::cout << "\nCSV written to " << opt.csv << "\n";
-    }
+    course::write_csvs(opt.csv, table, {{"methods", methods.rows().empty() ? nullptr : &methods}});
+    if (!opt.csv.empty()) std::cout << "\nCSV written to " << opt.csv << "\n";
     return course::kExitOk;
   });
 }

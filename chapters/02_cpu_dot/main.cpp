@@ -28,6 +28,7 @@
 #include "course/cli.hpp"
 #include "course/inputs.hpp"
 #include "course/context.hpp"
+#include "course/driver.hpp"
 #include "course/device.hpp"
 #include "course/progress.hpp"
 #include "course/random.hpp"
@@ -90,16 +91,9 @@ course::Measurement measure(const Version& v, const std::vector<float>& x, const
   const course::Verdict after = validate("after timing");  // a benchmark must not pass by not running
   (void)sink;
 
-  course::Measurement m;
-  m.version = std::string(v.name);
-  m.config = config_of(v, set.config, n);
-  m.n = n;
-  m.bytes = 2.0 * n * sizeof(float);  // read x and y once: the least any dot product must move
-  m.ms = course::summarize(samples);
-  m.roofline_gbps = roofline_gbps;
-  m.rel_error = std::max(before.rel_error, after.rel_error);
-  m.valid = before.ok && after.ok;
-  return m;
+  // bytes: read x and y once, the least any dot product must move
+  return course::measured(v.name, config_of(v, set.config, n), n, 2.0 * n * sizeof(float), samples, roofline_gbps,
+                          std::max(before.rel_error, after.rel_error), before.ok && after.ok);
 }
 
 // The accuracy sweep: one call per version and size, on two kinds of data, against the fp64
@@ -134,23 +128,15 @@ course::Table accuracy_sweep(const std::vector<const Version*>& chosen, const Se
   return table;
 }
 
-// The rows of `table` whose column `col` holds the whole number `value`, for the screen.
-course::Table rows_where(const course::Table& table, const std::string& col, long long value) {
-  course::Table out(table.columns());
-  const auto at = std::find(table.columns().begin(), table.columns().end(), col) - table.columns().begin();
-  for (const auto& row : table.rows())
-    if (const auto* v = std::get_if<long long>(&row[at]); v != nullptr && *v == value) out.add_row(row);
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  course::App app("02_cpu_dot",
-                  "Chapter 02: the dot product on the CPU. A plain loop, the accumulator-type bug, the "
-                  "standard library, a vectorized loop, a pairwise sum, and threads (racing on one "
-                  "accumulator, then with partial sums); how accurate each is against an fp64 "
-                  "reference. These are the CPU baselines of every later chapter. Needs no GPU.",
+  course::App app("02_cpu_dot", course::about(R"(
+Chapter 02: the dot product on the CPU. A plain loop, the accumulator-type bug, the standard
+library, a vectorized loop, a pairwise sum, and threads (racing on one accumulator, then with
+partial sums); how accurate each is against an fp64 reference. These are the CPU baselines of every
+later chapter. Needs no GPU.
+)"),
                   std::size_t{1} << 20, 50, 5);
   Settings set;
   std::string sizes_text;
@@ -167,9 +153,10 @@ int main(int argc, char** argv) {
   return app.run(
       argc, argv,
       [&](const course::Options& opt) {
-        if (!sizes_text.empty()) set.sizes = course::parse_sizes(sizes_text);
-        else if (opt.n_given) set.sizes = {opt.n};
-        else set.sizes = {std::size_t{1} << 12, std::size_t{1} << 16, std::size_t{1} << 20, std::size_t{1} << 24};
+        set.sizes = course::sweep_sizes(opt, sizes_text,
+                                        {std::size_t{1} << 12, std::size_t{1} << 16, std::size_t{1} << 20,
+                                         std::size_t{1} << 24},
+                                        course::SizesFirst::sizes, /*sorted=*/false, /*allow_zero=*/true);
         set.accuracy_n = course::parse_size(accuracy_n_text);
         if (set.accuracy_n != 0 && set.accuracy_n < 1024)
           throw course::UsageError("--accuracy-n must be 0 (skip) or at least 1024");
@@ -197,9 +184,7 @@ int main(int argc, char** argv) {
         std::printf("CPU: %u hardware threads; threaded versions use %u.\n\n", std::thread::hardware_concurrency(),
                     ch02::thread_count(set.config, std::size_t{1} << 30));
 
-        std::vector<const Version*> chosen;
-        for (const auto& v : ch02::versions())
-          if (opt.kernel.empty() || v.name == opt.kernel) chosen.push_back(&v);
+        const std::vector<const Version*> chosen = course::select_versions(ch02::versions(), opt.kernel);
 
         const int steps = static_cast<int>(set.sizes.size() * chosen.size()) +
                           static_cast<int>(2 * accuracy_sizes(set.accuracy_n).size());
@@ -231,18 +216,13 @@ int main(int argc, char** argv) {
                     << " (the CSV has every size from 2^10): result against the fp64 reference.\n"
                        "positive: x and y uniform in [0, 1); signed: uniform in [-1, 1), no spikes.\n"
                        "rel_bound = the tolerance the tests allow, relative to the reference.\n\n";
-          rows_where(accuracy, "n", static_cast<long long>(set.accuracy_n))
+          course::rows_where(accuracy, "n", static_cast<long long>(set.accuracy_n))
               .print(std::cout, {"version", "data", "result", "reference", "rel_error", "rel_bound", "within_bound"});
         }
-        if (!opt.csv.empty()) {
-          table.write_csv(opt.csv);
-          std::cout << "\nCSV written to " << opt.csv;
-          if (set.accuracy_n != 0) {
-            accuracy.write_csv(course::csv_beside(opt.csv, "accuracy"));
-            std::cout << " and " << course::csv_beside(opt.csv, "accuracy");
-          }
-          std::cout << "\n";
-        }
+        course::write_csvs(opt.csv, table, {{"accuracy", set.accuracy_n != 0 ? &accuracy : nullptr}});
+        if (!opt.csv.empty())
+          std::cout << "\nCSV written to " << opt.csv
+                    << (set.accuracy_n != 0 ? " and " + course::csv_beside(opt.csv, "accuracy") : std::string()) << "\n";
         return course::kExitOk;
       },
       /*needs_gpu=*/false);

@@ -27,6 +27,7 @@
 #include "course/buffer.hpp"
 #include "course/cli.hpp"
 #include "course/context.hpp"
+#include "course/driver.hpp"
 #include "course/inputs.hpp"
 #include "course/device.hpp"
 #include "course/progress.hpp"
@@ -75,16 +76,8 @@ course::Measurement measure_kernel(const Version& v, Inputs& in, course::Context
   const auto samples = course::time_gpu_ms(launch, std::min(opt.warmup, reps), reps, stream);
   const course::Verdict after = validate("after timing");
 
-  course::Measurement m;
-  m.version = std::string(v.name);
-  m.config = "kernel only";
-  m.n = n;
-  m.bytes = 2.0 * n * sizeof(float);
-  m.ms = course::summarize(samples);
-  m.roofline_gbps = roofline_gbps;
-  m.rel_error = std::max(before.rel_error, after.rel_error);
-  m.valid = true;
-  return m;
+  return course::measured(v.name, "kernel only", n, 2.0 * n * sizeof(float), samples, roofline_gbps,
+                          std::max(before.rel_error, after.rel_error), true);
 }
 
 // Round trip: everything on every call, timed with the host clock (the call blocks until the
@@ -112,16 +105,8 @@ course::Measurement measure_round_trip(const Version& v, const Inputs& in, cours
   phases.assign(all.begin() + warmup, all.end());  // the warm-up calls are not among the samples
   const course::Verdict after = require_valid(call(nullptr), in, std::string(v.name) + " (round trip) after timing");
 
-  course::Measurement m;
-  m.version = std::string(v.name);
-  m.config = "round trip";
-  m.n = n;
-  m.bytes = 2.0 * n * sizeof(float);
-  m.ms = course::summarize(samples);
-  m.roofline_gbps = roofline_gbps;
-  m.rel_error = std::max(before.rel_error, after.rel_error);
-  m.valid = true;
-  return m;
+  return course::measured(v.name, "round trip", n, 2.0 * n * sizeof(float), samples, roofline_gbps,
+                          std::max(before.rel_error, after.rel_error), true);
 }
 
 // One row per step of the round trip: its median, its share of the whole call, and for the
@@ -163,37 +148,29 @@ void add_phase_rows(course::Table& table, const std::string& version, std::size_
 }  // namespace
 
 int main(int argc, char** argv) {
-  course::App app("03_one_thread",
-                  "Chapter 03: one GPU thread computes the whole dot product, beside cuBLAS. Each version "
-                  "runs alone on data already on the GPU, and inside the first program everyone writes: "
-                  "allocate, copy in, launch, copy back, free, on every call, with each step timed.",
+  course::App app("03_one_thread", course::about(R"(
+Chapter 03: one GPU thread computes the whole dot product, beside cuBLAS. Each version runs alone on
+data already on the GPU, and inside the first program everyone writes: allocate, copy in, launch,
+copy back, free, on every call, with each step timed.
+)"),
                   std::size_t{1} << 20, 50, 3);
   std::string sizes_text;
   app.add_sizes_option(sizes_text, "Comma list of sizes (default: 2^16,2^20,2^24, or only --n when given)");
   app.set_versions(ch03::versions());
 
   return app.run(argc, argv, [&](const course::Options& opt) {
-    std::vector<std::size_t> sizes;
-    if (!sizes_text.empty()) sizes = course::parse_sizes(sizes_text);
-    else if (opt.n_given) sizes = {opt.n};
-    else sizes = {std::size_t{1} << 16, std::size_t{1} << 20, std::size_t{1} << 24};
-    if (std::find(sizes.begin(), sizes.end(), std::size_t{0}) != sizes.end())
-      throw course::UsageError("--n must be at least 1");
+    const std::vector<std::size_t> sizes = course::sweep_sizes(
+        opt, sizes_text, {std::size_t{1} << 16, std::size_t{1} << 20, std::size_t{1} << 24}, course::SizesFirst::sizes);
     const std::size_t largest = *std::max_element(sizes.begin(), sizes.end());
     course::Context ctx(opt.device);
     cudaStream_t stream = ctx.stream();
     // The resident inputs and, during a round trip, a second copy of them.
     course::require_fits(4 * largest * sizeof(float) + 2 * sizeof(float), "two resident inputs and a round trip's copies");
 
-    const auto& facts = ctx.facts();
     const auto& roof = ctx.roofline();
-    std::printf("GPU: %s\nMeasured read roofline %.0f GB/s (%.0f%% of the %.0f GB/s peak)\n\n",
-                course::describe_device(facts).c_str(), roof.read_gbps, 100 * roof.read_gbps / facts.peak_gbps,
-                facts.peak_gbps);
+    course::print_gpu(ctx, "\n\n");
 
-    std::vector<const Version*> chosen;
-    for (const auto& v : ch03::versions())
-      if (opt.kernel.empty() || v.name == opt.kernel) chosen.push_back(&v);
+    const std::vector<const Version*> chosen = course::select_versions(ch03::versions(), opt.kernel);
     course::Progress progress(static_cast<int>(2 * sizes.size() * chosen.size()), "03_one_thread", !opt.quiet);
 
     course::Table table = course::measurement_table();
@@ -222,11 +199,8 @@ int main(int argc, char** argv) {
     std::cout << "\nWhere a round trip's time goes (medians; pct_of_total of the median call; gbps for the copies\n"
                  "and for the kernel's reads):\n\n";
     phase_table.print(std::cout, {"version", "n", "phase", "median_ms", "pct_of_total", "gbps"});
-    if (!opt.csv.empty()) {
-      table.write_csv(opt.csv);
-      phase_table.write_csv(course::csv_beside(opt.csv, "phases"));
-      std::cout << "\nCSV written to " << opt.csv << " and " << course::csv_beside(opt.csv, "phases") << "\n";
-    }
+    course::write_csvs(opt.csv, table, {{"phases", &phase_table}});
+    if (!opt.csv.empty()) std::cout << "\nCSV written to " << opt.csv << " and " << course::csv_beside(opt.csv, "phases") << "\n";
     return course::kExitOk;
   });
 }

@@ -22,6 +22,7 @@
 #include "course/check.hpp"
 #include "course/cli.hpp"
 #include "course/context.hpp"
+#include "course/driver.hpp"
 #include "course/inputs.hpp"
 #include "course/device.hpp"
 #include "course/progress.hpp"
@@ -63,15 +64,9 @@ course::Measurement measure(const Version& v, Inputs& in, course::Context& ctx, 
   const auto samples = course::time_gpu_ms(run, opt.warmup, opt.reps, stream);
   const course::Verdict after = course::check_dot(result(), in.ref);
 
-  course::Measurement m;
-  m.version = std::string(v.name);
-  m.config = shape_text(ws);
-  m.n = in.n;
-  m.bytes = 2.0 * static_cast<double>(in.n) * sizeof(float);  // x and y, read once
-  m.ms = course::summarize(samples);
-  m.roofline_gbps = ctx.roofline().read_gbps;
-  m.rel_error = after.rel_error;
-  m.valid = before.ok && after.ok;
+  // bytes: x and y, read once
+  const course::Measurement m = course::measured(v.name, shape_text(ws), in.n, 2.0 * static_cast<double>(in.n) * sizeof(float),
+                                                 samples, ctx.roofline().read_gbps, after.rel_error, before.ok && after.ok);
   if (!m.valid && !v.run.racy)
     std::fprintf(stderr, "04_one_block: %s at n = %zu FAILED validation: %s\n", m.version.c_str(), in.n,
                  (before.ok ? after : before).message.c_str());
@@ -101,26 +96,22 @@ void race_demo(const std::vector<const Version*>& selected, std::size_t n, cours
 }  // namespace
 
 int main(int argc, char** argv) {
-  course::App app("04_one_block",
-                  "Chapter 04: one block of threads computes a dot product. Adding into one result without "
-                  "atomics races and loses updates; atomicAdd on every product is right but serialized; a "
-                  "register sum per thread with one atomicAdd each is right and much faster.",
+  course::App app("04_one_block", course::about(R"(
+Chapter 04: one block of threads computes a dot product. Adding into one result without atomics
+races and loses updates; atomicAdd on every product is right but serialized; a register sum per
+thread with one atomicAdd each is right and much faster.
+)"),
                   std::size_t{1} << 20);
   app.set_versions(ch04::versions());
 
   return app.run(argc, argv, [&](const course::Options& opt) {
     std::vector<std::size_t> sizes = {opt.n};
     if (!opt.n_given && opt.n < kLargeN) sizes.push_back(kLargeN);
-    std::vector<const Version*> selected;
-    for (const auto& v : ch04::versions())
-      if (opt.kernel.empty() || v.name == opt.kernel) selected.push_back(&v);
+    const std::vector<const Version*> selected = course::select_versions(ch04::versions(), opt.kernel);
 
     course::Context ctx(opt.device);
     const auto& facts = ctx.facts();
-    std::printf("GPU: %s\n", course::describe_device(facts).c_str());
-    const auto& roof = ctx.roofline();
-    std::printf("Measured read roofline %.0f GB/s (%.0f%% of the %.0f GB/s peak)\n", roof.read_gbps,
-                100 * roof.read_gbps / facts.peak_gbps, facts.peak_gbps);
+    course::print_gpu(ctx);
     std::printf("One block of %d threads (the occupancy API's suggestion) on one of the %d SMs\n\n",
                 ch04::one_block_threads(ctx), facts.sm_count);
 
@@ -154,17 +145,8 @@ int main(int argc, char** argv) {
               << " times (the exact answer is n; 'lost' counts the additions that vanished):\n\n";
     race.print(std::cout);
 
-    if (!opt.csv.empty()) {
-      table.write_csv(opt.csv);
-      race.write_csv(course::csv_beside(opt.csv, "race"));
-      std::cout << "\nCSV written to " << opt.csv << " and " << course::csv_beside(opt.csv, "race") << "\n";
-    }
-    if (!failed.empty()) {
-      std::cerr << "04_one_block: " << failed.size() << " version(s) gave wrong results:";
-      for (const auto& f : failed) std::cerr << " " << f;
-      std::cerr << "\n";
-      return course::kExitFailure;
-    }
-    return course::kExitOk;
+    course::write_csvs(opt.csv, table, {{"race", &race}});
+    if (!opt.csv.empty()) std::cout << "\nCSV written to " << opt.csv << " and " << course::csv_beside(opt.csv, "race") << "\n";
+    return course::exit_code("04_one_block", failed);
   });
 }

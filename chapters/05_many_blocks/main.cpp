@@ -30,6 +30,7 @@
 #include "course/check.hpp"
 #include "course/cli.hpp"
 #include "course/context.hpp"
+#include "course/driver.hpp"
 #include "course/inputs.hpp"
 #include "course/device.hpp"
 #include "course/progress.hpp"
@@ -73,13 +74,7 @@ std::string shape_text(const Version& v, const ch05::Workspace& ws) {
 // What validation means for `v`: the fp64 reference, or for the speed-of-light row (not a dot
 // product) only that it wrote a finite value over the NaN poison.
 course::Verdict check(const Version& v, float got, const course::Reference& ref) {
-  if (!v.run.floor) return course::check_dot(got, ref);
-  course::Verdict ran;
-  ran.ok = std::isfinite(got);
-  ran.got = got;
-  ran.rel_error = std::nan("");  // not a dot product: no error to report (an empty cell)
-  ran.message = ran.ok ? "" : "the speed-of-light kernel left its result unwritten (NaN)";
-  return ran;
+  return v.run.floor ? course::ran_verdict(got) : course::check_dot(got, ref);
 }
 
 // Validate, time, validate the last timed run's result again; one row of a table.
@@ -94,15 +89,11 @@ course::Measurement measure(const Version& v, Inputs& in, ch05::Workspace& ws, c
   const auto samples = course::time_gpu_ms(run, opt.warmup, opt.reps, stream);
   const course::Verdict after = check(v, in.d_result.download(stream)[0], in.ref);
 
-  course::Measurement m;
-  m.version = std::string(v.name);
-  m.config = config.empty() ? shape_text(v, ws) : config;
-  m.n = in.n;
-  m.bytes = 2.0 * static_cast<double>(in.n) * sizeof(float);  // x and y, read once
-  m.ms = course::summarize(samples);
-  m.roofline_gbps = ws.ctx.roofline().read_gbps;
-  m.rel_error = after.rel_error;
-  m.valid = before.ok && after.ok;
+  // bytes: x and y, read once
+  const course::Measurement m =
+      course::measured(v.name, config.empty() ? shape_text(v, ws) : config, in.n,
+                       2.0 * static_cast<double>(in.n) * sizeof(float), samples, ws.ctx.roofline().read_gbps,
+                       after.rel_error, before.ok && after.ok);
   if (!m.valid)
     std::fprintf(stderr, "05_many_blocks: %s at n = %zu FAILED validation: %s\n", m.version.c_str(), in.n,
                  (before.ok ? after : before).message.c_str());
@@ -139,11 +130,11 @@ void determinism_row(const Version& v, Inputs& in, ch05::Workspace& ws, int per_
 }  // namespace
 
 int main(int argc, char** argv) {
-  course::App app("05_many_blocks",
-                  "Chapter 05: many blocks compute a dot product. A grid-stride loop with one atomic per "
-                  "thread; a block reduction in shared memory (serial, then a tree) with one atomic per "
-                  "block; per-block partials summed on the host (deterministic); a warp-shuffle block "
-                  "reduction; cuBLAS as the baseline.",
+  course::App app("05_many_blocks", course::about(R"(
+Chapter 05: many blocks compute a dot product. A grid-stride loop with one atomic per thread; a
+block reduction in shared memory (serial, then a tree) with one atomic per block; per-block partials
+summed on the host (deterministic); a warp-shuffle block reduction; cuBLAS as the baseline.
+)"),
                   std::size_t{1} << 20);
   int per_thread = ch05::kDefaultPerThread;
   app.cli()
@@ -158,20 +149,14 @@ int main(int argc, char** argv) {
     std::vector<std::size_t> sizes = {opt.n};
     if (!opt.n_given && opt.n < kLargeN) sizes.push_back(kLargeN);
     const std::size_t largest = *std::max_element(sizes.begin(), sizes.end());
-    std::vector<const Version*> selected;
-    for (const auto& v : ch05::versions())
-      if (opt.kernel.empty() || v.name == opt.kernel) selected.push_back(&v);
+    const std::vector<const Version*> selected = course::select_versions(ch05::versions(), opt.kernel);
     const Version* two_level = nullptr;
     for (const Version* v : selected)
       if (v->name == "two_level") two_level = v;
     const std::vector<int> sweep = (two_level != nullptr && !per_thread_given) ? kPerThreadSweep : std::vector<int>{};
 
     course::Context ctx(opt.device);
-    const auto& facts = ctx.facts();
-    std::printf("GPU: %s\n", course::describe_device(facts).c_str());
-    const auto& roof = ctx.roofline();
-    std::printf("Measured read roofline %.0f GB/s (%.0f%% of the %.0f GB/s peak)\n\n", roof.read_gbps,
-                100 * roof.read_gbps / facts.peak_gbps, facts.peak_gbps);
+    course::print_gpu(ctx, "\n\n");
     // Inputs, the result, and the largest scratch: one partial per block of two_level at per_thread 1.
     course::require_fits(2 * largest * sizeof(float) + largest / 32 * sizeof(float) + sizeof(float),
                          "two float vectors of n = " + course::format_size(largest));
@@ -224,22 +209,12 @@ int main(int argc, char** argv) {
               << " inputs (deterministic = 1: no atomics, a fixed order of additions):\n\n";
     determinism.print(std::cout);
 
-    if (!opt.csv.empty()) {
-      table.write_csv(opt.csv);
-      std::cout << "\nCSV written to " << opt.csv;
-      if (!sweep.empty()) {
-        per_thread_table.write_csv(course::csv_beside(opt.csv, "per_thread"));
-        std::cout << ", " << course::csv_beside(opt.csv, "per_thread");
-      }
-      determinism.write_csv(course::csv_beside(opt.csv, "determinism"));
-      std::cout << ", " << course::csv_beside(opt.csv, "determinism") << "\n";
-    }
-    if (!failed.empty()) {
-      std::cerr << "05_many_blocks: " << failed.size() << " version(s) gave wrong or unsteady results:";
-      for (const auto& f : failed) std::cerr << " " << f;
-      std::cerr << "\n";
-      return course::kExitFailure;
-    }
-    return course::kExitOk;
+    course::write_csvs(opt.csv, table,
+                       {{"per_thread", sweep.empty() ? nullptr : &per_thread_table}, {"determinism", &determinism}});
+    if (!opt.csv.empty())
+      std::cout << "\nCSV written to " << opt.csv
+                << (sweep.empty() ? std::string() : ", " + course::csv_beside(opt.csv, "per_thread")) << ", "
+                << course::csv_beside(opt.csv, "determinism") << "\n";
+    return course::exit_code("05_many_blocks", failed, "version(s) gave wrong or unsteady results");
   });
 }

@@ -32,6 +32,7 @@
 #include "course/buffer.hpp"
 #include "course/cli.hpp"
 #include "course/context.hpp"
+#include "course/driver.hpp"
 #include "course/device.hpp"
 #include "course/progress.hpp"
 #include "course/random.hpp"
@@ -79,8 +80,7 @@ struct Inputs {
 
   /// Copies needed so that `sets` copies of both inputs hold at least 2 × L2.
   static std::size_t sets_for(std::size_t n, std::size_t l2_bytes) {
-    const std::size_t bytes = std::max<std::size_t>(1, 2 * n * sizeof(float));
-    return std::max<std::size_t>(1, (2 * l2_bytes + bytes - 1) / bytes);
+    return course::copies_beyond_l2(2.0 * static_cast<double>(n) * sizeof(float), l2_bytes);
   }
   static std::size_t stride_for(std::size_t n) { return std::max<std::size_t>(64, (n + 63) / 64 * 64); }
 
@@ -88,10 +88,8 @@ struct Inputs {
       : n(n_), stride(stride_for(n_)), sets(sets_for(n_, l2_bytes)), d_x(sets * stride), d_y(sets * stride) {
     course::fill_random_device(d_x.data(), n, seed, -1.0f, 1.0f, stream);
     course::fill_random_device(d_y.data(), n, course::seed_y(seed), -1.0f, 1.0f, stream);
-    for (std::size_t s = 1; s < sets; ++s) {
-      CUDA_CHECK(cudaMemcpyAsync(d_x.data() + s * stride, d_x.data(), n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
-      CUDA_CHECK(cudaMemcpyAsync(d_y.data() + s * stride, d_y.data(), n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
-    }
+    course::replicate(d_x.data(), stride * sizeof(float), n * sizeof(float), sets, stream);
+    course::replicate(d_y.data(), stride * sizeof(float), n * sizeof(float), sets, stream);
     ref = ch06::streamed_reference(n, seed, course::seed_y(seed));  // on the host, while the GPU copies
     CUDA_CHECK(cudaStreamSynchronize(stream));
   }
@@ -107,15 +105,7 @@ course::Verdict validate(const Version& v, const Inputs& in, std::size_t set, co
   float got = 0.0f;
   d_result.download_async(&got, 1, stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));
-  if (ch06::is_speed_of_light(v)) {
-    course::Verdict ran;
-    ran.ok = std::isfinite(got);
-    ran.got = got;
-    ran.rel_error = std::nan("");  // not a dot product: no error to report (an empty cell)
-    ran.message = ran.ok ? "" : "the speed-of-light kernel left its result unwritten (NaN)";
-    return ran;
-  }
-  return course::check_dot(got, in.ref);
+  return ch06::is_speed_of_light(v) ? course::ran_verdict(got) : course::check_dot(got, in.ref);
 }
 
 /// Times every version of `vs` at one size (the speed_of_light row among them), and beside them an
@@ -141,33 +131,19 @@ std::vector<course::Measurement> measure_size(const std::vector<const Version*>&
     else
       vs[i]->run(in.x(set), in.y(set), in.n, d_result.data(), ws, stream);
   };
-  for (int w = 0; w < opt.warmup; ++w)
-    for (std::size_t i = 0; i <= count; ++i) call(i);
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::vector<std::vector<double>> samples(count + 1);
-  course::EventTimer timer(stream);
-  for (int r = 0; r < reps; ++r)
-    for (std::size_t i = 0; i <= count; ++i) {
-      timer.start();
-      call(i);
-      samples[i].push_back(timer.stop_ms());  // waits: the next call starts on an idle GPU
-    }
+  const auto samples = course::time_round_robin(count + 1, call, opt.warmup, reps, stream);
   empty_ms = course::summarize(samples[count]).median;
 
   std::vector<course::Measurement> out;
   for (std::size_t i = 0; i < count; ++i) {
-    course::Measurement m;
-    m.version = std::string(vs[i]->name);
-    m.config = "sets=" + std::to_string(in.sets);
-    m.n = in.n;
-    m.bytes = 2.0 * static_cast<double>(in.n) * sizeof(float);  // each input read once
-    m.roofline_gbps = ws.ctx.roofline().read_gbps;
     // Again after timing, on the next copy.
     set = (set + 1) % in.sets;
     const course::Verdict after = validate(*vs[i], in, set, d_result, ws);
-    m.ms = course::summarize(samples[i]);
-    m.rel_error = std::max(before[i].rel_error, after.rel_error);
-    m.valid = before[i].ok && after.ok;
+    // bytes: each input read once
+    const course::Measurement m =
+        course::measured(vs[i]->name, "sets=" + std::to_string(in.sets), in.n,
+                         2.0 * static_cast<double>(in.n) * sizeof(float), samples[i], ws.ctx.roofline().read_gbps,
+                         std::max(before[i].rel_error, after.rel_error), before[i].ok && after.ok);
     if (!m.valid)
       failures.push_back(m.version + " at n = " + std::to_string(in.n) + ": " + (before[i].ok ? after : before[i]).message);
     out.push_back(m);
@@ -179,13 +155,13 @@ std::vector<course::Measurement> measure_size(const std::vector<const Version*>&
 /// up before the first call of a size is timed (the GPU idled while the host made the reference).
 void settle(const Version& v, const Inputs& in, ch06::Workspace& ws, double ms) {
   course::DeviceBuffer<float> d_result(1);
-  const auto start = std::chrono::steady_clock::now();
   std::size_t set = 0;
-  do {
-    set = (set + 1) % in.sets;
-    v.run(in.x(set), in.y(set), in.n, d_result.data(), ws, ws.ctx.stream());
-    ws.ctx.synchronize();
-  } while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() < ms);
+  course::settle(
+      [&] {
+        set = (set + 1) % in.sets;
+        v.run(in.x(set), in.y(set), in.n, d_result.data(), ws, ws.ctx.stream());
+      },
+      ws.ctx.stream(), ms);
 }
 
 const double kNone = std::nan("");
@@ -227,10 +203,11 @@ void add_ladder_rows(course::Table& ladder, const std::vector<Row>& rows, std::s
 }  // namespace
 
 int main(int argc, char** argv) {
-  course::App app("06_ladder",
-                  "Chapter 06: the reduction ladder. The dot product of two float vectors, from the seven "
-                  "classic reduction kernels of 2007 to the bandwidth limit of the card, against cuBLAS and "
-                  "CUB measured in the same run.",
+  course::App app("06_ladder", course::about(R"(
+Chapter 06: the reduction ladder. The dot product of two float vectors, from the seven classic
+reduction kernels of 2007 to the bandwidth limit of the card, against cuBLAS and CUB measured in the
+same run.
+)"),
                   std::size_t{1} << 28, 100, 10);
   bool quick = false;
   std::string sizes_text;
@@ -240,30 +217,22 @@ int main(int argc, char** argv) {
 
   return app.run(argc, argv, [&](const course::Options& opt) {
     // Sizes: --n alone, else --sizes, else the sweep.
-    std::vector<std::size_t> sizes;
-    if (opt.n_given) {
-      if (opt.n == 0) throw course::UsageError("--n must be at least 1");
-      sizes = {opt.n};
-    } else if (!sizes_text.empty()) {
-      sizes = course::parse_sizes(sizes_text);
-    } else if (quick) {
-      sizes = {std::size_t{1} << 10, std::size_t{1} << 14, std::size_t{1} << 18, std::size_t{1} << 20,
-               std::size_t{1} << 24};
-    } else {
-      for (int p = 10; p <= 28; p += 2) sizes.push_back(std::size_t{1} << p);
-    }
-    std::sort(sizes.begin(), sizes.end());
-    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());  // one CSV row per version and size
+    std::vector<std::size_t> defaults;
+    if (quick)
+      defaults = {std::size_t{1} << 10, std::size_t{1} << 14, std::size_t{1} << 18, std::size_t{1} << 20,
+                  std::size_t{1} << 24};
+    else
+      for (int p = 10; p <= 28; p += 2) defaults.push_back(std::size_t{1} << p);
+    const std::vector<std::size_t> sizes =
+        course::sweep_sizes(opt, sizes_text, defaults, course::SizesFirst::n, /*sorted=*/true);
     const int reps = quick && opt.reps_given == 0 ? 30 : opt.reps;
 
     // Everything that belongs to the GPU (its stream, facts, roofline, cuBLAS handle, scratch
     // memory) lives in one Context; every launch, copy and timer below runs on its stream.
     course::Context ctx(opt.device);
     const course::DeviceFacts& facts = ctx.facts();
-    std::printf("GPU: %s\n", course::describe_device(facts).c_str());
     const course::Roofline& roof = ctx.roofline();
-    std::printf("Measured read roofline %.0f GB/s (%.0f%% of the %.0f GB/s peak)\n", roof.read_gbps,
-                100 * roof.read_gbps / facts.peak_gbps, facts.peak_gbps);
+    course::print_gpu(ctx);
 
     const std::size_t max_n = *std::max_element(sizes.begin(), sizes.end());
     std::size_t need = ch06::Workspace::bytes_for(max_n);
@@ -273,12 +242,8 @@ int main(int argc, char** argv) {
     course::require_fits(need, "the inputs (rotated copies) and the workspace for n = " + course::format_size(max_n));
     ch06::Workspace ws(ctx, max_n);
 
-    auto selected = [&](const Version& v) {
-      return opt.kernel.empty() || v.name == opt.kernel || ch06::is_baseline(v);
-    };
-    std::vector<const Version*> chosen;
-    for (const auto& v : ch06::versions())
-      if (selected(v)) chosen.push_back(&v);
+    const std::vector<const Version*> chosen =
+        course::select_versions(ch06::versions(), opt.kernel, [](const Version& v) { return ch06::is_baseline(v); });
     std::printf("Sizes %s to %s, %d timed calls per version and size, each call timed by its own event pair, the "
                 "versions in turn.\n\n",
                 course::format_size(sizes.front()).c_str(), course::format_size(sizes.back()).c_str(), reps);
@@ -390,16 +355,13 @@ int main(int argc, char** argv) {
     targets.print(std::cout);
 
     if (!opt.csv.empty()) {
-      table.write_csv(opt.csv);
-      ladder.write_csv(course::csv_beside(opt.csv, "ladder"));
-      sweep.write_csv(course::csv_beside(opt.csv, "sweep"));
-      targets.write_csv(course::csv_beside(opt.csv, "targets"));
       course::Table device({"name", "sm_count", "l2_mb", "peak_gbps", "read_gbps", "copy_gbps", "machine_grid",
                             "atomic_grid", "grid12"});
       device.add_row({facts.name, static_cast<long long>(facts.sm_count), facts.l2_bytes / 1e6, facts.peak_gbps,
                       roof.read_gbps, roof.copy_gbps, static_cast<long long>(ws.machine_grid),
                       static_cast<long long>(ws.atomic_grid), static_cast<long long>(ws.grid12)});
-      device.write_csv(course::csv_beside(opt.csv, "device"));
+      course::write_csvs(opt.csv, table,
+                         {{"ladder", &ladder}, {"sweep", &sweep}, {"targets", &targets}, {"device", &device}});
       std::cout << "\nCSV written to " << opt.csv << " and beside it: _ladder, _sweep, _targets, _device\n";
     }
     if (!failures.empty()) {

@@ -37,6 +37,7 @@
 #include "course/check.hpp"
 #include "course/cli.hpp"
 #include "course/context.hpp"
+#include "course/driver.hpp"
 #include "course/inputs.hpp"
 #include "course/progress.hpp"
 #include "course/random.hpp"
@@ -67,9 +68,7 @@ float cpu_loop(const float* x, const float* y, std::size_t n) {
   return sum;
 }
 
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
+using course::ms_since;
 
 void check_status(dotcourse_status s, const char* what) {
   if (s != DOTCOURSE_OK)
@@ -80,11 +79,12 @@ void check_status(dotcourse_status s, const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  course::App app("07_library",
-                  "Chapter 07: the course's dot product as a library called with host arrays. Allocating on "
-                  "every call, reusing device memory planned once, and staging the copies through pinned "
-                  "chunks with several host threads; the phase breakdown per n, the host link, and the "
-                  "motivating program (100 calls on 2^20 floats) against a CPU loop.",
+  course::App app("07_library", course::about(R"(
+Chapter 07: the course's dot product as a library called with host arrays. Allocating on every call,
+reusing device memory planned once, and staging the copies through pinned chunks with several host
+threads; the phase breakdown per n, the host link, and the motivating program (100 calls on 2^20
+floats) against a CPU loop.
+)"),
                   std::size_t{1} << 20, 50, 5);
   app.set_versions(ch07::versions());
 
@@ -95,10 +95,9 @@ int main(int argc, char** argv) {
     else
       for (int p = 10; p <= 26; p += 2) sizes.push_back(std::size_t{1} << p);
     const std::size_t largest = std::max(*std::max_element(sizes.begin(), sizes.end()), kProgramN);
-    std::vector<const Version*> selected;
-    for (const auto& v : ch07::versions())
-      // alloc_per_call always runs: it is the baseline the others are compared with (the grader's speed-up).
-      if (opt.kernel.empty() || v.name == opt.kernel || v.name == "alloc_per_call") selected.push_back(&v);
+    // alloc_per_call always runs: it is the baseline the others are compared with (the grader's speed-up).
+    const std::vector<const Version*> selected = course::select_versions(
+        ch07::versions(), opt.kernel, [](const Version& v) { return v.name == "alloc_per_call"; });
 
     course::require_gpu();
     course::require_fits(2 * largest * sizeof(float) + (std::size_t{64} << 20), "two float vectors of n = " +
@@ -123,17 +122,9 @@ int main(int argc, char** argv) {
 
     auto add_row = [&](const std::string& version, const std::string& config, std::size_t n, const course::Stats& s,
                        double rel_error, bool valid) {
-      course::Measurement m;
-      m.version = version;
-      m.config = config;
-      m.n = n;
-      m.bytes = 2.0 * static_cast<double>(n) * sizeof(float);
-      m.ms = s;
-      m.roofline_gbps = roofline;
-      m.rel_error = rel_error;
-      m.valid = valid;
       if (!valid) failed.insert(version);
-      course::add_measurement(table, m);
+      course::add_measurement(table, course::measured(version, config, n, 2.0 * static_cast<double>(n) * sizeof(float),
+                                                      s, roofline, rel_error, valid));
     };
 
     const Version* alloc = course::find_version(ch07::versions(), "alloc_per_call");  // the graded pair
@@ -397,20 +388,9 @@ int main(int argc, char** argv) {
               << " floats, deinit:\n\n";
     program.print(std::cout);
 
-    if (!opt.csv.empty()) {
-      table.write_csv(opt.csv);
-      phases.write_csv(course::csv_beside(opt.csv, "phases"));
-      link.write_csv(course::csv_beside(opt.csv, "link"));
-      program.write_csv(course::csv_beside(opt.csv, "program"));
-      staging.write_csv(course::csv_beside(opt.csv, "staging"));
-      std::cout << "\nCSV written to " << opt.csv << " and beside it _phases, _link, _staging, _program\n";
-    }
-    if (!failed.empty()) {
-      std::cerr << "07_library: " << failed.size() << " version(s) gave wrong results:";
-      for (const auto& f : failed) std::cerr << " " << f;
-      std::cerr << "\n";
-      return course::kExitFailure;
-    }
-    return course::kExitOk;
+    course::write_csvs(opt.csv, table,
+                       {{"phases", &phases}, {"link", &link}, {"program", &program}, {"staging", &staging}});
+    if (!opt.csv.empty()) std::cout << "\nCSV written to " << opt.csv << " and beside it _phases, _link, _staging, _program\n";
+    return course::exit_code("07_library", failed);
   });
 }

@@ -30,6 +30,7 @@
 #include "course/check.hpp"
 #include "course/cli.hpp"
 #include "course/context.hpp"
+#include "course/driver.hpp"
 #include "course/inputs.hpp"
 #include "course/progress.hpp"
 #include "course/random.hpp"
@@ -119,9 +120,7 @@ void fit(const std::vector<double>& bytes, const std::vector<double>& ms, double
   beta_gbps = inv_beta > 0 ? 1.0 / inv_beta / 1e9 : 0.0;
 }
 
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
+using course::ms_since;
 
 // The cost of pinning, against size: allocate, register, free.
 void pinning_costs(const std::vector<std::size_t>& sizes, course::Table& table) {
@@ -167,11 +166,12 @@ void pinning_costs(const std::vector<std::size_t>& sizes, course::Table& table) 
 }  // namespace
 
 int main(int argc, char** argv) {
-  course::App app("08_pinned",
-                  "Chapter 08: pinned memory. Every path from host memory to the GPU (pageable, pinned, "
-                  "registered, mapped zero-copy, staged through reused pinned buffers by host threads, managed "
-                  "with and without prefetch): a transfer sweep with a latency/bandwidth fit, the cost of "
-                  "pinning, and the dot of host data end to end.",
+  course::App app("08_pinned", course::about(R"(
+Chapter 08: pinned memory. Every path from host memory to the GPU (pageable, pinned, registered,
+mapped zero-copy, staged through reused pinned buffers by host threads, managed with and without
+prefetch): a transfer sweep with a latency/bandwidth fit, the cost of pinning, and the dot of host
+data end to end.
+)"),
                   std::size_t{1} << 20, 20, 3);
   bool full = false;
   app.cli().add_flag("--full", full, "The complete sweep: transfers and pinning costs up to 1 GiB (default 256 MiB)");
@@ -184,9 +184,7 @@ int main(int argc, char** argv) {
     const ch08::LinkInfo link = ch08::link_info(ctx.device());
     std::printf("Host link: %s\n", link.text.c_str());
 
-    std::vector<const Version*> selected;
-    for (const auto& v : ch08::paths())
-      if (opt.kernel.empty() || v.name == opt.kernel) selected.push_back(&v);
+    const std::vector<const Version*> selected = course::select_versions(ch08::paths(), opt.kernel);
     std::vector<std::size_t> dot_sizes = {opt.n};
     if (!opt.n_given) dot_sizes = {std::size_t{1} << 20, std::size_t{1} << 26};
     const std::size_t n_max = *std::max_element(dot_sizes.begin(), dot_sizes.end());
@@ -307,15 +305,10 @@ int main(int argc, char** argv) {
           }
         }
         const course::Verdict after = course::check_dot(last, ref);
-        course::Measurement m;
-        m.version = std::string(v->name);
-        m.config = "host data, result on the host";
-        m.n = n;
-        m.bytes = 2.0 * n * sizeof(float);
-        m.ms = course::summarize(samples);
-        m.roofline_gbps = pinned_h2d_gbps;  // % of this run's pinned H2D bandwidth, not of device memory
-        m.rel_error = after.rel_error;
-        m.valid = before.ok && after.ok;
+        // roofline_gbps: this run's pinned H2D bandwidth (pct_link), not device memory's
+        const course::Measurement m = course::measured(v->name, "host data, result on the host", n,
+                                                       2.0 * n * sizeof(float), samples, pinned_h2d_gbps,
+                                                       after.rel_error, before.ok && after.ok);
         if (!m.valid) {
           std::fprintf(stderr, "08_pinned: %s dot at n = %zu FAILED: %s\n", m.version.c_str(), n,
                        (before.ok ? after : before).message.c_str());
@@ -418,21 +411,11 @@ int main(int argc, char** argv) {
     std::cout << "\nTargets:\n\n";
     targets.print(std::cout);
 
-    if (!opt.csv.empty()) {
-      table.write_csv(opt.csv);
-      sweep.write_csv(course::csv_beside(opt.csv, "sweep"));
-      fits.write_csv(course::csv_beside(opt.csv, "fit"));
-      pinning.write_csv(course::csv_beside(opt.csv, "pinning"));
-      targets.write_csv(course::csv_beside(opt.csv, "targets"));
-      if (!staging.rows().empty()) staging.write_csv(course::csv_beside(opt.csv, "staging"));
+    course::write_csvs(opt.csv, table,
+                       {{"sweep", &sweep}, {"fit", &fits}, {"pinning", &pinning}, {"targets", &targets},
+                        {"staging", staging.rows().empty() ? nullptr : &staging}});
+    if (!opt.csv.empty())
       std::cout << "\nCSV written to " << opt.csv << " (and _sweep, _fit, _pinning, _targets, _staging beside it)\n";
-    }
-    if (!failed.empty()) {
-      std::cerr << "08_pinned: " << failed.size() << " path(s) gave wrong results:";
-      for (const auto& f : failed) std::cerr << " " << f;
-      std::cerr << "\n";
-      return course::kExitFailure;
-    }
-    return course::kExitOk;
+    return course::exit_code("08_pinned", failed, "path(s) gave wrong results");
   });
 }

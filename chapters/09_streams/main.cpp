@@ -25,6 +25,7 @@
 #include "course/check.hpp"
 #include "course/cli.hpp"
 #include "course/context.hpp"
+#include "course/driver.hpp"
 #include "course/inputs.hpp"
 #include "course/progress.hpp"
 #include "course/random.hpp"
@@ -88,15 +89,9 @@ course::Measurement measure(ch09::Pipeline& p, const Version& v, const ch09::Job
     if (r >= warmup) samples.push_back(ms_since(t0));
   }
   const course::Verdict after = check(last);
-  course::Measurement m;
-  m.version = std::string(v.name);
-  m.config = config;
-  m.n = job.n;
-  m.bytes = (job.problem == ch09::Problem::dot ? 2.0 : 3.0) * job.n * sizeof(float);
-  m.ms = course::summarize(samples);
-  m.roofline_gbps = h2d_gbps;
-  m.rel_error = after.rel_error;
-  m.valid = before.ok && after.ok;
+  const course::Measurement m =
+      course::measured(v.name, config, job.n, (job.problem == ch09::Problem::dot ? 2.0 : 3.0) * job.n * sizeof(float),
+                       samples, h2d_gbps, after.rel_error, before.ok && after.ok);
   if (!m.valid)
     std::fprintf(stderr, "09_streams: %s at n = %zu FAILED: %s\n", m.version.c_str(), job.n,
                  (before.ok ? after : before).message.c_str());
@@ -135,15 +130,7 @@ double copies_together_ms(ch09::Pipeline& p, const ch09::Job& job) {
 
 course::Measurement plain_row(const std::string& name, const std::string& config, std::size_t n, double bytes, double ms,
                               double h2d_gbps) {
-  course::Measurement m;
-  m.version = name;
-  m.config = config;
-  m.n = n;
-  m.bytes = bytes;
-  m.ms = course::summarize({ms});
-  m.roofline_gbps = h2d_gbps;
-  m.valid = true;
-  return m;
+  return course::measured(name, config, n, bytes, std::vector<double>{ms}, h2d_gbps, 0.0, true);
 }
 
 // The pipeline's yardstick, a target and not a bound: 1.10 × the busiest engine's time + one chunk's
@@ -177,11 +164,12 @@ bool covers_every_chunk(const std::vector<ch09::Span>& spans, std::size_t chunks
 }  // namespace
 
 int main(int argc, char** argv) {
-  course::App app("09_streams",
-                  "Chapter 09: streams and overlap. The dot of pinned host data in chunks, issued on one stream, "
-                  "depth-first and breadth-first over several streams, and as a CUDA graph; each engine's work "
-                  "timed alone; a timeline of every copy and kernel; the classic program of CUDA by Example; the "
-                  "CPU with every core beside it.",
+  course::App app("09_streams", course::about(R"(
+Chapter 09: streams and overlap. The dot of pinned host data in chunks, issued on one stream,
+depth-first and breadth-first over several streams, and as a CUDA graph; each engine's work timed
+alone; a timeline of every copy and kernel; the classic program of CUDA by Example; the CPU with
+every core beside it.
+)"),
                   std::size_t{1} << 20, 20, 3);
   int streams = 4;
   std::size_t chunks = 16;
@@ -192,9 +180,7 @@ int main(int argc, char** argv) {
   return app.run(argc, argv, [&](const course::Options& opt) {
     course::Context ctx(opt.device);
     std::printf("GPU: %s\n", course::describe_device(ctx.facts()).c_str());
-    std::vector<const Version*> selected;
-    for (const auto& v : ch09::versions())
-      if (opt.kernel.empty() || v.name == opt.kernel) selected.push_back(&v);
+    const std::vector<const Version*> selected = course::select_versions(ch09::versions(), opt.kernel);
     const Version* depth = course::find_version(ch09::versions(), "depth_first");
     const Version* one = course::find_version(ch09::versions(), "one_stream");
     const Version* breadth = course::find_version(ch09::versions(), "breadth_first");
@@ -466,21 +452,11 @@ int main(int argc, char** argv) {
     std::cout << "\nTargets:\n\n";
     targets.print(std::cout);
 
-    if (!opt.csv.empty()) {
-      table.write_csv(opt.csv);
-      sweep.write_csv(course::csv_beside(opt.csv, "sweep"));
-      timeline.write_csv(course::csv_beside(opt.csv, "timeline"));
-      overlap.write_csv(course::csv_beside(opt.csv, "overlap"));
-      graphs.write_csv(course::csv_beside(opt.csv, "graph"));
-      targets.write_csv(course::csv_beside(opt.csv, "targets"));
+    course::write_csvs(opt.csv, table,
+                       {{"sweep", &sweep}, {"timeline", &timeline}, {"overlap", &overlap}, {"graph", &graphs},
+                        {"targets", &targets}});
+    if (!opt.csv.empty())
       std::cout << "\nCSV written to " << opt.csv << " (and _sweep, _timeline, _overlap, _graph, _targets beside it)\n";
-    }
-    if (!failed.empty()) {
-      std::cerr << "09_streams: " << failed.size() << " version(s) gave wrong results:";
-      for (const auto& f : failed) std::cerr << " " << f;
-      std::cerr << "\n";
-      return course::kExitFailure;
-    }
-    return course::kExitOk;
+    return course::exit_code("09_streams", failed);
   });
 }

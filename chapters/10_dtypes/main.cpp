@@ -28,6 +28,7 @@
 #include "course/check.hpp"
 #include "course/cli.hpp"
 #include "course/context.hpp"
+#include "course/driver.hpp"
 #include "course/device.hpp"
 #include "course/dtype.hpp"
 #include "course/progress.hpp"
@@ -48,8 +49,7 @@ struct Inputs {
   course::TypedReference ref;
 
   static std::size_t sets_for(std::size_t n, double bytes_per_element, std::size_t l2_bytes) {
-    const double bytes = std::max(1.0, bytes_per_element * static_cast<double>(n));
-    return std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(2.0 * static_cast<double>(l2_bytes) / bytes)));
+    return course::copies_beyond_l2(bytes_per_element * static_cast<double>(n), l2_bytes);
   }
   static std::size_t stride(std::size_t n, std::size_t size) { return (std::max<std::size_t>(1, n) * size + 255) / 256 * 256; }
 
@@ -63,10 +63,8 @@ struct Inputs {
         d_y(sets * stride_y) {
     course::fill_random_device_typed(p.x, d_x.data(), n, seed, stream);
     course::fill_random_device_typed(p.y, d_y.data(), n, course::seed_y(seed), stream);
-    for (std::size_t s = 1; s < sets; ++s) {
-      CUDA_CHECK(cudaMemcpyAsync(d_x.data() + s * stride_x, d_x.data(), stride_x, cudaMemcpyDeviceToDevice, stream));
-      CUDA_CHECK(cudaMemcpyAsync(d_y.data() + s * stride_y, d_y.data(), stride_y, cudaMemcpyDeviceToDevice, stream));
-    }
+    course::replicate(d_x.data(), stride_x, stride_x, sets, stream);
+    course::replicate(d_y.data(), stride_y, stride_y, sets, stream);
     ref = course::streamed_reference_typed(p.x, seed, p.y, course::seed_y(seed), n);  // on the host, while the GPU fills
     CUDA_CHECK(cudaStreamSynchronize(stream));
   }
@@ -101,15 +99,7 @@ course::Verdict validate(const Impl& impl, const Inputs& in, std::size_t set, co
   double got = 0;
   d_result.download_async(&got, 1, stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));
-  if (impl.floor) {
-    course::Verdict ran;
-    ran.ok = std::isfinite(got);
-    ran.got = got;
-    ran.rel_error = std::nan("");  // not a dot product: no error to report (an empty cell)
-    ran.message = ran.ok ? "" : "the speed-of-light kernel left its result unwritten (NaN)";
-    return ran;
-  }
-  return course::check_dot_typed(got, in.ref, course::unit_roundoff(impl.acc));
+  return impl.floor ? course::ran_verdict(got) : course::check_dot_typed(got, in.ref, course::unit_roundoff(impl.acc));
 }
 
 double to_host(const course::DeviceBuffer<double>& d, cudaStream_t stream) {
@@ -122,10 +112,11 @@ double to_host(const course::DeviceBuffer<double>& d, cudaStream_t stream) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  course::App app("10_dtypes",
-                  "Chapter 10: the dot of any two types, at the speed of their bytes. One kernel family "
-                  "dot<X, Y, Acc> for float32, float64, float16, bfloat16, int8 and bool inputs, against cuBLAS "
-                  "(or convert, then cuBLAS) and CUB in the same run.",
+  course::App app("10_dtypes", course::about(R"(
+Chapter 10: the dot of any two types, at the speed of their bytes. One kernel family dot<X, Y, Acc>
+for float32, float64, float16, bfloat16, int8 and bool inputs, against cuBLAS (or convert, then
+cuBLAS) and CUB in the same run.
+)"),
                   std::size_t{1} << 28, 50, 5);
   std::string sizes_text;
   app.add_sizes_option(sizes_text, "Comma list of sizes, e.g. 2^20,2^28 (default 2^20, 2^24, 2^28)");
@@ -134,25 +125,15 @@ int main(int argc, char** argv) {
   app.set_versions(names);
 
   return app.run(argc, argv, [&](const course::Options& opt) {
-    std::vector<std::size_t> sizes;
-    if (opt.n_given) {
-      if (opt.n == 0) throw course::UsageError("--n must be at least 1");
-      sizes = {opt.n};
-    } else if (!sizes_text.empty()) {
-      sizes = course::parse_sizes(sizes_text);
-    } else {
-      sizes = {std::size_t{1} << 20, std::size_t{1} << 24, std::size_t{1} << 28};
-    }
-    std::sort(sizes.begin(), sizes.end());
-    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    const std::vector<std::size_t> sizes =
+        course::sweep_sizes(opt, sizes_text, {std::size_t{1} << 20, std::size_t{1} << 24, std::size_t{1} << 28},
+                            course::SizesFirst::n, /*sorted=*/true);
     const std::size_t max_n = sizes.back();
 
     course::Context ctx(opt.device);
     const course::DeviceFacts& facts = ctx.facts();
-    std::printf("GPU: %s\n", course::describe_device(facts).c_str());
     const course::Roofline& roof = ctx.roofline();
-    std::printf("Measured read roofline %.0f GB/s (%.0f%% of the %.0f GB/s peak)\n\n", roof.read_gbps,
-                100 * roof.read_gbps / facts.peak_gbps, facts.peak_gbps);
+    course::print_gpu(ctx, "\n\n");
 
     std::vector<const ch10::Pair*> chosen;
     for (const auto& p : ch10::pairs())
@@ -189,35 +170,16 @@ int main(int argc, char** argv) {
             set = (set + 1) % in.sets;
             impls[i].run(in.x(set), in.y(set), n, d_result.data(), ws, stream);
           };
-          // Clocks up: about 20 ms of calls before the warm-up proper.
-          const auto t0 = std::chrono::steady_clock::now();
-          do {
-            call(0);
-            ctx.synchronize();
-          } while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() < 20.0);
-          for (int w = 0; w < opt.warmup; ++w)
-            for (std::size_t i = 0; i < impls.size(); ++i) call(i);
-          ctx.synchronize();
-          std::vector<std::vector<double>> samples(impls.size());
-          course::EventTimer timer(stream);
-          for (int r = 0; r < opt.reps; ++r)
-            for (std::size_t i = 0; i < impls.size(); ++i) {
-              timer.start();
-              call(i);
-              samples[i].push_back(timer.stop_ms());
-            }
+          course::settle([&] { call(0); }, stream, 20.0);  // clocks up before the warm-up proper
+          const auto samples = course::time_round_robin(impls.size(), call, opt.warmup, opt.reps, stream);
           for (std::size_t i = 0; i < impls.size(); ++i) {
             set = (set + 1) % in.sets;
             const course::Verdict after = validate(impls[i], in, set, d_result, ws);
-            course::Measurement m;
-            m.version = impls[i].version;
-            m.config = impls[i].config;
-            m.n = n;
-            m.bytes = ch10::pair_bytes(*p) * static_cast<double>(n);  // the pair's own bytes, each input read once
-            m.ms = course::summarize(samples[i]);
-            m.roofline_gbps = roof.read_gbps;
-            m.rel_error = std::max(before[i].rel_error, after.rel_error);
-            m.valid = before[i].ok && after.ok;
+            // bytes: the pair's own, each input read once
+            course::Measurement m = course::measured(impls[i].version, impls[i].config, n,
+                                                     ch10::pair_bytes(*p) * static_cast<double>(n), samples[i],
+                                                     roof.read_gbps, std::max(before[i].rel_error, after.rel_error),
+                                                     before[i].ok && after.ok);
             m.dtype = ch10::pair_dtype(*p);
             if (!m.valid)
               failures.push_back(p->name + " " + m.version + " at n = " + std::to_string(n) + ": " +
@@ -290,10 +252,8 @@ int main(int argc, char** argv) {
     std::printf("\nTargets:\n");
     targets.print(std::cout);
 
+    course::write_csvs(opt.csv, table, {{"accuracy", &accuracy}, {"targets", &targets}});
     if (!opt.csv.empty()) {
-      table.write_csv(opt.csv);
-      accuracy.write_csv(course::csv_beside(opt.csv, "accuracy"));
-      targets.write_csv(course::csv_beside(opt.csv, "targets"));
       std::printf("\nCSV: %s (and _accuracy, _targets beside it)\n", opt.csv.c_str());
     }
     if (!failures.empty()) {

@@ -31,6 +31,7 @@
 #include "course/check.hpp"
 #include "course/cli.hpp"
 #include "course/context.hpp"
+#include "course/driver.hpp"
 #include "course/progress.hpp"
 #include "course/random.hpp"
 #include "course/reference.hpp"
@@ -266,11 +267,12 @@ struct CrossoverRow {
 
 int main(int argc, char** argv) {
   ch11::disable_nvls();
-  course::App app("11_multi_gpu",
-                  "Chapter 11: the dot product on many GPUs of one host. Each GPU computes the partial of its "
-                  "slice with chapter 06's final kernel; NCCL (or the host) combines the partials. Size sweep, "
-                  "weak and strong scaling, the combine's cost against the kernel's, and host data copied "
-                  "over every GPU's link at once. --n is the n per GPU of the weak-scaling runs and the top of the sweep.",
+  course::App app("11_multi_gpu", course::about(R"(
+Chapter 11: the dot product on many GPUs of one host. Each GPU computes the partial of its slice
+with chapter 06's final kernel; NCCL (or the host) combines the partials. Size sweep, weak and
+strong scaling, the combine's cost against the kernel's, and host data copied over every GPU's link
+at once. --n is the n per GPU of the weak-scaling runs and the top of the sweep.
+)"),
                   std::size_t{1} << 30, 20, 3);
   int gpus_wanted = 0;
   std::string strong_text = "2^31", host_text = "2^28", steps_text = "sweep,scaling,host,parts,crossover";
@@ -575,15 +577,13 @@ int main(int argc, char** argv) {
     }
     std::cout << "\nTargets (two GPUs or more; one GPU reports 1.0 and 'not met'):\n\n";
     targets.print(std::cout);
-    if (!opt.csv.empty()) {
-      table.write_csv(opt.csv);
-      if (wants("scaling")) scaling.write_csv(course::csv_beside(opt.csv, "scaling"));
-      if (host_n > 0 && wants("host")) host.write_csv(course::csv_beside(opt.csv, "host"));
-      if (wants("parts")) parts.write_csv(course::csv_beside(opt.csv, "parts"));
-      if (!crossover.rows().empty()) crossover.write_csv(course::csv_beside(opt.csv, "crossover"));
-      targets.write_csv(course::csv_beside(opt.csv, "targets"));
+    course::write_csvs(opt.csv, table,
+                       {{"scaling", wants("scaling") ? &scaling : nullptr},
+                        {"host", host_n > 0 && wants("host") ? &host : nullptr},
+                        {"parts", wants("parts") ? &parts : nullptr},
+                        {"crossover", crossover.rows().empty() ? nullptr : &crossover}, {"targets", &targets}});
+    if (!opt.csv.empty())
       std::cout << "\nCSV written to " << opt.csv << " (and its _scaling, _host, _parts, _crossover, _targets beside it)\n";
-    }
     if (!failed.empty()) {
       std::cerr << "11_multi_gpu: wrong results from:";
       for (const auto& f : failed) std::cerr << " " << f;

@@ -1,0 +1,112 @@
+#pragma once
+/// \file driver.hpp
+/// \brief The driver harness: what every chapter's main.cpp would otherwise repeat.
+///
+/// On the model of nccl-tests' common.cu, where a collective supplies five hooks and timing,
+/// checking and reporting live once: a chapter's driver supplies its registry, its inputs and its
+/// bytes per element, and keeps its own experiments; choosing versions and sizes, the device line,
+/// validate → time → validate, the measurement row, the CSVs and the exit code come from here.
+/// Built on course::App (cli.hpp), which parses the command line and maps errors to exit codes.
+
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "course/bench.hpp"
+#include "course/cli.hpp"
+#include "course/registry.hpp"
+#include "course/reference.hpp"
+#include "course/table.hpp"
+
+namespace course {
+
+class Context;
+
+/// A chapter's --help description, written as a raw string over several lines: newlines become
+/// spaces, and the newlines just inside R"( and )" are dropped. The text stays one paragraph.
+std::string about(std::string_view text);
+
+/// The registry entries --kernel selects (all when it is empty), in registry order; `keep(v)` adds
+/// entries that run whatever --kernel says (baselines).
+template <class Fn, class Keep>
+std::vector<const Version<Fn>*> select_versions(const std::vector<Version<Fn>>& registry, const std::string& kernel,
+                                                Keep keep) {
+  std::vector<const Version<Fn>*> chosen;
+  for (const auto& v : registry)
+    if (kernel.empty() || v.name == kernel || keep(v)) chosen.push_back(&v);
+  return chosen;
+}
+template <class Fn>
+std::vector<const Version<Fn>*> select_versions(const std::vector<Version<Fn>>& registry, const std::string& kernel) {
+  return select_versions(registry, kernel, [](const Version<Fn>&) { return false; });
+}
+
+/// Which of --n and --sizes wins when both are given.
+enum class SizesFirst { sizes, n };
+
+/// The sizes a sweep measures: --sizes (a list), --n alone, or `defaults`, `first` deciding between
+/// the two options when both are given. Throws UsageError for --n 0 unless `allow_zero`. With
+/// `sorted`, ascending and without repeats (one CSV row per version and size).
+std::vector<std::size_t> sweep_sizes(const Options& opt, const std::string& sizes_text,
+                                     std::vector<std::size_t> defaults, SizesFirst first, bool sorted = false,
+                                     bool allow_zero = false);
+
+/// Prints "GPU: <device>\nMeasured read roofline R GB/s (P% of the B GB/s peak)" and then `tail`.
+void print_gpu(Context& ctx, const std::string& tail = "\n");
+
+/// A measurement row from its parts.
+Measurement measured(std::string_view version, std::string config, std::size_t n, double bytes, const Stats& ms,
+                     double roofline_gbps, double rel_error, bool valid);
+/// The same from the timed samples (course::summarize).
+Measurement measured(std::string_view version, std::string config, std::size_t n, double bytes,
+                     const std::vector<double>& samples, double roofline_gbps, double rel_error, bool valid);
+
+/// The verdict on a speed-of-light row (not a dot product): it ran when it wrote a finite value over
+/// the NaN poison; its relative error is NaN (an empty cell).
+Verdict ran_verdict(double got);
+
+/// Times `count` calls in turn: call(i) for i in [0, count), `warmup` rounds untimed, then `reps`
+/// rounds, each call alone between its own pair of events on `stream` (the host waits after each, so
+/// the next call starts on an idle GPU). Round-robin: call r of every i runs before call r + 1 of
+/// any, so a drift of the clocks falls on every i alike. Returns the samples of each i.
+std::vector<std::vector<double>> time_round_robin(std::size_t count, const std::function<void(std::size_t)>& call,
+                                                  int warmup, int reps, cudaStream_t stream);
+
+/// Calls `call()` and waits for `stream`, again and again for about `ms` milliseconds of host time,
+/// so that the GPU's clocks are up before a size is timed.
+void settle(const std::function<void()>& call, cudaStream_t stream, double ms);
+
+/// Copies of one input that together hold at least twice the L2 (at least one): calls that rotate
+/// over them never find their input in the cache.
+std::size_t copies_beyond_l2(double bytes_per_copy, std::size_t l2_bytes);
+
+/// Fills copies 1 .. copies − 1 of a rotated input from copy 0 (`bytes` each, `stride` bytes apart),
+/// on `stream`.
+void replicate(void* d_base, std::size_t stride, std::size_t bytes, std::size_t copies, cudaStream_t stream);
+
+/// Writes `main` to `csv` and each named table beside it (course::csv_beside); a null table is
+/// skipped. Nothing is written when `csv` is empty.
+void write_csvs(const std::string& csv, const Table& main,
+                const std::vector<std::pair<std::string, const Table*>>& beside = {});
+
+/// The rows of `table` whose column `col` holds the whole number `value`.
+Table rows_where(const Table& table, const std::string& col, long long value);
+
+/// Milliseconds of host time since `t0` (std::chrono::steady_clock).
+inline double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// The exit code of a run: kExitOk when nothing failed; otherwise "<name>: <count> <what>: a b" on
+/// stderr and kExitFailure.
+int exit_code(const std::string& name, const std::set<std::string>& failed,
+              const std::string& what = "version(s) gave wrong results");
+
+}  // namespace course

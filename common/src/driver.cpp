@@ -1,0 +1,137 @@
+#include "course/driver.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include "course/check.hpp"
+#include "course/context.hpp"
+#include "course/device.hpp"
+#include "course/stats.hpp"
+#include "course/timer.hpp"
+
+namespace course {
+
+std::string about(std::string_view text) {
+  if (!text.empty() && text.front() == '\n') text.remove_prefix(1);
+  if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+  std::string out(text);
+  std::replace(out.begin(), out.end(), '\n', ' ');
+  return out;
+}
+
+std::vector<std::size_t> sweep_sizes(const Options& opt, const std::string& sizes_text,
+                                     std::vector<std::size_t> defaults, SizesFirst first, bool sorted,
+                                     bool allow_zero) {
+  std::vector<std::size_t> sizes = std::move(defaults);
+  const bool from_n = opt.n_given && (first == SizesFirst::n || sizes_text.empty());
+  if (from_n) {
+    if (opt.n == 0 && !allow_zero) throw UsageError("--n must be at least 1");
+    sizes = {opt.n};
+  } else if (!sizes_text.empty()) {
+    sizes = parse_sizes(sizes_text);
+  }
+  if (sorted) {
+    std::sort(sizes.begin(), sizes.end());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  }
+  return sizes;
+}
+
+void print_gpu(Context& ctx, const std::string& tail) {
+  const DeviceFacts& facts = ctx.facts();
+  const Roofline& roof = ctx.roofline();
+  std::printf("GPU: %s\nMeasured read roofline %.0f GB/s (%.0f%% of the %.0f GB/s peak)%s",
+              describe_device(facts).c_str(), roof.read_gbps, 100 * roof.read_gbps / facts.peak_gbps, facts.peak_gbps,
+              tail.c_str());
+}
+
+Measurement measured(std::string_view version, std::string config, std::size_t n, double bytes,
+                     const std::vector<double>& samples, double roofline_gbps, double rel_error, bool valid) {
+  return measured(version, std::move(config), n, bytes, summarize(samples), roofline_gbps, rel_error, valid);
+}
+
+Measurement measured(std::string_view version, std::string config, std::size_t n, double bytes, const Stats& ms,
+                     double roofline_gbps, double rel_error, bool valid) {
+  Measurement m;
+  m.version = std::string(version);
+  m.config = std::move(config);
+  m.n = n;
+  m.bytes = bytes;
+  m.ms = ms;
+  m.roofline_gbps = roofline_gbps;
+  m.rel_error = rel_error;
+  m.valid = valid;
+  return m;
+}
+
+Verdict ran_verdict(double got) {
+  Verdict ran;
+  ran.ok = std::isfinite(got);
+  ran.got = got;
+  ran.rel_error = std::nan("");  // not a dot product: no error to report (an empty cell)
+  ran.message = ran.ok ? "" : "the speed-of-light kernel left its result unwritten (NaN)";
+  return ran;
+}
+
+std::vector<std::vector<double>> time_round_robin(std::size_t count, const std::function<void(std::size_t)>& call,
+                                                  int warmup, int reps, cudaStream_t stream) {
+  for (int w = 0; w < warmup; ++w)
+    for (std::size_t i = 0; i < count; ++i) call(i);
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<std::vector<double>> samples(count);
+  EventTimer timer(stream);
+  for (int r = 0; r < reps; ++r)
+    for (std::size_t i = 0; i < count; ++i) {
+      timer.start();
+      call(i);
+      samples[i].push_back(timer.stop_ms());  // waits: the next call starts on an idle GPU
+    }
+  return samples;
+}
+
+void settle(const std::function<void()>& call, cudaStream_t stream, double ms) {
+  const auto start = std::chrono::steady_clock::now();
+  do {
+    call();
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+  } while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() < ms);
+}
+
+std::size_t copies_beyond_l2(double bytes_per_copy, std::size_t l2_bytes) {
+  const double bytes = std::max(1.0, bytes_per_copy);
+  return std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(2.0 * static_cast<double>(l2_bytes) / bytes)));
+}
+
+void replicate(void* d_base, std::size_t stride, std::size_t bytes, std::size_t copies, cudaStream_t stream) {
+  auto* base = static_cast<unsigned char*>(d_base);
+  for (std::size_t s = 1; s < copies; ++s)
+    CUDA_CHECK(cudaMemcpyAsync(base + s * stride, base, bytes, cudaMemcpyDeviceToDevice, stream));
+}
+
+void write_csvs(const std::string& csv, const Table& main, const std::vector<std::pair<std::string, const Table*>>& beside) {
+  if (csv.empty()) return;
+  main.write_csv(csv);
+  for (const auto& [what, table] : beside)
+    if (table != nullptr) table->write_csv(csv_beside(csv, what));
+}
+
+Table rows_where(const Table& table, const std::string& col, long long value) {
+  Table out(table.columns());
+  const auto at = std::find(table.columns().begin(), table.columns().end(), col) - table.columns().begin();
+  for (const auto& row : table.rows())
+    if (const auto* v = std::get_if<long long>(&row[at]); v != nullptr && *v == value) out.add_row(row);
+  return out;
+}
+
+int exit_code(const std::string& name, const std::set<std::string>& failed, const std::string& what) {
+  if (failed.empty()) return kExitOk;
+  std::cerr << name << ": " << failed.size() << " " << what << ":";
+  for (const auto& f : failed) std::cerr << " " << f;
+  std::cerr << "\n";
+  return kExitFailure;
+}
+
+}  // namespace course
