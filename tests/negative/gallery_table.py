@@ -45,13 +45,27 @@ CLASSES = {
     "grading_detection": ("a hole that detects grading",
                           "hole scan: the environment (`getenv`, `environ`, `COURSE_*`), the command line (`argv`, "
                           "`/proc`), files, and any preprocessor directive (a macro can paste a name together)"),
+    "serial_loop": ("a correct but serial loop where independent lanes are asked",
+                    "the compiled loop must hold packed adds (`tests/support/lanes_check.py`, objdump of the "
+                    "exercise's function in the Release build; CTest `ch02 unrolled lanes: ...`), and the "
+                    "chapter's performance rule (`02 unrolled, × sequential`: 0 points at 1.0)"),
     "memory_order": ("a memory order weaker than the protocol needs (single pass)",
                      "no runtime test can be relied on (docs below); the hole scan's ticket rule for chapter 06's "
                      "single pass: acq_rel (or fences on both sides)"),
 }
-CHAPTERS = ["05_many_blocks", "06_ladder", "07_library", "08_pinned", "09_streams", "10_dtypes", "11_multi_gpu"]
+CHAPTERS = ["02_cpu_dot", "05_many_blocks", "06_ladder", "07_library", "08_pinned", "09_streams", "10_dtypes", "11_multi_gpu"]
 # Where a class cannot be written in a chapter's holes, and why (a cell of the matrix).
 NOT_APPLICABLE = {
+    **{(k, "02_cpu_dot"): "CPU chapter" for k in ("other_stream", "deferred", "host_compute", "memory_order")},
+    ("library", "02_cpu_dot"): "scan: other sums, std algorithms",
+    ("grading_detection", "02_cpu_dot"): "scan: as 07-09",
+    ("serial_loop", "05_many_blocks"): "device code only",
+    ("serial_loop", "06_ladder"): "device code only",
+    ("serial_loop", "07_library"): "no lanes asked",
+    ("serial_loop", "08_pinned"): "no lanes asked",
+    ("serial_loop", "09_streams"): "serial by contract (fixed order)",
+    ("serial_loop", "10_dtypes"): "GPU: the roofline rules",
+    ("serial_loop", "11_multi_gpu"): "serial by contract (rank order)",
     ("other_stream", "05_many_blocks"): "device code only",
     ("other_stream", "06_ladder"): "device code only",
     ("other_stream", "10_dtypes"): "device code only",

@@ -3,7 +3,7 @@
 # runs it with them. It reads the tree that is built (COURSE_TREE_DIR) and needs no GPU.
 # Included from tests/CMakeLists.txt after Python3 is looked for.
 if(Python3_FOUND)
-  foreach(chapter IN ITEMS 03_one_thread 04_one_block 05_many_blocks 06_ladder 07_library 08_pinned 09_streams
+  foreach(chapter IN ITEMS 02_cpu_dot 03_one_thread 04_one_block 05_many_blocks 06_ladder 07_library 08_pinned 09_streams
                            10_dtypes 11_multi_gpu)
     if(IS_DIRECTORY "${COURSE_TREE_DIR}/${chapter}")
       string(SUBSTRING "${chapter}" 0 2 number)
@@ -14,6 +14,18 @@ if(Python3_FOUND)
       set_tests_properties("${name}" PROPERTIES LABELS ch${number} TIMEOUT 60)
     endif()
   endforeach()
+endif()
+
+# A correct but serial loop where the exercise asks for independent lanes (chapter 02's `unrolled`):
+# the compiled loop must hold packed adds (tests/support/lanes_check.py). Meaningful only when
+# optimised (the grader builds Release); 77 (objdump missing) is a skip.
+if(Python3_FOUND AND CMAKE_BUILD_TYPE MATCHES "^(Release|RelWithDebInfo)$" AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang"
+   AND IS_DIRECTORY "${COURSE_TREE_DIR}/02_cpu_dot")
+  set(name "ch02 unrolled lanes: the compiled loop adds in packed lanes, not one chain")
+  add_test(NAME "${name}"
+           COMMAND Python3::Interpreter "${CMAKE_CURRENT_LIST_DIR}/lanes_check.py" --object $<TARGET_FILE:02_cpu_dot_lib>
+                   --function "ch02::dot_unrolled(" --what "dot_unrolled's loop (exercise 1)")
+  set_tests_properties("${name}" PROPERTIES LABELS ch02 TIMEOUT 60 SKIP_RETURN_CODE 77)
 endif()
 
 # Maintainers' checks (solutions build only, like the other tools.* tests): the scan's rules are

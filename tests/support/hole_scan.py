@@ -63,6 +63,9 @@ GLOBAL_RULES = [
 # Another version's launcher, the course's baselines, and host answers per chapter: names a hole
 # of that chapter may not call. `allow` drops a global rule for the chapter (its subject).
 CHAPTER_RULES = {
+    "02_cpu_dot": {"allow": ["host threads inside a GPU exercise: the answer may be computed on the CPU"],
+                   "deny": [r"\bdot_(?:threads_partials|compensated|kahan)\w*\s*\(",
+                            r"\bversions\s*\(", r"\bcpu_dot\w*", r"\bstd::(?:inner_product|reduce|accumulate)\b"]},
     "03_one_thread": {"deny": [r"\brun_cublas\b", r"\bversions\s*\("]},
     "04_one_block": {"deny": [r"\bversions\s*\(", r"\brun_\w+"]},
     "05_many_blocks": {"deny": [r"\brun_cublas\b", r"\bversions\s*\(", r"\blaunch_\w+\s*\("]},
