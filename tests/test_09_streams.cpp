@@ -358,9 +358,13 @@ TEST_CASE("ch09 breadth_first: issues work only on the job's streams (the others
   for (int streams : {1, 2, 3}) {
     const course::Reference ref = host.load(n, 9090 + static_cast<std::uint64_t>(streams));
     // Streams the job does not use record instead of run: whatever is issued on them is captured
-    // into a graph that the test counts and never launches.
-    for (int s = streams; s < ch09::kMaxStreams; ++s)
+    // into a graph that the test counts and never launches. Each capture starts with one node of
+    // the test's own (a memset), so that no capture is empty.
+    course::DeviceBuffer<int> marker(ch09::kMaxStreams);
+    for (int s = streams; s < ch09::kMaxStreams; ++s) {
       CUDA_CHECK(cudaStreamBeginCapture(p.stream(s), cudaStreamCaptureModeRelaxed));
+      CUDA_CHECK(cudaMemsetAsync(marker.data() + s, 0, sizeof(int), p.stream(s)));
+    }
     float got = std::nanf("");
     std::string error;
     try {
@@ -377,6 +381,7 @@ TEST_CASE("ch09 breadth_first: issues work only on the job's streams (the others
       if (code == cudaSuccess && graph != nullptr) {
         CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes));
         CUDA_CHECK(cudaGraphDestroy(graph));
+        nodes = nodes > 0 ? nodes - 1 : 0;  // the test's own memset
       } else {
         cudaGetLastError();
         nodes = 1;  // the capture was broken by work that waited on another stream
