@@ -209,6 +209,7 @@ const dotcourse_plan& HostAuto::calibrate(Engine& engine, std::size_t n_limit) {
   plan.cpu_threads = threads_;
   std::memcpy(plan.device, plan_.device, sizeof plan.device);
 
+  const dotcourse_plan saved = plan_;
   dotcourse_plan forced = default_plan();  // one row per candidate, rebuilt per run
   for (int registered = 0; registered <= 1; ++registered) {
     if (registered) engine.register_host(base, (y_off + top) * sizeof(float));
@@ -222,8 +223,7 @@ const dotcourse_plan& HostAuto::calibrate(Engine& engine, std::size_t n_limit) {
           for (std::size_t k = 0; k < candidates.size(); ++k) {
             forced.rows = 1;
             forced.row[0] = {0, registered, candidates[k].path, candidates[k].share};
-            const dotcourse_plan saved = plan_;
-            plan_ = forced;
+            plan_ = forced;  // put back below, and by the catch if a call throws
             const auto t0 = Clock::now();
             (void)dot(&engine, x, y, n, DOTCOURSE_WHERE_AUTO, nullptr);
             const double t = seconds_since(t0);
@@ -251,6 +251,7 @@ const dotcourse_plan& HostAuto::calibrate(Engine& engine, std::size_t n_limit) {
         }
       }
     } catch (...) {
+      plan_ = saved;
       if (registered) engine.unregister_host(base);
       throw;
     }
