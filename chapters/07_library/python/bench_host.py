@@ -47,7 +47,15 @@ READ_TARGET = 0.85  # at 2^26, auto reaches 85% of the host's read bandwidth
 
 
 def reps_for(n):
-    return int(min(201, max(7, (1 << 24) // n)))
+    return int(min(201, max(5, (1 << 24) // n)))
+
+
+def write_csv(path, data):
+    if data:
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(data[0].keys()), lineterminator="\n")
+            w.writeheader()
+            w.writerows(data)
 
 
 def read_bandwidth(pool, threads, x, y, reps):
@@ -156,6 +164,7 @@ def main():
                          "rel_error": abs(got[name] - ref) / scale if scale else 0.0, "path": path, "n_gpu": n_gpu})
             print(f"n = 2^{int(math.log2(n)):2d}  {name:15s} {1e3 * med:10.4f} ms  {8 * n / med / 1e9:7.1f} GB/s"
                   + (f"  ({path}, n_gpu = {n_gpu})" if path else ""), flush=True)
+        write_csv(args.out / "07_library_host.csv", rows)  # after every n: a run cut short keeps what it measured
 
     # The host's read bandwidth, at the target's size and the largest.
     read_rows = []
@@ -215,12 +224,7 @@ def main():
 
     for name, data in (("07_library_host.csv", rows), ("07_library_host_read.csv", read_rows),
                        ("07_library_host_device.csv", device_rows), ("07_library_host_targets.csv", targets)):
-        if not data:
-            continue
-        with open(args.out / name, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(data[0].keys()), lineterminator="\n")
-            w.writeheader()
-            w.writerows(data)
+        write_csv(args.out / name, data)
     if not pathlib.Path(os.environ["DOTCOURSE_CALIBRATION"]).is_file():
         (args.out / "07_library_host_plan.json").write_text(json.dumps(plan, indent=1) + "\n")
     failed = [t for t in targets if not t["passed"]]

@@ -25,6 +25,9 @@ _WHERE = _auto.WHERE
 _WHERE_NAMES = {v: k for k, v in _WHERE.items()}
 _OPTIONS = {code: _auto.options(code) for code in _WHERE.values()}  # read-only: shared by every call
 _OPTIONS_REF = {code: ctypes.byref(o) for code, o in _OPTIONS.items()}
+_Report = _auto.Report
+_REPORT_SIZE = ctypes.sizeof(_auto.Report)
+_view = (ctypes.c_char * 0).from_buffer  # a ctypes view of an array's memory, passed as its address
 
 
 def _numpy_fast() -> None:
@@ -534,9 +537,18 @@ class Context:
                     if py != px:
                         pins.see(y, py)
         else:
-            px, py = x.ctypes.data, y.ctypes.data
+            # A zero-length ctypes view of each array's buffer: ctypes passes its address, and it
+            # costs a fifth of reading x.ctypes.data. Read-only arrays export no writable buffer.
+            try:
+                px = _view(x)
+            except TypeError:
+                px = x.ctypes.data
+            try:
+                py = _view(y)
+            except TypeError:
+                py = y.ctypes.data
         result = ctypes.c_float()
-        report = _auto.Report(ctypes.sizeof(_auto.Report))
+        report = _Report(_REPORT_SIZE)
         status = self._dot_ex(handle, px, py, n, _OPTIONS_REF[code], ctypes.byref(result), ctypes.byref(report))
         if status != 0:
             check(self._lib, status)

@@ -142,8 +142,9 @@ class FakeLib:
     def dotcourse_dot(self, handle, px, py, n, out):
         return self._call("dot", px, py, n)
 
-    def dotcourse_dot_ex(self, handle, px, py, n, opts, out, report):
-        return self._call("dot", px, py, n)
+    def dotcourse_dot_ex(self, handle, px, py, n, opts, out, report):  # an address may come as a ctypes view
+        address = [p if isinstance(p, int) else ctypes.addressof(p) for p in (px, py)]
+        return self._call("dot", address[0], address[1], n)
 
     def dotcourse_get_plan(self, handle, plan):
         return self._call("get_plan")

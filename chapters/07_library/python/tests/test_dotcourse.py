@@ -269,6 +269,10 @@ class _FakeLib:
         return dotcourse.Status.OK if self.registered.pop(ptr, None) is not None else dotcourse.Status.INVALID_ARGUMENT
 
 
+def _address(p):
+    return p if isinstance(p, int) else ctypes.addressof(p)
+
+
 def _fake_context(lib, n_max=1 << 21, pin_arrays=4):
     """A Context whose library is _FakeLib and whose C dot records the pointers it is given (no
     GPU): what the binding itself does before the C call."""
@@ -280,8 +284,8 @@ def _fake_context(lib, n_max=1 << 21, pin_arrays=4):
         lib.calls.append(("dot", px, py, n))
         return dotcourse.Status.OK
 
-    def dot_ex(handle, px, py, n, opts, out, report):
-        return dot_host(handle, px, py, n, out)
+    def dot_ex(handle, px, py, n, opts, out, report):  # an array's address may come as a ctypes view
+        return dot_host(handle, _address(px), _address(py), n, out)
     ctx._dot_host, ctx._dot_ex = dot_host, dot_ex
     return ctx
 

@@ -250,3 +250,15 @@ def test_calibrate_on_a_gpu(gpu_ctx, cache):
     assert (call.path, call.n_gpu) == dotcourse.plan_choose(plan["rows"], 1 << 20) and call.calibrated
     with dotcourse.Context(1 << 20) as again:  # the cache, loaded
         assert again.plan["rows"] == plan["rows"]
+
+
+def test_read_only_arrays_and_views_on_the_cpu(cpu):
+    x, y, ref, bound = inputs(5000, 80)
+    ro = x.copy()
+    ro.setflags(write=False)  # no writable buffer: the binding reads its address another way
+    assert abs(cpu.dot(ro, y, where="cpu") - ref) <= bound
+    assert abs(cpu.dot(y, ro, where="cpu") - ref) <= bound
+    buf = np.concatenate([x, y])
+    assert abs(cpu.dot(buf[:5000], buf[5000:], where="cpu") - ref) <= bound
+    empty = np.zeros(0, np.float32)
+    assert cpu.dot(empty, empty, where="cpu") == 0.0
