@@ -47,7 +47,7 @@ def task_cpu():
     return out
 mode = cond["mode"]
 reps = 60
-for _ in range(5): ctx.dot(x, y); np.dot(x, y)
+for _ in range(5): ctx.dot(x, y, where="gpu"); np.dot(x, y)
 if mode == "numpy_block":
     for _ in range(50): np.dot(x, y)
 samples = []
@@ -56,7 +56,7 @@ for r in range(reps):
     if mode == "interleaved_numpy":
         np.dot(x, y)
     a, b = (x.copy(), y.copy()) if cond.get("fresh") else (x, y)
-    s = time.perf_counter(); ctx.dot(a, b); samples.append((time.perf_counter() - s) * 1e3)
+    s = time.perf_counter(); ctx.dot(a, b, where="gpu"); samples.append((time.perf_counter() - s) * 1e3)
 c1 = os.times(); w1 = time.perf_counter(); t1 = task_cpu()
 busy = sorted(((t1[t][1] - t0.get(t, ("", 0))[1], t1[t][0]) for t in t1), reverse=True)[:6]
 print(json.dumps({"cond": cond, "median_ms": statistics.median(samples), "min_ms": min(samples),
@@ -167,7 +167,7 @@ def binding_parts(out, reps=400):
         for n in (1 << 10, 1 << 20):
             x = rng.uniform(-1, 1, n).astype(np.float32); y = rng.uniform(-1, 1, n).astype(np.float32)
             for _ in range(3):
-                ctx.dot(x, y)  # the registration cache pins arrays of 1 MiB and more here
+                ctx.dot(x, y, where="gpu")  # the registration cache pins arrays of 1 MiB and more here
             lib, handle, real = ctx._lib, ctx._live(), ctx._dot_host
             out_f = ctypes.c_float(); out_p = ctypes.byref(out_f)
             px, py, c = x.ctypes.data, y.ctypes.data, lib.dotcourse_dot
@@ -179,8 +179,8 @@ def binding_parts(out, reps=400):
                 c(handle, px, py, n, out_p)
 
             parts = [("c_call_vs_itself", lambda: c(handle, px, py, n, out_p), lambda: c(handle, px, py, n, out_p)),
-                     ("ctx_dot", lambda: c(handle, px, py, n, out_p), lambda: ctx.dot(x, y)),
-                     ("ctx_dot_n0_python_work", lambda: c(handle, px, py, 0, out_p), lambda: ctx.dot(x, y)),
+                     ("ctx_dot", lambda: c(handle, px, py, n, out_p), lambda: ctx.dot(x, y, where="gpu")),
+                     ("ctx_dot_n0_python_work", lambda: c(handle, px, py, 0, out_p), lambda: ctx.dot(x, y, where="gpu")),
                      ("spin_5us_then_c_call", lambda: c(handle, px, py, n, out_p), spin_then_call)]
             for name, f, g in parts:
                 if name == "ctx_dot_n0_python_work":  # ctx.dot's own steps, its C call told n = 0 (a lambda more)
