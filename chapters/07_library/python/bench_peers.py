@@ -65,11 +65,14 @@ def binding_cost(ctx, x, y, reps):
     lib, handle = ctx._lib, ctx._live()
     result = ctypes.c_float()
     out, px, py = ctypes.byref(result), x.ctypes.data, y.ctypes.data
-    c_call, version = lib.dotcourse_dot, lib.dotcourse_version
+    c_call, version = lib.dotcourse_dot_ex, lib.dotcourse_version  # the C call ctx.dot makes
+    opts = dotcourse._auto.options(dotcourse._auto.WHERE["gpu"])
+    report = dotcourse._auto.new_report()
+    opts_p, report_p = ctypes.byref(opts), ctypes.byref(report)
 
     def raw():
-        if c_call(handle, px, py, n, out) != dotcourse.Status.OK:
-            raise RuntimeError("dotcourse_dot failed in the binding measurement")
+        if c_call(handle, px, py, n, opts_p, out, report_p) != dotcourse.Status.OK:
+            raise RuntimeError("dotcourse_dot_ex failed in the binding measurement")
 
     def py_call():
         ctx.dot(x, y, where="gpu")
