@@ -195,6 +195,10 @@ using HostDot = float (*)(Engine& e, const float* x, const float* y, std::size_t
 /// The chapter's registry, in the order of the story: alloc_per_call, reuse, reuse_staged.
 const std::vector<course::Version<HostDot>>& versions();
 
+/// Exercise 3: what a call that does not fit e's plan (n > n_max) must do: throws TooLargeError
+/// naming n and n_max. Every host-array path calls it before it touches the GPU.
+void require_fits(const Engine& e, std::size_t n);
+
 /// The version the C API's dotcourse_dot uses for n elements: the fastest, reuse_staged, except
 /// for small n where waking threads costs more than it saves (reuse).
 HostDot fastest(std::size_t n);

@@ -196,7 +196,7 @@ DOTCOURSE_API dotcourse_status dotcourse_dot_typed_host(dotcourse_context* ctx, 
     }
     if (x == nullptr) throw course::UsageError("x is NULL");
     if (y == nullptr) throw course::UsageError("y is NULL");
-    if (n > e.n_max()) throw ch07::TooLargeError("n = " + std::to_string(n) + " is larger than n_max = " + std::to_string(e.n_max()));
+    ch07::require_fits(e, n);
     ch07::TypedState& st = ch07::state_of(e);
     cudaStream_t stream = e.gpu().stream();
     if (st.d_x.size() < n * sx) st.d_x = course::DeviceBuffer<unsigned char>(n * sx);

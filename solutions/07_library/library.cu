@@ -131,7 +131,8 @@ Engine::Engine(int device, std::size_t n_max, int stage_threads)
   //> // bytes_) are disjoint regions of ONE reservation on gpu_, made here and never again, each large
   //> // enough for any call with n <= n_max and for any grid launch_dot may use (library.hpp says what
   //> // it needs); bytes_ is that reservation's size (0 means "not planned"); h_result() is pinned
-  //> // host memory for the result. Plan with a course::ScratchLayout (common/course/context.hpp).
+  //> // host memory for the result that the device can write into (d_h_result() maps it: see
+  //> // library.hpp). Plan with a course::ScratchLayout (common/course/context.hpp).
   //> // Tests: "ch07 context: create dot destroy and a destroyed handle is refused", "ch07 context:
   //> // two hundred create and destroy cycles leak nothing"; every other ch07 test uses the plan.
   // END SOLUTION
@@ -160,9 +161,11 @@ Engine::~Engine() {
 void Engine::register_host(const void* p, std::size_t bytes) {
   if (p == nullptr || bytes == 0) throw course::UsageError("register_host: an empty range (NULL or 0 bytes)");
   const char* start = static_cast<const char*>(p);
-  auto next = registered_.upper_bound(start);
-  if ((next != registered_.end() && next->first < start + bytes) ||
-      (next != registered_.begin() && std::prev(next)->first + std::prev(next)->second > start))
+  // Two ranges overlap when each starts before the other ends (a scan: a context holds few ranges).
+  const bool overlaps = std::any_of(registered_.begin(), registered_.end(), [&](const auto& r) {
+    return r.first < start + bytes && start < r.first + r.second;
+  });
+  if (overlaps)
     throw course::UsageError("register_host: the range overlaps a range already registered with this context");
   gpu_.activate();
   int read_only = 0;
@@ -346,6 +349,27 @@ std::vector<double> PhaseEvents::phase_ms() {
 
 // ---- The versions ------------------------------------------------------------------------------
 
+// [require_fits]
+// Exercise 3: a call the plan does not cover. Every host-array path calls this first (dot_reuse,
+// dot_reuse_staged, dot_host), before it touches the GPU.
+void require_fits(const Engine& e, std::size_t n) {
+  // BEGIN SOLUTION
+  if (n > e.n_max())
+    throw TooLargeError("n = " + std::to_string(n) + " is larger than this context's n_max = " +
+                        std::to_string(e.n_max()) + ": create the context with a larger n_max");
+  // STUB
+  //> // TODO(student): exercise 3. A call with n > e.n_max() does not fit the plan. What must hold:
+  //> // the caller learns it, through the C API as DOTCOURSE_ERROR_TOO_LARGE with a message that
+  //> // names n and n_max; no wrong answer is returned and nothing is written past the plan; and
+  //> // the context works as before for the next call. Tests: "ch07 n_max: reuse refuses n > n_max
+  //> // and the context still works afterwards", "ch07 n_max: the C API says
+  //> // DOTCOURSE_ERROR_TOO_LARGE with a message".
+  //> (void)e;
+  //> (void)n;
+  // END SOLUTION
+}
+// [require_fits]
+
 namespace {
 
 // [alloc_per_call]
@@ -382,17 +406,7 @@ float dot_alloc_per_call(Engine& e, const float* x, const float* y, std::size_t 
 // copies, computes and copies back. Still slow: the copies come from pageable memory, which the
 // driver first copies into a pinned buffer of its own, one piece at a time, on one CPU thread.
 float dot_reuse(Engine& e, const float* x, const float* y, std::size_t n, PhaseEvents* clock) {
-  // BEGIN SOLUTION
-  if (n > e.n_max())
-    throw TooLargeError("n = " + std::to_string(n) + " is larger than this context's n_max = " +
-                        std::to_string(e.n_max()) + ": create the context with a larger n_max");
-  // STUB
-  //> // TODO(student): exercise 3. A call with n > e.n_max() does not fit the plan. What must hold:
-  //> // the caller learns it, through the C API as DOTCOURSE_ERROR_TOO_LARGE with a message; no
-  //> // wrong answer is returned; and the context works as before for the next call. Tests:
-  //> // "ch07 n_max: reuse refuses n > n_max and the context still works afterwards", "ch07 n_max:
-  //> // the C API says DOTCOURSE_ERROR_TOO_LARGE with a message".
-  // END SOLUTION
+  require_fits(e, n);
   if (n == 0) return 0.0f;
   course::Context& gpu = e.gpu();
   cudaStream_t stream = gpu.stream();
@@ -433,9 +447,7 @@ float dot_reuse(Engine& e, const float* x, const float* y, std::size_t n, PhaseE
 // PCIe transfer overlap, and several cores share the CPU copy. Chapters 08–09 say why pinned
 // memory moves faster, and overlap the kernel too.
 float dot_reuse_staged(Engine& e, const float* x, const float* y, std::size_t n, PhaseEvents* clock) {
-  if (n > e.n_max())
-    throw TooLargeError("n = " + std::to_string(n) + " is larger than this context's n_max = " +
-                        std::to_string(e.n_max()) + ": create the context with a larger n_max");
+  require_fits(e, n);
   if (n == 0) return 0.0f;
   course::Context& gpu = e.gpu();
   cudaStream_t stream = gpu.stream();
@@ -483,9 +495,7 @@ float dot_host(Engine& e, const float* x, const float* y, std::size_t n) {
   const std::size_t bytes = n * sizeof(float);
   const bool direct_x = n > 0 && e.is_registered(x, bytes), direct_y = n > 0 && e.is_registered(y, bytes);
   if (!direct_x && !direct_y) return fastest(n)(e, x, y, n, nullptr);
-  if (n > e.n_max())
-    throw TooLargeError("n = " + std::to_string(n) + " is larger than this context's n_max = " +
-                        std::to_string(e.n_max()) + ": create the context with a larger n_max");
+  require_fits(e, n);
   cudaStream_t stream = e.gpu().stream();
   if (direct_x) CUDA_CHECK(cudaMemcpyAsync(e.d_x(), x, bytes, cudaMemcpyHostToDevice, stream));
   if (direct_y) CUDA_CHECK(cudaMemcpyAsync(e.d_y(), y, bytes, cudaMemcpyHostToDevice, stream));
