@@ -7,6 +7,7 @@
 #   ch07.exports         ctest: the shared library exports every function of dotcourse.h and nothing else
 #   ch07.exports_catches_missing  ctest: that check fails when a declared function is missing
 #   ch07.python          ctest: the pytest suite of the Python package, against this build's library
+#   ch07.python_cpu      ctest: its CPU-path tests only (tests/test_where.py), which need no GPU
 #   ch07.go              ctest: `go test` of the Go package (registered only where Go is installed)
 #   ch07.install_find_package, ch07.install_pkg_config  ctest: cmake --install into a fresh prefix,
 #                        then a consumer outside the course built with find_package(dotcourse) (C++)
@@ -53,6 +54,11 @@ if(COURSE_BUILD_TESTS)
   add_test(NAME ch07.python COMMAND bash "${ch07_dir}/python/run_pytest.sh" $<TARGET_FILE:dotcourse>)
   set_tests_properties(ch07.python PROPERTIES LABELS ch07 SKIP_REGULAR_EXPRESSION "COURSE-NO-GPU|COURSE-SKIP"
                                               TIMEOUT 1200)
+  # The package's CPU path (where="cpu", Context(device="cpu"), the plan, the cache) needs no GPU:
+  # this one passes, never skips, on a machine without one.
+  add_test(NAME ch07.python_cpu COMMAND bash "${ch07_dir}/python/run_pytest.sh" $<TARGET_FILE:dotcourse>
+                                        -k "test_where and not test_gpu_")
+  set_tests_properties(ch07.python_cpu PROPERTIES LABELS ch07 SKIP_REGULAR_EXPRESSION "COURSE-SKIP" TIMEOUT 600)
 
   find_program(COURSE_GO go)
   if(COURSE_GO)

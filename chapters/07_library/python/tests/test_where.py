@@ -1,6 +1,7 @@
 """Where a host dot runs (issue 26 item 5): Context.dot(where=...), the CPU-only context, the plan's
 pure choice, the diagnostics (last_call) and the calibration cache. Everything but the last block
-needs no GPU: a Context(1, device="cpu") runs the library's CPU path."""
+needs no GPU: a Context(1, device="cpu") runs the library's CPU path. The GPU tests' names begin
+with test_gpu_: ctest ch07.python_cpu runs the others (-k "test_where and not test_gpu_")."""
 import json
 import socket
 
@@ -221,7 +222,7 @@ def gpu_ctx(cache):
 
 
 @pytest.mark.parametrize("n", [1, 4096 + 3, (1 << 20) + 3, 1 << 22])
-def test_every_where_on_a_gpu_context(gpu_ctx, n):
+def test_gpu_every_where_on_a_gpu_context(gpu_ctx, n):
     x, y, ref, bound = inputs(n, 2700 + n)
     for where, path in (("cpu", "cpu"), ("gpu", "gpu")):
         assert abs(gpu_ctx.dot(x, y, where=where) - ref) <= bound
@@ -233,14 +234,14 @@ def test_every_where_on_a_gpu_context(gpu_ctx, n):
     assert call.path == expected and call.n_cpu + call.n_gpu == n and call.calibrated
 
 
-def test_device_arrays_keep_their_path(gpu_ctx):
+def test_gpu_device_arrays_keep_their_path(gpu_ctx):
     cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
     x, y, ref, bound = inputs(5000, 71)
     assert abs(gpu_ctx.dot(cupy.asarray(x), cupy.asarray(y)) - ref) <= bound
     assert gpu_ctx.last_call.path == "device"
 
 
-def test_calibrate_on_a_gpu(gpu_ctx, cache):
+def test_gpu_calibrate(gpu_ctx, cache):
     plan = gpu_ctx.calibrate(n_limit=1 << 20)
     assert plan["calibrated"] and plan["device"] and plan["rows"]
     assert json.loads(cache.read_text())["device"] == plan["device"]
