@@ -46,10 +46,11 @@ GLOBAL_RULES = [
     ("preprocessor", r"^[ \t]*#(?![ \t]*pragma[ \t]+unroll\b)",
      "a preprocessor directive inside a hole (a macro can hide any name from this scan; only #pragma unroll "
      "is allowed)"),
-    ("cache", r"\bstatic\b|\bthread_local\b",
-     "state that outlives the call (a static or thread_local): results cached across calls"),
+    ("cache", r"(?<!constexpr )\bstatic\b(?!\s+constexpr\b)|\bthread_local\b",
+     "state that outlives the call (a static or thread_local; a constant is `constexpr`): results cached "
+     "across calls"),
     ("grading_detection", r"\b(?:secure_)?getenv\b|\bsetenv\b|\bputenv\b|\bunsetenv\b|\b_?_?environ\b|"
-                          r"\bprogram_invocation\w*|\b__progname\b|/proc/|\bCOURSE_\w+|\bargv\b|\bargc\b",
+                          r"\bprogram_invocation\w*|\b__progname\b|/proc/|\bCOURSE_(?!HOST_DEVICE\b)\w+|\bargv\b|\bargc\b",
      "reads the environment or the command line: a hole must behave the same whether or not it is graded"),
     ("grading_detection", r"\bf?open\s*\(|\bfopen\b|\bstd::[io]?fstream\b|\breadlink\b|\bpopen\b|\bsystem\s*\(",
      "opens a file or runs a command"),
