@@ -19,9 +19,10 @@ PATHS = {1: "cpu", 2: "gpu", 3: "split"}
 PATH_CODES = {v: k for k, v in PATHS.items()}
 
 # Below this n, Context.dot(where="auto") on a float32 NumPy pair calls NumPy's own dot: a call into
-# the library (ctypes, the arguments, the report) costs more than NumPy's whole dot. A calibration
-# (Context.calibrate) measures it on the host; this is the value without one.
-NUMPY_BELOW = 1 << 14
+# the library (ctypes, the arguments, the report, waking the CPU dot's threads) costs more than
+# NumPy's whole dot of data that is still in the caches. A calibration (Context.calibrate) measures
+# it on the host; this is the value without one.
+NUMPY_BELOW = 1 << 17
 
 CACHE_VERSION = 1
 
