@@ -6,6 +6,7 @@
 // (host only) the predicted time of a chunked pipeline matches a simulation of its three engines.
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -345,6 +346,57 @@ TEST_CASE("ch09 pipeline_ms: its best chunk count is the simulation's", "[ch09][
 // The graded timeline waits for the job's streams; work issued on another of the pipeline's streams
 // is neither joined nor waited for. And a combine that recomputes the dot from the pinned inputs
 // on the host passes every accuracy test. Each test below sees one of these; tests/negative/09_exploit_*.
+
+// Exercise 4 (design): the plan is timed as the depth-first pipeline (not an exercise) runs it, and
+// compared with the best of a sweep of shapes timed in the same test, on the same card. The result
+// is not checked here (it depends on exercise 2); the time is.
+TEST_CASE("ch09 plan: the planned pipeline runs within 15% of the best shape measured here",
+          "[ch09][gpu][exercise][design]") {
+  COURSE_REQUIRE_GPU();
+  const std::size_t n = std::size_t{1} << 25;
+  course::Context ctx;
+  ch09::Pipeline p(ctx, n);
+  Host host(n);
+  host.load(n, 29);
+  const auto* depth = course::find_version(ch09::versions(), "depth_first");
+  REQUIRE(depth != nullptr);
+  const ch09::Engines engines = ch09::measure_engines(p, host.job(n, n / 16, 1));
+  const ch09::Plan plan = ch09::plan_pipeline(n, engines);
+  INFO("engines for 2^25 floats: h2d " << engines.h2d_ms << " ms, kernel " << engines.kernel_ms << " ms, d2h "
+       << engines.d2h_ms << " ms, latency " << engines.latency_us << " us; plan: chunk " << plan.chunk << ", streams "
+       << plan.streams);
+  REQUIRE(plan.chunk >= 1);
+  REQUIRE(plan.chunk <= n);
+  REQUIRE(plan.streams >= 1);
+  REQUIRE(plan.streams <= ch09::kMaxStreams);
+  REQUIRE((n + plan.chunk - 1) / plan.chunk <= 4096);
+  auto median_ms = [&](std::size_t chunk, int streams) {
+    std::vector<double> ms;
+    for (int r = 0; r < 6; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      ch09::run(p, depth->run, host.job(n, chunk, streams));
+      const auto t1 = std::chrono::steady_clock::now();
+      if (r > 0) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+  };
+  double best = 0;
+  std::string best_shape;
+  for (std::size_t chunks : {4, 8, 16, 32, 64, 128, 256})
+    for (int streams : {2, 3, 4}) {
+      const double ms = median_ms((n + chunks - 1) / chunks, streams);
+      if (best == 0 || ms < best) {
+        best = ms;
+        best_shape = std::to_string(chunks) + " chunks on " + std::to_string(streams) + " streams";
+      }
+    }
+  const double planned = median_ms(plan.chunk, plan.streams);
+  INFO("the plan takes " << planned << " ms; the best shape of the sweep (" << best_shape << ") " << best
+       << " ms: " << planned / best << "x. Hint: exercise 3's model says what more chunks buy and cost; how "
+       "many streams does a chunk's copy in, kernel and copy out need to run at once?");
+  CHECK(planned <= 1.15 * best);
+}
 
 TEST_CASE("ch09 breadth_first: issues work only on the job's streams (the others stay empty)",
           "[ch09][gpu][exercise][exploit]") {

@@ -21,6 +21,8 @@
 #include "course/check.hpp"
 #include "course/kernels/two_pass.cuh"
 #include "course/pinned.hpp"
+#include "course/stats.hpp"
+#include "course/timer.hpp"
 #include "pipeline.hpp"
 
 namespace ch09 {
@@ -353,5 +355,44 @@ double pipeline_ms(double h2d_ms, double kernel_ms, double d2h_ms, std::size_t c
   // [hole 3 end]
 }
 // [pipeline_ms]
+
+Engines measure_engines(Pipeline& p, const Job& job) {
+  p.validate(job);
+  cudaStream_t s = p.stream(0);
+  auto alone = [&](void (Pipeline::*op)(const Job&, std::size_t, int), const Job& j) {
+    const auto samples = course::time_gpu_ms(
+        [&] {
+          for (std::size_t k = 0; k < chunk_count(j); ++k) (p.*op)(j, k, 0);
+        },
+        1, 5, s);
+    return course::summarize(samples).median;
+  };
+  Engines e;
+  e.h2d_ms = alone(&Pipeline::copy_in, job);
+  e.kernel_ms = alone(&Pipeline::compute, job);
+  e.d2h_ms = alone(&Pipeline::copy_out, job);
+  Job one = job;  // one chunk of one float: the operation's fixed cost, its bytes negligible
+  one.n = 1;
+  one.chunk = 1;
+  e.latency_us = 1e3 * alone(&Pipeline::copy_in, one);
+  return e;
+}
+
+// [plan_pipeline]
+// Exercise 4 (*design*): the pipeline's shape, chosen from this machine's measured engines.
+Plan plan_pipeline(std::size_t n, const Engines& engines) {
+  // [hole 4 begin]
+  // TODO(student): exercise 4, design. Return the chunk size (elements, 1 to n) and the stream
+  // count (1 to kMaxStreams; at most 4096 chunks) with which the dot of n pinned elements
+  // finishes soonest on the machine these engine times were measured on. What must hold: the
+  // depth-first pipeline with your plan takes at most 1.15 x the best of a sweep of chunk and
+  // stream counts timed in the same test (on your own card: "ch09 plan: the planned pipeline
+  // runs within 15% of the best shape measured here"); a plan that does not fit is refused.
+  (void)n;
+  (void)engines;
+  return Plan{};
+  // [hole 4 end]
+}
+// [plan_pipeline]
 
 }  // namespace ch09

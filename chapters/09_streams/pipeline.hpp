@@ -133,4 +133,27 @@ float cpu_dot(course::ThreadPool& pool, const float* x, const float* y, std::siz
 /// in to the last copy out. Throws UsageError for chunks 0.
 double pipeline_ms(double h2d_ms, double kernel_ms, double d2h_ms, std::size_t chunks, double latency_us);
 
+/// What a pipeline is planned from, measured on this machine for one job (measure_engines): each
+/// engine's time for the whole input, alone, and one operation's fixed cost.
+struct Engines {
+  double h2d_ms = 0;      ///< every chunk's copy in, one after another on one stream
+  double kernel_ms = 0;   ///< every chunk's kernel
+  double d2h_ms = 0;      ///< every chunk's copy out
+  double latency_us = 0;  ///< one copy of one float: what an operation costs beyond its bytes
+};
+
+/// A pipeline's shape: the chunk size (elements) and the number of streams.
+struct Plan {
+  std::size_t chunk = 0;
+  int streams = 0;
+};
+
+/// Each engine alone over job's chunks, event-timed (median of a few runs), and the cost of an
+/// operation that moves one float. Needs the job's inputs pinned and on p's device's host.
+Engines measure_engines(Pipeline& p, const Job& job);
+
+/// Exercise 4 (*design*): the chunk size and stream count for the dot of n elements on these
+/// engines, so that the pipeline finishes as early as this machine allows (see the stub).
+Plan plan_pipeline(std::size_t n, const Engines& engines);
+
 }  // namespace ch09
