@@ -181,7 +181,9 @@ float HostAuto::dot(Engine* engine, const float* x, const float* y, std::size_t 
 // [calibrate]
 // For each size, every candidate (CPU, GPU, and both at several shares) runs in turns, so that all
 // of them see the same moments of the machine; the median of each decides. The CPU keeps the row
-// unless another path is at least 3% faster: it needs no GPU, and noise must not flip the plan.
+// unless another path is at least 10% faster: it needs no GPU, and on a shared host the medians of
+// one calibration move by several per cent (an H100 host's calibration with a 3% margin chose the
+// split at 2^26, which then ran 1.35x slower than the CPU alone in the benchmark).
 const dotcourse_plan& HostAuto::calibrate(Engine& engine, std::size_t n_limit) {
   constexpr std::size_t kMaxN = std::size_t{1} << 26;
   const std::size_t top = std::min({n_limit, engine.n_max(), kMaxN});
@@ -240,7 +242,7 @@ const dotcourse_plan& HostAuto::calibrate(Engine& engine, std::size_t n_limit) {
         std::size_t best = 0;
         for (std::size_t k = 1; k < candidates.size(); ++k)
           if (median[k] < median[best]) best = k;
-        if (median[best] > 0.97 * median[0]) best = 0;
+        if (median[best] > 0.90 * median[0]) best = 0;
         // One row per change of path; the row for 2^12 and up always (a plan that says so is clearer).
         const bool change = n == (std::size_t{1} << 12) || candidates[best].path != last_path ||
                             candidates[best].share != last_share;

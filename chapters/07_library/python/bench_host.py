@@ -144,11 +144,13 @@ def main():
         samples = {name: [] for name, _ in peers}
         got = {}
         paths = {}
-        for r in range(reps + 2):  # two warm-up rounds
-            # The order turns every round: a peer's threads still spinning after its call (the CPU
-            # dot's pool polls for 0.5 ms) must not always slow the same next peer.
-            for name, fn in peers[r % len(peers):] + peers[:r % len(peers)]:
-                a, b = x.copy(), y.copy()  # fresh arrays, outside the timed region
+        # Each peer's calls one after another (two warm-up calls first), as a program that calls
+        # one of them in a loop does: a peer is never timed while another's threads still spin
+        # (the CPU dot's pool and the staging threads poll for 0.5 ms after a call). Fresh arrays
+        # for every call, made outside the timed region.
+        for name, fn in peers:
+            for r in range(reps + 2):
+                a, b = x.copy(), y.copy()
                 t0 = time.perf_counter()
                 v = fn(a, b)
                 t = time.perf_counter() - t0
@@ -179,7 +181,9 @@ def main():
                               "best_gbps": 8 * n / min(s) / 1e9, "median_gbps": 8 * n / statistics.median(s) / 1e9})
             print(f"read bandwidth n = 2^{int(math.log2(n))}: {read_rows[-1]['best_gbps']:.1f} GB/s (best), "
                   f"{read_rows[-1]['median_gbps']:.1f} (median)")
-    host_read = max(r["best_gbps"] for r in read_rows)
+    # Median against median: the dot's time is a median of calls, so the host's bandwidth is too
+    # (the best of the reads is also in the CSV; it reads one lucky moment of the memory system).
+    host_read = next(r["median_gbps"] for r in read_rows if r["n"] == min(1 << 26, n_top))
 
     # Arrays already on the GPU: torch.dot(...).item() against this library on the same tensors.
     device_rows = []
@@ -217,7 +221,7 @@ def main():
         gbps = 8 * n26 / (med[("dotcourse_auto", n26)] / 1e3) / 1e9
         targets.append({"target": "auto_read_bandwidth_at_2^26", "n": n26, "value": gbps,
                         "limit": READ_TARGET * host_read, "unit": "GB/s", "passed": gbps >= READ_TARGET * host_read,
-                        "note": f"85% of the host's read bandwidth {host_read:.1f} GB/s (16 threads, numpy max of uint64 views)"})
+                        "note": f"85% of the host's read bandwidth {host_read:.1f} GB/s (median; 16 threads, numpy max of uint64 views)"})
     dmed = {(r["peer"], r["n"]): r["median_ms"] for r in device_rows}
     for n in sorted({r["n"] for r in device_rows}):
         ours, theirs = dmed[("dotcourse_device", n)], dmed[("torch_dot_item", n)]
