@@ -88,7 +88,6 @@ NOT_APPLICABLE = {
     ("grading_detection", "05_many_blocks"): "device code: no environment",
     ("grading_detection", "06_ladder"): "device code: no environment",
     ("grading_detection", "10_dtypes"): "device code: no environment",
-    ("grading_detection", "11_multi_gpu"): "scan: as 07-09",
     ("memory_order", "05_many_blocks"): "no single pass",
     ("memory_order", "07_library"): "no single pass in a hole",
     ("memory_order", "08_pinned"): "no single pass",
