@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "course/bench.hpp"
+#include "course/buffer.hpp"
+#include "course/check.hpp"
 #include "course/cli.hpp"
 #include "course/registry.hpp"
 #include "course/reference.hpp"
@@ -71,6 +73,18 @@ Measurement measured(std::string_view version, std::string config, std::size_t n
 /// The verdict on a speed-of-light row (not a dot product): it ran when it wrote a finite value over
 /// the NaN poison; its relative error is NaN (an empty cell).
 Verdict ran_verdict(double got);
+
+/// One validation run: fills d_result with NaN bytes on `stream`, calls run() (which writes
+/// d_result[0] on `stream`), and returns d_result[0] once the stream has finished.
+template <class T, class Run>
+T poisoned_run(DeviceBuffer<T>& d_result, Run&& run, cudaStream_t stream) {
+  d_result.fill_bytes(0xFF, stream);
+  run();
+  T got{};
+  d_result.download_async(&got, 1, stream);
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  return got;
+}
 
 /// Times `count` calls in turn: call(i) for i in [0, count), `warmup` rounds untimed, then `reps`
 /// rounds, each call alone between its own pair of events on `stream` (the host waits after each, so
