@@ -62,8 +62,14 @@ __device__ __forceinline__ Pack<T, V> load_pack(const Pack<T, V>* p) {
   } else if constexpr (bytes == 8) {
     const uint2 v = __ldg(reinterpret_cast<const uint2*>(p));
     std::memcpy(&r, &v, bytes);
-  } else {
+  } else if constexpr (bytes == 4) {
     const unsigned v = __ldg(reinterpret_cast<const unsigned*>(p));
+    std::memcpy(&r, &v, bytes);
+  } else {
+    // Two bytes: the narrow input beside a float64 (bool or int8, two per pack). A 4-byte load here
+    // would be misaligned at every other pack.
+    static_assert(bytes == 2, "a pack is one 2-, 4-, 8- or 16-byte load");
+    const unsigned short v = __ldg(reinterpret_cast<const unsigned short*>(p));
     std::memcpy(&r, &v, bytes);
   }
   return r;
