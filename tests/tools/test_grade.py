@@ -1047,9 +1047,23 @@ class Sanitizer(unittest.TestCase):
         self.assertTrue(all(r.sanitize == [] for r in m02.correctness))
         m06 = next(m for m in mf.load_manifests() if m.chapter == "06_ladder")
         def item(name):
-            return next(i for i in scoring.grade_correctness([m06], passing(name))[0] if i.name == name)
+            tests = passing(name, "ch06 integrity: the holes call no library")
+            return next(i for i in scoring.grade_correctness([m06], tests)[0] if i.name == name)
         self.assertEqual(item("ch06 v3_sequential: beyond 2^31 elements").sanitize, [])
         self.assertEqual(item("ch06 v3_sequential: the same bits on every run").sanitize, ["memcheck", "racecheck"])
+
+
+class Integrity(unittest.TestCase):
+    def test_a_failed_hole_scan_zeroes_passing_tests_of_the_chapter(self):
+        m05 = next(m for m in mf.load_manifests() if m.chapter == "05_many_blocks")
+        name = "ch05 block_tree: matches the fp64 reference"
+        scan = "ch05 integrity: the holes call no library or other version"
+        ok = scoring.grade_correctness([m05], passing(name, scan))[0]
+        self.assertEqual(next(i for i in ok if i.name == name).points, 2)
+        bad = scoring.grade_correctness([m05], passing(name) + [result(scan, "failed")])[0]
+        item = next(i for i in bad if i.name == name)
+        self.assertEqual((item.points, item.status), (0.0, "failed"))
+        self.assertIn("required tests did not pass", item.detail)
 
 
 class Cores(unittest.TestCase):

@@ -34,6 +34,7 @@ class CorrectnessRule:
     name: str = ""
     visibility: str = ""
     sanitize: List[str] = field(default_factory=lambda: ["memcheck"])  # compute-sanitizer tools
+    requires: List[str] = field(default_factory=list)  # test globs that must have passed too (integrity)
 
 
 @dataclass
@@ -137,7 +138,7 @@ def parse_manifest(data, path: Path) -> Manifest:
         where = f"{src}: correctness[{i}]"
         if not isinstance(r, dict):
             raise ManifestError(f"{where}: must be an object")
-        _check_keys(r, {"tests", "points", "expect", "name", "visibility", "sanitize"}, where)
+        _check_keys(r, {"tests", "points", "expect", "name", "visibility", "sanitize", "requires"}, where)
         sanitize = r.get("sanitize", ["memcheck"])
         if not isinstance(sanitize, list) or not all(t in SANITIZERS for t in sanitize):
             raise ManifestError(f"{where}: 'sanitize' must be a list of compute-sanitizer tools "
@@ -151,8 +152,14 @@ def parse_manifest(data, path: Path) -> Manifest:
             raise ManifestError(f"{where}: 'expect' must be a whole number >= 0")
         if not isinstance(r.get("name", ""), str):
             raise ManifestError(f"{where}: 'name' must be a string")
+        requires = r.get("requires", [])
+        if isinstance(requires, str):
+            requires = [requires]
+        if not isinstance(requires, list) or not all(isinstance(g, str) and g for g in requires):
+            raise ManifestError(f"{where}: 'requires' must be a list of test globs")
         correctness.append(CorrectnessRule(r["tests"], float(r["points"]), expect, r.get("name", ""),
-                                           _visibility(r.get("visibility"), where), list(sanitize)))
+                                           _visibility(r.get("visibility"), where), list(sanitize),
+                                           list(requires)))
 
     performance = []
     rules = data.get("performance", [])

@@ -91,7 +91,15 @@ def grade_correctness(manifests: Sequence[Manifest], tests: Sequence[TestResult]
             hits = [t for t in tests if id(t) not in claimed and match(rule.tests, t.name)]
             for t in hits:
                 claimed.add(id(t))
-                graded.append(_correctness_item(m, rule, t, console.get(t.name, ""), expect_gpu))
+                item = _correctness_item(m, rule, t, console.get(t.name, ""), expect_gpu)
+                if rule.requires and item.status == "passed":
+                    # A passing test earns nothing when the holes failed their integrity check (the
+                    # hole scan: a library, another version, state kept between calls, ...).
+                    state, why = requirement_state(rule.requires, tests, expect_gpu)
+                    if state == "failed":
+                        item = Item(m.chapter, "correctness", t.name, rule.points, 0.0, "failed",
+                                    f"passed, but {why}", visibility=item.visibility)
+                graded.append(item)
             for k in range(len(hits), rule.expect):
                 label = rule.name or rule.tests
                 graded.append(Item(m.chapter, "correctness", f"{label} (no such test ran)", rule.points,
