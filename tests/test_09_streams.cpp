@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <set>
@@ -370,6 +371,9 @@ TEST_CASE("ch09 plan: the planned pipeline runs within 15% of the best shape mea
   REQUIRE(plan.streams >= 1);
   REQUIRE(plan.streams <= ch09::kMaxStreams);
   REQUIRE((n + plan.chunk - 1) / plan.chunk <= 4096);
+  // Under compute-sanitizer (COURSE_TEST_SMALL) times mean nothing: the plan's shape is checked,
+  // its speed is not.
+  if (std::getenv("COURSE_TEST_SMALL") != nullptr) return;
   auto median_ms = [&](std::size_t chunk, int streams) {
     std::vector<double> ms;
     for (int r = 0; r < 6; ++r) {
