@@ -383,11 +383,12 @@ Engines measure_engines(Pipeline& p, const Job& job) {
 Plan plan_pipeline(std::size_t n, const Engines& engines) {
   // [hole 4 begin]
   // TODO(student): exercise 4, design. Return the chunk size (elements, 1 to n) and the stream
-  // count (1 to kMaxStreams; at most 4096 chunks) with which the dot of n pinned elements
+  // count (1 to kMaxStreams; at most 4096 chunks) with which a job of n pinned elements
   // finishes soonest on the machine these engine times were measured on. What must hold: the
-  // depth-first pipeline with your plan takes at most 1.15 x the best of a sweep of chunk and
-  // stream counts timed in the same test (on your own card: "ch09 plan: the planned pipeline
-  // runs within 15% of the best shape measured here"); a plan that does not fit is refused.
+  // depth-first pipeline of the book's program with your plan takes at most 1.15 x the best of
+  // a sweep of chunk and stream counts timed in the same test (on your own card: "ch09 plan:
+  // the planned pipeline runs within 15% of the best shape measured here"); a plan that does not
+  // fit is refused.
   (void)n;
   (void)engines;
   return Plan{};

@@ -152,7 +152,7 @@ struct Plan {
 /// operation that moves one float. Needs the job's inputs pinned and on p's device's host.
 Engines measure_engines(Pipeline& p, const Job& job);
 
-/// Exercise 4 (*design*): the chunk size and stream count for the dot of n elements on these
+/// Exercise 4 (*design*): the chunk size and stream count for a job of n elements on these
 /// engines, so that the pipeline finishes as early as this machine allows (see the stub).
 Plan plan_pipeline(std::size_t n, const Engines& engines);
 
