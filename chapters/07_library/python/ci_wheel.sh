@@ -17,6 +17,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 work=${1:-$root/build/ci-wheel}
+case $work in /*) ;; *) work=$PWD/$work ;; esac  # absolute: the script changes folders below
 python=${DOTCOURSE_PYTHON:-python3}
 pip_net=(--disable-pip-version-check --retries 1 --timeout 20)
 
