@@ -222,7 +222,12 @@ def main():
     for c in cases:
         print(f"[check_negatives] {c['name']}", file=sys.stderr, flush=True)
         write_tree(case_tree(c, course, ROOT / "solutions"), staging)
-        if not build_chapter(c["chapter"]):
+        # Without --gpu (CI), a case caught only by the hole scan (a CTest that reads the sources) is
+        # not built: the scan sees the spliced tree as written, and CI's time goes to rebuilding
+        # chapters. With --gpu (tools/gpu_check.sh, every case) it is built too, so a case that
+        # would not compile is still found.
+        scan_only = not args.gpu and all(t.startswith(f"ch{c['chapter'][:2]} integrity:") for t in c["fail"])
+        if not scan_only and not build_chapter(c["chapter"]):
             rows.append((c["name"], c.get("class", ""), "", f"FAIL: the broken copy does not build (see {log})"))
             bad += 1
             continue
