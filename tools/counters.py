@@ -273,12 +273,7 @@ def rows_for_run(chapter, run, launches, ncu_version=""):
 
 
 def write_csv(rows, path):
-    path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
+    sass_table.write_csv(rows, path, COLUMNS)
 
 
 # ---------------------------------------------------------------------------------------------

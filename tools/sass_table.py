@@ -269,11 +269,12 @@ def _row(chapter, version, kernel, symbol, arch, note, counts):
     return row
 
 
-def write_csv(rows, path):
+def write_csv(rows, path, columns=None):
+    """Writes rows (dicts) to path with `columns` (default this table's), making its folder."""
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
+        w = csv.DictWriter(f, fieldnames=columns or COLUMNS, lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
 
