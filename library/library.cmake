@@ -1,5 +1,7 @@
-# Chapter 07's extra targets, included from the top-level CMakeLists.txt after its course_chapter
-# line (this file is the course's, never the student's: it is not generated from solutions/).
+# libdotcourse in the course build: included from the top-level CMakeLists.txt after chapter 07's
+# course_chapter line (this file is the course's, never the student's: it is not generated from
+# solutions/). The library compiles the tree's copies of the lesson's files (chapters/07_library or
+# solutions/07_library: c_api.cpp, dotcourse.h, library.cu/hpp) and the course's own src/.
 #
 #   dotcourse            libdotcourse.so in build/<preset>/lib: the C ABI (dotcourse.h) over the
 #                        chapter's engine (07_library_lib); only dotcourse_* is exported; installed
@@ -13,11 +15,11 @@
 #                        then a consumer outside the course built with find_package(dotcourse) (C++)
 #                        or with pkg-config (C), and run (no GPU needed)
 set(ch07_tree "${COURSE_TREE_DIR}/07_library")
-set(ch07_dir "${CMAKE_CURRENT_LIST_DIR}")
+set(library_dir "${CMAKE_CURRENT_LIST_DIR}")
 
 # The target and its install rules live in packaging/dotcourse_target.cmake, shared with the
 # library's own CMake project (packaging/CMakeLists.txt: pip, the sdist, a C user without the course).
-include("${ch07_dir}/packaging/dotcourse_target.cmake")
+include("${library_dir}/packaging/dotcourse_target.cmake")
 dotcourse_add_library(TREE "${ch07_tree}" ENGINE 07_library_lib)
 dotcourse_install()  # cmake --install build/<preset> --component dotcourse [--prefix DIR]
 
@@ -25,17 +27,19 @@ dotcourse_install()  # cmake --install build/<preset> --component dotcourse [--p
 target_link_libraries(07_library PRIVATE dotcourse)
 if(TARGET test_07_library)
   target_link_libraries(test_07_library PRIVATE dotcourse)
+  # What dotcourse_version() must return: the one version (packaging/version.cmake), never a copy.
+  target_compile_definitions(test_07_library PRIVATE "DOTCOURSE_EXPECTED_VERSION=\"${DOTCOURSE_VERSION}\"")
 endif()
 
 if(COURSE_BUILD_TESTS)
   add_test(NAME ch07.exports
            COMMAND "${CMAKE_COMMAND}" -DLIB=$<TARGET_FILE:dotcourse> -DHEADER=${ch07_tree}/dotcourse.h
-                   -P "${ch07_dir}/check_exports.cmake")
+                   -P "${library_dir}/check_exports.cmake")
   set_tests_properties(ch07.exports PROPERTIES LABELS ch07)
   # The check itself: a function the header declares and the library lacks must fail it.
   add_test(NAME ch07.exports_catches_missing
            COMMAND "${CMAKE_COMMAND}" -DLIB=$<TARGET_FILE:dotcourse> -DHEADER=${ch07_tree}/dotcourse.h
-                   -DEXTRA_DECLARED=dotcourse_not_in_the_library -P "${ch07_dir}/check_exports.cmake")
+                   -DEXTRA_DECLARED=dotcourse_not_in_the_library -P "${library_dir}/check_exports.cmake")
   set_tests_properties(ch07.exports_catches_missing PROPERTIES LABELS ch07
                        PASS_REGULAR_EXPRESSION "does not export these functions of dotcourse.h:[ \t\r\n]*dotcourse_not_in_the_library")
 
@@ -46,26 +50,26 @@ if(COURSE_BUILD_TESTS)
     add_test(NAME ch07.install_${test_mode}
              COMMAND "${CMAKE_COMMAND}" -DBUILD_DIR=${CMAKE_BINARY_DIR} -DWORK=${CMAKE_BINARY_DIR}/ch07_install_${test_mode}
                      -DMODE=${mode} -DVERSION=${DOTCOURSE_VERSION} "-DGENERATOR=${CMAKE_GENERATOR}"
-                     -P "${ch07_dir}/packaging/test_install.cmake")
+                     -P "${library_dir}/packaging/test_install.cmake")
     set_tests_properties(ch07.install_${test_mode} PROPERTIES LABELS ch07)
     set_tests_properties(ch07.install_${test_mode} PROPERTIES SKIP_REGULAR_EXPRESSION "COURSE-SKIP" TIMEOUT 600)
   endforeach()
 
-  add_test(NAME ch07.python COMMAND bash "${ch07_dir}/python/run_pytest.sh" $<TARGET_FILE:dotcourse>)
+  add_test(NAME ch07.python COMMAND bash "${library_dir}/python/run_pytest.sh" $<TARGET_FILE:dotcourse>)
   set_tests_properties(ch07.python PROPERTIES LABELS ch07 SKIP_REGULAR_EXPRESSION "COURSE-NO-GPU|COURSE-SKIP"
                                               TIMEOUT 1200)
   # The package's CPU path (where="cpu", Context(device="cpu"), the plan, the cache) needs no GPU:
   # this one passes, never skips, on a machine without one.
-  add_test(NAME ch07.python_cpu COMMAND bash "${ch07_dir}/python/run_pytest.sh" $<TARGET_FILE:dotcourse>
+  add_test(NAME ch07.python_cpu COMMAND bash "${library_dir}/python/run_pytest.sh" $<TARGET_FILE:dotcourse>
                                         -k "test_where and not test_gpu_")
   set_tests_properties(ch07.python_cpu PROPERTIES LABELS ch07 SKIP_REGULAR_EXPRESSION "COURSE-SKIP" TIMEOUT 600)
 
   find_program(COURSE_GO go)
   if(COURSE_GO)
-    add_test(NAME ch07.go COMMAND bash "${ch07_dir}/go/run_go_test.sh" "$<TARGET_FILE_DIR:dotcourse>")
+    add_test(NAME ch07.go COMMAND bash "${library_dir}/go/run_go_test.sh" "$<TARGET_FILE_DIR:dotcourse>")
     set_tests_properties(ch07.go PROPERTIES LABELS ch07 SKIP_REGULAR_EXPRESSION "COURSE-NO-GPU" TIMEOUT 1200)
   else()
     message(STATUS "dotcourse: no Go toolchain (go): the Go tests of chapter 07 are not registered "
-                   "(build them where Go is: chapters/07_library/go/build_carry.sh)")
+                   "(build them where Go is: library/go/build_carry.sh)")
   endif()
 endif()

@@ -408,7 +408,7 @@ TEST_CASE("ch07 covers: agrees with a linear scan on random registrations", "[ch
 // ---- the boundary: bad input, everywhere -------------------------------------------------------
 
 TEST_CASE("ch07 c_api: status strings and the version need no GPU", "[ch07]") {
-  CHECK(std::string(dotcourse_version()) == "0.8.0");
+  CHECK(std::string(dotcourse_version()) == DOTCOURSE_EXPECTED_VERSION);  // library/packaging/version.cmake
   for (int s = 0; s <= 7; ++s) CHECK(std::string(dotcourse_status_string(static_cast<dotcourse_status>(s))).size() > 3);
   CHECK_THAT(std::string(dotcourse_status_string(static_cast<dotcourse_status>(99))), course::test::contains("unknown"));
   CHECK(dotcourse_destroy(nullptr) == DOTCOURSE_OK);
@@ -837,7 +837,7 @@ TEST_CASE("ch07 reuse: does its GPU work on the engine's stream (a held stream h
   CHECK(verdict.ok);
 }
 
-// ---- issue 26 item 5: host arrays on the fastest path (dotcourse_dot_ex, host_auto.cpp) ----------
+// ---- issue 26 item 5: host arrays on the fastest path (dotcourse_dot_ex, library/src/host_auto.cpp)
 // The CPU path, the plan's choice and every bad option need no GPU: a CPU-only context
 // (dotcourse_create_cpu) runs them in CI.
 
@@ -911,7 +911,7 @@ TEST_CASE("ch07 host auto: a CPU-only context computes on the CPU without any GP
       REQUIRE(dotcourse_dot_ex(c.ctx, in.x.data(), in.y.data(), n, &opts, &got, &report) == DOTCOURSE_OK);
       const course::Verdict verdict = course::check_dot(got, in.ref);
       INFO(course::test::explain(verdict, n, where == DOTCOURSE_WHERE_CPU ? "where = CPU" : "where = AUTO",
-                                 "host_auto.cpp: HostAuto::dot on the CPU path"));
+                                 "library/src/host_auto.cpp: HostAuto::dot on the CPU path"));
       CHECK(verdict.ok);
       CHECK(report.path == DOTCOURSE_PATH_CPU);
       CHECK(report.n_cpu == n);
@@ -1135,7 +1135,7 @@ TEST_CASE("ch07 host auto: every path on a GPU context matches the reference and
         REQUIRE(dotcourse_dot_ex(c.ctx, x, y, n, &opts, &got, &report) == DOTCOURSE_OK);
         const course::Verdict verdict = course::check_dot(got, in.ref);
         INFO(course::test::explain(verdict, n, std::string(name[mode]) + (registered ? ", registered" : ", staged"),
-                                   "host_auto.cpp: HostAuto::dot"));
+                                   "library/src/host_auto.cpp: HostAuto::dot"));
         CHECK(verdict.ok);
         CHECK(report.registered == (registered && n > 0 ? 1 : 0));
         CHECK(report.n_cpu + report.n_gpu == n);

@@ -3,7 +3,7 @@
 #   course_test_python  the path of a Python that has NumPy and pytest (chapter 07's Python tests)
 # Each is the system's python3 when it has those modules, else the repository's .venv/, made on
 # first use (python3 -m venv) and given what it lacks with pip: plots/requirements.txt for the
-# plots, chapters/07_library/python/requirements-test.txt for the tests. Needs only python3 with
+# plots, library/python/requirements-test.txt for the tests. Needs only python3 with
 # its venv module (and PyPI, the first time).
 _course_venv_python() {  # requirements file, then the modules it must import
   local root req=$1
@@ -28,5 +28,5 @@ course_python() {
   _course_venv_python "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/plots/requirements.txt" matplotlib
 }
 course_test_python() {
-  _course_venv_python "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/chapters/07_library/python/requirements-test.txt" numpy pytest
+  _course_venv_python "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/library/python/requirements-test.txt" numpy pytest
 }

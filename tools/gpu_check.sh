@@ -116,9 +116,9 @@ fi
 if ! skipped tests && { checking 07 || checking 10; }; then
   # Chapter 07's callers: the pytest suite (ctest runs it too, as ch07.python; it holds chapter 10's
   # typed pairs too, tests/test_dtypes.py), and the Go test
-  # binary carried from a machine with Go (chapters/07_library/go/build_carry.sh) when present.
+  # binary carried from a machine with Go (library/go/build_carry.sh) when present.
   lib=build/gpu-solutions/lib/libdotcourse.so
-  if bash chapters/07_library/python/run_pytest.sh "$lib" >"$out/pytest-ch07.log" 2>&1 && ! grep -q COURSE- "$out/pytest-ch07.log"; then
+  if bash library/python/run_pytest.sh "$lib" >"$out/pytest-ch07.log" 2>&1 && ! grep -q COURSE- "$out/pytest-ch07.log"; then
     note "pytest ch07" ok "$(tail -1 "$out/pytest-ch07.log" | cut -c1-60)"
   else note "pytest ch07" FAIL "see pytest-ch07.log"; tail -15 "$out/pytest-ch07.log"; fi
   if [ -x build/gpu-solutions/go-bin/dotcourse.test ]; then
@@ -126,7 +126,7 @@ if ! skipped tests && { checking 07 || checking 10; }; then
       note "go test ch07 (carried)" ok "$(grep -c -- '--- PASS' "$out/go-test-ch07.log") tests passed"
     else note "go test ch07 (carried)" FAIL "see go-test-ch07.log"; tail -15 "$out/go-test-ch07.log"; fi
   else
-    note "go test ch07" info "no build/gpu-solutions/go-bin/dotcourse.test (build it with go/build_carry.sh where Go is)"
+    note "go test ch07" info "no build/gpu-solutions/go-bin/dotcourse.test (build it with library/go/build_carry.sh where Go is)"
   fi
 fi
 

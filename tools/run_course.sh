@@ -110,11 +110,11 @@ for ch in "${chapters[@]}"; do
     result[$ch]=ran
     ran_chapters+=("$ch")
     # Chapter 07 is also called from Python and Go: their CSVs go beside its own.
-    if [ "$ch" = 07_library ]; then chapters/07_library/run_callers.sh build/$preset results/local || status=1; fi
+    if [ "$ch" = 07_library ]; then library/bench/run_callers.sh build/$preset results/local || status=1; fi
     # Chapter 10 is also timed from Python (dotcourse's typed path beside PyTorch and CuPy, one run).
     if [ "$ch" = 10_dtypes ]; then
       if "$python" -c 'import numpy, torch' >/dev/null 2>&1; then
-        DOTCOURSE_LIB=build/$preset/lib/libdotcourse.so "$python" chapters/07_library/python/bench_dtypes.py \
+        DOTCOURSE_LIB=build/$preset/lib/libdotcourse.so "$python" library/bench/bench_dtypes.py \
           --csv results/local/10_dtypes_python.csv || status=1
       else
         echo "run_course: no Python with NumPy and PyTorch: 10_dtypes_python.csv not written"

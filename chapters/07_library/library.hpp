@@ -28,8 +28,8 @@
 
 namespace ch07 {
 
-/// Threads per block of the two-pass dot kernels (launch_dot). The typed single pass (typed.cu) has
-/// its own, kTypedBlock.
+/// Threads per block of the two-pass dot kernels (launch_dot). The typed single pass
+/// (library/src/typed.cu) has its own, kTypedBlock.
 constexpr int kDotBlock = 256;
 /// Floats per pinned staging chunk of reuse_staged (2 MiB). Calls with n >= kLargePieces use
 /// whole chunks; smaller calls use pieces of kSmallPiece floats (512 KiB), so that the pipeline
@@ -164,8 +164,8 @@ class Engine {
   std::size_t registered_ranges() const noexcept { return registered_.size(); }
   /// The device's view of h_result() (pinned memory is mapped): kernels write the result there.
   float* d_h_result();
-  /// What chapter 10's typed dot (typed.cu) keeps between calls, made on its first call; it is
-  /// freed with the engine, before the engine's context.
+  /// What chapter 10's typed dot (library/src/typed.cu) keeps between calls, made on its first
+  /// call; it is freed with the engine, before the engine's context.
   std::shared_ptr<void>& typed_state() noexcept { return typed_; }
 
  private:

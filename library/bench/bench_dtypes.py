@@ -17,7 +17,7 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))  # the dotcourse package
 import numpy as np  # noqa: E402
 
 import dotcourse  # noqa: E402

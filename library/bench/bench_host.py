@@ -2,7 +2,7 @@
 """Issue 26 item 5: the fastest dot of two NumPy float32 vectors at every size, against its peers,
 with the result on the host after every call.
 
-    python3 chapters/07_library/python/bench_host.py --out "$OUT"
+    python3 library/bench/bench_host.py --out "$OUT"
 
 At n = 2^10, 2^12, ..., 2^28 (--max-log2), from fresh arrays in every call (copies made outside the
 timed region: nothing is registered, as for a program that makes new arrays each time), the peers
@@ -39,7 +39,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))  # the dotcourse package
 import dotcourse  # noqa: E402
 
 NOISE = 1.05  # "not slower than" allows 5% for the run-to-run noise of a shared host

@@ -3,7 +3,7 @@
 NumPy float32 vectors, the result on the host after every call; and the motivating program
 (init, 100 × dot on 2^20, deinit) from Python.
 
-    python3 chapters/07_library/python/bench_peers.py --out results/local
+    python3 library/bench/bench_peers.py --out results/local
 writes results/local/07_library_peers.csv (peer, input, n, reps, median_ms, mean_ms, min_ms,
 gbps, rel_error) and results/local/07_library_program_python.csv (the columns of the C++
 driver's 07_library_program.csv), results/local/07_library_binding.csv: what the Python
@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))  # the dotcourse package
 import dotcourse  # noqa: E402
 
 # Every host call here asks for the GPU (where="gpu"): these are the chapter's measurements of the

@@ -2,7 +2,7 @@
 """Chapter 07's Python diagnostics: where a dot of NumPy arrays at 2^20 spends its time beside
 the frameworks' threads, and what each part of the PyTorch device-array path costs.
 
-    python3 chapters/07_library/python/diagnose.py --out results/local     (from the repository root)
+    python3 library/bench/diagnose.py --out results/local     (from the repository root)
 writes 07_library_python_host.csv (one row per condition, each in a fresh interpreter: CuPy and
 PyTorch imported or not; 50 numpy.dot calls before the loop, or one numpy.dot before every call;
 the registration cache on or off; fresh arrays; DOTCOURSE_STAGE_THREADS and
@@ -10,7 +10,7 @@ OPENBLAS_NUM_THREADS) and 07_library_python_device.csv (microseconds per call, 1
 calls of each, interleaved). cpu_per_wall is the process's CPU time over the loop's wall time:
 threads that spin while dotcourse works show up there.
 
-    python3 chapters/07_library/python/diagnose.py --parts binding --out results/local
+    python3 library/bench/diagnose.py --parts binding --out results/local
 writes 07_library_binding_parts.csv: what bench_peers' binding pair (ctx.dot against the same C
 call, alternated, median of the per-pair differences) is made of at 2^10 and 2^20: the method
 against itself (the C call against the C call), ctx.dot, ctx.dot's own Python work alone (its C
@@ -19,7 +19,7 @@ before the C call (work that touches nothing). On one H100 host ctx.dot at 2^20 
 its Python work alone plus the C call, while the spin cost exactly 5 us.
 """
 import argparse, csv, json, os, subprocess, sys, time, statistics, pathlib
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))  # the dotcourse package
 
 CHILD = r'''
 import os, sys, time, json, statistics
@@ -67,7 +67,7 @@ ctx.close()
 
 def child(cond, env=None):
     e = dict(os.environ); e.update(env or {})
-    here = str(pathlib.Path(__file__).resolve().parent)
+    here = str(pathlib.Path(__file__).resolve().parents[1] / "python")  # the dotcourse package
     r = subprocess.run([sys.executable, "-c", CHILD, json.dumps(cond), here], capture_output=True, text=True, env=e,
                        timeout=120)
     if r.returncode != 0:

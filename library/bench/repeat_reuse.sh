@@ -2,8 +2,8 @@
 # How far `reuse`'s reading beyond its own phases moves between processes: runs
 # `07_library --kernel reuse --n N` several times per size and keeps, per run, the phase table's
 # own_call_minus_phases_ms and control_host_minus_span_ms for reuse (in µs) and their difference.
-#   chapters/07_library/repeat_reuse.sh BUILD_DIR OUT_CSV [RUNS (6)] [SIZES ("2^26 2^24")]
-# e.g. chapters/07_library/repeat_reuse.sh build/solutions results/local/07_library_reuse_repeats.csv
+#   library/bench/repeat_reuse.sh BUILD_DIR OUT_CSV [RUNS (6)] [SIZES ("2^26 2^24")]
+# e.g. library/bench/repeat_reuse.sh build/solutions results/local/07_library_reuse_repeats.csv
 set -euo pipefail
 usage() { sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; }
 case "${1:-}" in -h|--help) usage; exit 0 ;; esac

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Chapter 07's measurements from the other languages, after `07_library --csv OUT/07_library.csv`:
-#   chapters/07_library/run_callers.sh BUILD_DIR OUT_DIR
+#   library/bench/run_callers.sh BUILD_DIR OUT_DIR
 # writes OUT_DIR/07_library_peers.csv and 07_library_program_python.csv (Python: NumPy, CuPy,
 # PyTorch and dotcourse in one run) and 07_library_program_go.csv (the Go program: from
 # BUILD_DIR/go-bin/motivate, carried from a machine with Go, or built here when Go is installed).
@@ -15,12 +15,12 @@ for p in "${DOTCOURSE_PYTHON:-}" python3 "$root/.venv/bin/python"; do
   [ -n "$p" ] && "$p" -c 'import numpy' >/dev/null 2>&1 && { python=$p; break; }
 done
 if [ -n "$python" ]; then
-  "$python" "$root/chapters/07_library/python/bench_peers.py" --out "$out" || status=1
+  "$python" "$root/library/bench/bench_peers.py" --out "$out" || status=1
 else
   echo "run_callers: no Python with NumPy: 07_library_peers.csv and 07_library_program_python.csv not written"
 fi
 if [ ! -x "$build/go-bin/motivate" ] && command -v go >/dev/null; then
-  "$root/chapters/07_library/go/build_carry.sh" "$build" || status=1
+  "$root/library/go/build_carry.sh" "$build" || status=1
 fi
 if [ -x "$build/go-bin/motivate" ]; then
   rm -f "$out/07_library_program_go.csv"

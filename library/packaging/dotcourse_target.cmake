@@ -2,9 +2,11 @@
 # and the library's own CMake project (packaging/CMakeLists.txt, which pip and the sdist build).
 #
 #   dotcourse_add_library(TREE dir ENGINE target)
-#       the target `dotcourse`: the C ABI (TREE/c_api.cpp, TREE/typed.cu, TREE/dotcourse.h) over the
-#       chapter's engine (ENGINE, a static library); only dotcourse_* is exported; its version is
-#       DOTCOURSE_VERSION (version.cmake); the build tree gets lib/pkgconfig/dotcourse.pc too
+#       the target `dotcourse`: the C ABI (TREE/c_api.cpp and TREE/dotcourse.h, the lesson's files of
+#       chapters/07_library or solutions/07_library; src/typed.cu and src/host_auto.cpp, the library's
+#       own) over the chapter's engine (ENGINE, a static library of TREE/library.cu); only
+#       dotcourse_* is exported; its version is DOTCOURSE_VERSION (version.cmake); the build tree
+#       gets lib/pkgconfig/dotcourse.pc too
 #   dotcourse_install()
 #       cmake --install (COMPONENT dotcourse): include/dotcourse.h, lib/libdotcourse.so,
 #       lib/cmake/dotcourse/ (find_package(dotcourse) -> dotcourse::dotcourse), lib/pkgconfig/dotcourse.pc
@@ -17,10 +19,12 @@ set(DOTCOURSE_PACKAGING_DIR "${CMAKE_CURRENT_LIST_DIR}")
 
 function(dotcourse_add_library)
   cmake_parse_arguments(PARSE_ARGV 0 DC "" "TREE;ENGINE" "")
-  set(ch07_dir "${DOTCOURSE_PACKAGING_DIR}/..")
-  get_filename_component(ch07_dir "${ch07_dir}" ABSOLUTE)
-  add_library(dotcourse SHARED "${DC_TREE}/c_api.cpp" "${DC_TREE}/host_auto.cpp" "${DC_TREE}/typed.cu")
+  get_filename_component(library_dir "${DOTCOURSE_PACKAGING_DIR}/.." ABSOLUTE)
+  add_library(dotcourse SHARED "${DC_TREE}/c_api.cpp" "${library_dir}/src/host_auto.cpp" "${library_dir}/src/typed.cu")
   target_link_libraries(dotcourse PRIVATE ${DC_ENGINE})
+  # src/ holds the parts no exercise touches (host_auto.hpp, typed.hpp, for c_api.cpp); they include
+  # the tree's library.hpp and dotcourse.h, which the engine's include folder gives.
+  target_include_directories(dotcourse PRIVATE "${library_dir}/src")
   # In the build tree the whole chapter folder (library.hpp for the driver and the tests); installed,
   # only dotcourse.h.
   target_include_directories(dotcourse INTERFACE "$<BUILD_INTERFACE:${DC_TREE}>"
@@ -35,8 +39,8 @@ function(dotcourse_add_library)
   # -fvisibility=hidden covers this file; the static libraries inside were compiled without it, so
   # the linker hides their symbols too (--exclude-libs), and the version script keeps only dotcourse_*.
   target_link_options(dotcourse PRIVATE "LINKER:--exclude-libs,ALL"
-                                        "LINKER:--version-script=${ch07_dir}/dotcourse.map")
-  set_property(TARGET dotcourse APPEND PROPERTY LINK_DEPENDS "${ch07_dir}/dotcourse.map")
+                                        "LINKER:--version-script=${library_dir}/dotcourse.map")
+  set_property(TARGET dotcourse APPEND PROPERTY LINK_DEPENDS "${library_dir}/dotcourse.map")
 
   # The build tree's pkg-config file (Go's `#cgo pkg-config: dotcourse` against a build, not an install).
   set(pc_prefix "${CMAKE_BINARY_DIR}")

@@ -1,6 +1,6 @@
 # ctest ch07.install_find_package / ch07.install_pkg_config: installs libdotcourse from a build
 # into a fresh prefix, then builds and runs a consumer outside the course against that install.
-#   cmake -DBUILD_DIR=build/solutions -DWORK=/tmp/x -DMODE=find_package|pkg-config -DVERSION=0.8.0
+#   cmake -DBUILD_DIR=build/solutions -DWORK=/tmp/x -DMODE=find_package|pkg-config -DVERSION=<version.cmake's>
 #         [-DGENERATOR=Ninja] -P test_install.cmake
 # No GPU is needed: without one the consumer checks that the library loads and says NO_GPU.
 # pkg-config mode without pkg-config prints COURSE-SKIP (ctest: skipped).

@@ -5,7 +5,7 @@
 #   3. the wheel installed into a fresh venv (with NumPy and pytest), and the pytest suite run from
 #      the source folder's tests/ against the installed package (DOTCOURSE_TEST_INSTALLED=1,
 #      DOTCOURSE_LIB unset: the wheel's own library; conftest refuses the source tree).
-#   chapters/07_library/python/ci_wheel.sh [WORK_DIR]          (default build/ci-wheel)
+#   library/python/ci_wheel.sh [WORK_DIR]                      (default build/ci-wheel)
 #   DOTCOURSE_WHEEL=path/to/dotcourse-*.whl ci_wheel.sh ...    skip 1 (a GPU machine without Go,
 #                                                              pip index or toolkit build: carry the wheel)
 # Where no package index can be reached, step 3 installs the wheel with --target into WORK_DIR and
@@ -15,7 +15,7 @@
 # (no venv module, no index for `build`, no NumPy/pytest); non-zero on a real failure.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../../.." && pwd)
+root=$(cd "$here/../.." && pwd)
 work=${1:-$root/build/ci-wheel}
 case $work in /*) ;; *) work=$PWD/$work ;; esac  # absolute: the script changes folders below
 python=${DOTCOURSE_PYTHON:-python3}
@@ -42,8 +42,8 @@ if [ -z "$wheel" ]; then
   wheel=$(ls "$work"/dist/dotcourse-*.whl 2>/dev/null | head -n 1)
   [ -n "$sdist" ] && [ -n "$wheel" ] || fail "python -m build made no sdist or no wheel (log: $work/build.log)"
   listing=$(tar tzf "$sdist") || fail "cannot list $sdist"
-  grep -q "_vendor/chapters/07_library/packaging/CMakeLists.txt" <<<"$listing" ||
-    fail "the sdist lacks the CMake project (_vendor/chapters/07_library/packaging)"
+  grep -q "_vendor/library/packaging/CMakeLists.txt" <<<"$listing" ||
+    fail "the sdist lacks the CMake project (_vendor/library/packaging)"
   echo "ci_wheel: built $(basename "$sdist") and $(basename "$wheel")"
 fi
 [ -f "$wheel" ] || fail "no wheel at $wheel"

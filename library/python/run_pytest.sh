@@ -7,7 +7,7 @@
 # ctest reports the test as skipped, never as passed.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../../.." && pwd)
+root=$(cd "$here/../.." && pwd)
 export DOTCOURSE_LIB=$1
 shift
 python=""

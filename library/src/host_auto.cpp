@@ -1,5 +1,6 @@
-// Chapter 07: the fastest path for a dot of two host arrays (host_auto.hpp): the plan, the choice,
-// the CPU and the split paths, and the calibration that measures the crossovers.
+// libdotcourse: the fastest path for a dot of two host arrays (host_auto.hpp): the plan, the choice,
+// the CPU and the split paths, and the calibration that measures the crossovers. Library code, not
+// an exercise: it calls the lesson's engine (chapter 07's library.hpp) and adds no hole.
 
 #include "host_auto.hpp"
 
@@ -147,10 +148,13 @@ float HostAuto::dot(Engine* engine, const float* x, const float* y, std::size_t 
   if (c.path != DOTCOURSE_PATH_CPU) {
     if (engine == nullptr)
       throw course::NoGpuError("where = GPU on a context without a GPU (made by dotcourse_create_cpu)");
-    if (n > engine->n_max())
-      throw TooLargeError("n = " + std::to_string(n) + " is larger than this context's n_max = " +
-                          std::to_string(engine->n_max()) + ": create the context with a larger n_max, or ask "
-                          "for the CPU (where = CPU), which has no limit");
+    // The GPU's limit is the engine's (require_fits, chapter 07's exercise 3, as every host-array
+    // path checks it); only the hint that the CPU has none is this path's own.
+    try {
+      require_fits(*engine, n);
+    } catch (const TooLargeError& e) {
+      throw TooLargeError(std::string(e.what()) + ", or ask for the CPU (where = CPU), which has no limit");
+    }
   }
   float result = 0.0f;
   if (c.path == DOTCOURSE_PATH_CPU) {

@@ -23,8 +23,8 @@
 #include "library.hpp"
 #include "typed.hpp"
 
-// A GPU context: an Engine, and the CPU side (host_auto.hpp) for dotcourse_dot_ex. A CPU-only
-// context (dotcourse_create_cpu): no Engine, and its own lock for the CPU dot's pool.
+// A GPU context: an Engine, and the CPU side (library/src/host_auto.hpp) for dotcourse_dot_ex. A
+// CPU-only context (dotcourse_create_cpu): no Engine, and its own lock for the CPU dot's pool.
 struct dotcourse_context {
   std::unique_ptr<ch07::Engine> engine;
   ch07::HostAuto host;
@@ -144,7 +144,7 @@ dotcourse_where where_of(const dotcourse_options* opts) {
 
 }  // namespace
 
-// The typed entry points (typed.cu) share this file's handle table and error mapping.
+// The typed entry points (library/src/typed.cu) share this file's handle table and error mapping.
 dotcourse_status ch07::with_engine(const char* function, dotcourse_context* ctx,
                                    const std::function<void(Engine&)>& body) noexcept {
   return with_context(function, ctx, [&](ch07::Engine& e) {
@@ -159,9 +159,9 @@ dotcourse_status ch07::guarded_call(const char* function, const std::function<vo
 
 extern "C" {
 
-// The one version (chapters/07_library/packaging/version.cmake), passed in by the build.
+// The one version (library/packaging/version.cmake), passed in by the build.
 #ifndef DOTCOURSE_VERSION_STRING
-#error "DOTCOURSE_VERSION_STRING is not defined: build libdotcourse with its CMake (packaging/dotcourse_target.cmake)"
+#error "DOTCOURSE_VERSION_STRING is not defined: build libdotcourse with its CMake (library/packaging/)"
 #endif
 DOTCOURSE_API const char* dotcourse_version(void) { return DOTCOURSE_VERSION_STRING; }
 

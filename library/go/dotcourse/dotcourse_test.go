@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 	c, err := New(0, 16)
 	if err != nil {
 		gpuWhy = err.Error()
-		// ctest (chapters/07_library/go/run_go_test.sh) reports the run as skipped on this marker.
+		// ctest (library/go/run_go_test.sh) reports the run as skipped on this marker.
 		say("COURSE-NO-GPU: the GPU tests skip: " + gpuWhy)
 	} else {
 		c.Close()
@@ -77,7 +77,7 @@ func inputs(n int, seed int64) (x, y []float32, ref, bound float64) {
 	return
 }
 
-// The one version (chapters/07_library/packaging/version.cmake) is the library's.
+// The one version (library/packaging/version.cmake) is the library's.
 func TestVersionAndStatuses(t *testing.T) {
 	text, err := os.ReadFile("../../packaging/version.cmake")
 	if err != nil {

@@ -1,11 +1,11 @@
 """The package's PEP 517 build backend: scikit-build-core, after one step of its own.
 
-The CMake project that builds libdotcourse.so (chapters/07_library/packaging/CMakeLists.txt) reads
-the course kit (common/) and the chapter's sources from the repository, outside this folder, where
-an sdist cannot reach. So before every hook, from inside the course repository, the files it needs
+The CMake project that builds libdotcourse.so (library/packaging/CMakeLists.txt) reads the course
+kit (common/), the library's own sources (library/src/) and chapter 07's lesson files (c_api.cpp,
+dotcourse.h, library.cu/hpp) from the repository, outside this folder, where an sdist cannot reach. So before every hook, from inside the course repository, the files it needs
 are copied into _vendor/ in the repository's own layout (git-ignored, and included in the sdist by
 pyproject.toml's sdist.include). An unpacked sdist has _vendor/ already and no repository around
-it: then nothing is copied. `pip install chapters/07_library/python`, `python -m build` and
+it: then nothing is copied. `pip install library/python`, `python -m build` and
 `pip wheel` all pass through here.
 """
 from __future__ import annotations
@@ -16,19 +16,20 @@ from typing import Any, Dict, List, Optional
 
 from scikit_build_core import build as _skbuild
 
-HERE = pathlib.Path(__file__).resolve().parents[1]  # chapters/07_library/python (or the sdist's root)
+HERE = pathlib.Path(__file__).resolve().parents[1]  # library/python (or the sdist's root)
 VENDOR = HERE / "_vendor"
 # What the packaging project reads, relative to the repository root (globs).
-SOURCES = ["LICENSE", "common/course/**/*", "common/src/**/*",
-           "chapters/07_library/dotcourse.map", "chapters/07_library/packaging/*.cmake",
-           "chapters/07_library/packaging/*.in", "chapters/07_library/packaging/CMakeLists.txt"]
-ENGINE = ["c_api.cpp", "dotcourse.h", "host_auto.cpp", "host_auto.hpp", "library.cu", "library.hpp", "typed.cu", "typed.hpp"]
+SOURCES = ["LICENSE", "common/course/**/*", "common/src/**/*", "library/src/*",
+           "library/dotcourse.map", "library/packaging/*.cmake",
+           "library/packaging/*.in", "library/packaging/CMakeLists.txt"]
+# Chapter 07's lesson files the library compiles, from solutions/07_library (else chapters/07_library).
+ENGINE = ["c_api.cpp", "dotcourse.h", "library.cu", "library.hpp"]
 
 
 def _repository() -> Optional[pathlib.Path]:
-    root = HERE.parents[2] if len(HERE.parents) > 2 else None
-    if root is not None and HERE == root / "chapters" / "07_library" / "python" \
-            and (root / "chapters" / "07_library" / "packaging" / "CMakeLists.txt").is_file():
+    root = HERE.parents[1] if len(HERE.parents) > 1 else None
+    if root is not None and HERE == root / "library" / "python" \
+            and (root / "library" / "packaging" / "CMakeLists.txt").is_file():
         return root
     return None
 
@@ -37,8 +38,8 @@ def vendor() -> None:
     """Copies the sources into _vendor/ (from the repository), or checks they are there (an sdist)."""
     root = _repository()
     if root is None:
-        if not (VENDOR / "chapters" / "07_library" / "packaging" / "CMakeLists.txt").is_file():
-            raise RuntimeError(f"{HERE} is neither chapters/07_library/python of the course repository nor an "
+        if not (VENDOR / "library" / "packaging" / "CMakeLists.txt").is_file():
+            raise RuntimeError(f"{HERE} is neither library/python of the course repository nor an "
                                "unpacked dotcourse sdist (no _vendor/): build from the repository or the sdist")
         return
     tree = "solutions" if (root / "solutions" / "07_library" / "library.cu").is_file() else "chapters"

@@ -16,11 +16,11 @@ _lock = threading.Lock()
 
 def _source_tree_root() -> Optional[pathlib.Path]:
     """The course repository this package sits in, when it is used from its source folder
-    (chapters/07_library/python/dotcourse); None for an installed package."""
+    (library/python/dotcourse); None for an installed package."""
     if not (_HERE.parent / "pyproject.toml").is_file():
         return None
-    root = _HERE.parents[3] if len(_HERE.parents) > 3 else None
-    if root is None or not (root / "chapters" / "07_library" / "library.cmake").is_file():
+    root = _HERE.parents[2] if len(_HERE.parents) > 2 else None
+    if root is None or not (root / "library" / "library.cmake").is_file():
         return None
     return root
 
@@ -120,7 +120,7 @@ def load() -> ctypes.CDLL:
         if path is None or not path.is_file():
             where = f"looked at {path}" if path is not None else (
                 "looked beside the package" + (" and in the repository's build/*/lib" if _source_tree_root() else ""))
-            raise OSError("libdotcourse.so not found: install the package (pip install chapters/07_library/python), "
+            raise OSError("libdotcourse.so not found: install the package (pip install library/python), "
                           "build it in the course (cmake --build --preset solutions --target dotcourse), or set "
                           f"DOTCOURSE_LIB to its path ({where})")
         try:
@@ -148,7 +148,8 @@ def version() -> str:
     Returns
     -------
     str
-        For example ``"0.8.0"``; equal to ``dotcourse.__version__`` for a consistent install.
+        The library's one version (library/packaging/version.cmake), as ``"MAJOR.MINOR.PATCH"``;
+        equal to ``dotcourse.__version__`` for a consistent install.
 
     Raises
     ------

@@ -1,4 +1,4 @@
-"""The package's version: the library's one version (chapters/07_library/packaging/version.cmake).
+"""The package's version: the library's one version (library/packaging/version.cmake).
 
 An installed package reads the file the build wrote into it (_build_version.py); used from its
 source folder, it reads version.cmake itself. Either way it is the version of dotcourse.h's
@@ -12,7 +12,7 @@ import re
 
 def _from_source() -> str:
     here = pathlib.Path(__file__).resolve().parent
-    source = here.parents[1] / "packaging" / "version.cmake"  # chapters/07_library/packaging
+    source = here.parents[1] / "packaging" / "version.cmake"  # library/packaging
     try:
         found = re.search(r"set\(DOTCOURSE_VERSION ([0-9][0-9A-Za-z.+-]*)\)", source.read_text())
     except OSError:
