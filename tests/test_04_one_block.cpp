@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "course/random.hpp"
 #include "dot.hpp"
 #include "support/course_test.hpp"
+#include "support/index_check.hpp"
 
 namespace {
 
@@ -49,8 +51,9 @@ std::string hint(const Version& v, const course::Verdict& verdict) {
     return "every product must reach *result through atomicAdd(result, x[i] * y[i]); a plain += loses the "
            "updates of other threads.";
   if (v.name == "atomic_once")
-    return "each thread sums i = threadIdx.x, threadIdx.x + blockDim.x, ... (while i < n) in a float "
-           "register that starts at 0, then calls atomicAdd(result, sum) once, after the loop.";
+    return "each thread sums its products in a float register that starts at 0 (for_each_block_stride visits "
+           "i = threadIdx.x, threadIdx.x + blockDim.x, ... while i < n: its host tests, `ch04 index: ...`, need "
+           "no GPU), then calls atomicAdd(result, sum) once, after the loop.";
   return "compare with atomic_once: a strided loop over the whole vector, and one atomicAdd per thread.";
 }
 
@@ -228,4 +231,84 @@ TEST_CASE("ch04 max_product: follows its input (new values in the same buffers)"
                   << ". Hint: the result must come from this call's inputs; nothing may be kept between calls.");
     CHECK(got == expected);
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The index arithmetic of exercise 2, host only (no GPU needed, never skipped): the block-stride
+// loop of dot.hpp that dot_atomic_once calls, called here with a recorder. Every element of [0, n)
+// must be visited exactly once, by thread i % threads, in increasing order; past 2^32 elements
+// (where a 32-bit index wraps) each thread's count and last element are checked.
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+// Thread tid's visits: in order, tid + k * threads, below n, `expected` of them. Returns "" or
+// the problem; adds each visit to `seen` when given (small n).
+std::string check_stride_thread(unsigned tid, unsigned threads, std::size_t n, std::vector<int>* seen) {
+  const std::size_t expected = n > tid ? (n - tid - 1) / threads + 1 : 0;
+  std::ostringstream where;
+  where << "for_each_block_stride(tid = " << tid << ", threads = " << threads << ", n = " << n << ")";
+  std::string problem;
+  std::size_t visits = 0;
+  try {
+    ch04::for_each_block_stride(tid, threads, n, [&](std::size_t i) {
+      if (visits++ > expected) throw course::test::RunsAway{"more visits than elements"};
+      if (!problem.empty()) return;
+      const std::size_t want = tid + (visits - 1) * std::size_t{threads};
+      if (i < n && i == want) {
+        if (seen != nullptr) ++(*seen)[i];
+        return;
+      }
+      std::ostringstream msg;  // only on a problem: this runs millions of times
+      if (i >= n)
+        msg << " visits element " << i << ", past the end: on the GPU a read outside x and y";
+      else
+        msg << " visits " << i << " as its visit number " << visits << "; the block-stride loop's is " << want
+            << " (tid, tid + threads, tid + 2 * threads, ...)";
+      problem = where.str() + msg.str();
+    });
+  } catch (const course::test::RunsAway&) {
+    return where.str() + " visits more than its " + std::to_string(expected) +
+           " elements: the loop does not end (a 32-bit index that wraps past 2^32?)";
+  }
+  if (!problem.empty()) return problem;
+  if (visits != expected)
+    return where.str() + " visits " + std::to_string(visits) + " elements, not " + std::to_string(expected) +
+           (n > (std::size_t{1} << 31) ? " (an index that stops or wraps at 2^31 or 2^32?)" : "");
+  return "";
+}
+
+const char* kStrideHint =
+    "\nHint: the stub visits nothing. for (std::size_t i = tid; i < n; i += threads) visit(i); with i a "
+    "std::size_t (an int or unsigned index wraps before the largest n).";
+
+}  // namespace
+
+TEST_CASE("ch04 index: for_each_block_stride visits every element once at small sizes (exercise 2)",
+          "[ch04][exercise][index]") {
+  std::string first;
+  std::vector<unsigned> thread_counts;
+  for (unsigned t = 1; t <= 70; ++t) thread_counts.push_back(t);
+  for (unsigned t : {127u, 128u, 256u, 640u, 1024u}) thread_counts.push_back(t);
+  for (std::size_t n = 0; n <= 1100 && first.empty(); n += (n < 300 ? 1 : 97))
+    for (unsigned threads : thread_counts) {
+      std::vector<int> seen(n, 0);
+      for (unsigned tid = 0; tid < threads && first.empty(); ++tid) first = check_stride_thread(tid, threads, n, &seen);
+      for (std::size_t i = 0; i < n && first.empty(); ++i)
+        if (seen[i] != 1)
+          first = "with " + std::to_string(threads) + " threads and n = " + std::to_string(n) + ", element " +
+                  std::to_string(i) + " is visited " + std::to_string(seen[i]) + " times (once is right)";
+      if (!first.empty()) break;
+    }
+  INFO(first << kStrideHint);
+  CHECK(first.empty());
+}
+
+TEST_CASE("ch04 index: for_each_block_stride past 2^31 and 2^32 elements (exercise 2)", "[ch04][exercise][index]") {
+  std::string first;
+  for (const std::size_t n : {(std::size_t{1} << 32) + 5, (std::size_t{1} << 32) - 1, (std::size_t{1} << 31) + 3})
+    for (const unsigned threads : {1024u, 768u})
+      for (const unsigned tid : {0u, threads - 1})
+        if (first.empty()) first = check_stride_thread(tid, threads, n, nullptr);
+  INFO(first << kStrideHint);
+  CHECK(first.empty());
 }

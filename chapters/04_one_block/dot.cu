@@ -50,8 +50,9 @@ __global__ void dot_atomic_each(const float* x, const float* y, std::size_t n, f
 // runs on one of the GPU's SMs; the others sit idle (chapter 05).
 __global__ void dot_atomic_once(const float* x, const float* y, std::size_t n, float* result) {
   // [hole 2 begin]
-  // TODO(student): sum this thread's products (i = threadIdx.x, + blockDim.x, ... while i < n) in a
-  // float register, then add that sum to *result with one atomicAdd.
+  // TODO(student): sum this thread's products in a float register (for_each_block_stride, in
+  // dot.hpp, visits its elements: i = threadIdx.x, + blockDim.x, ... while i < n), then add that
+  // sum to *result with one atomicAdd.
   // [hole 2 end]
 }
 // [atomic_once_kernel]

@@ -50,11 +50,12 @@ __global__ void dot_atomic_each(const float* x, const float* y, std::size_t n, f
 __global__ void dot_atomic_once(const float* x, const float* y, std::size_t n, float* result) {
   // BEGIN SOLUTION
   float sum = 0.0f;
-  for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) sum += x[i] * y[i];
+  for_each_block_stride(threadIdx.x, blockDim.x, n, [&](std::size_t i) { sum += x[i] * y[i]; });
   atomicAdd(result, sum);
   // STUB
-  //> // TODO(student): sum this thread's products (i = threadIdx.x, + blockDim.x, ... while i < n) in a
-  //> // float register, then add that sum to *result with one atomicAdd.
+  //> // TODO(student): sum this thread's products in a float register (for_each_block_stride, in
+  //> // dot.hpp, visits its elements: i = threadIdx.x, + blockDim.x, ... while i < n), then add that
+  //> // sum to *result with one atomicAdd.
   // END SOLUTION
 }
 // [atomic_once_kernel]

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "course/context.hpp"
+#include "course/random.hpp"  // COURSE_HOST_DEVICE: __host__ __device__ under nvcc, nothing under g++
 #include "course/registry.hpp"
 
 namespace ch04 {
@@ -45,6 +46,23 @@ const std::vector<course::Version<GpuDot>>& versions();
 /// the smallest over this chapter's kernels (they are alike, so the suggestions agree). Asked once
 /// per context, which caches it.
 int one_block_threads(course::Context& ctx);
+
+// [for_each_block_stride]
+/// Exercise 2: the elements thread `tid` of a block of `threads` threads takes in the block-stride
+/// loop: tid, tid + threads, tid + 2 * threads, ... while below n; visit(i) for each, in that order.
+/// dot_atomic_once calls it on the GPU (visit adds x[i] * y[i] to the thread's sum); the host tests
+/// `ch04 index: ...` call it with a recorder, no GPU needed. It is compiled for the host too: use
+/// its arguments only, no threadIdx or blockDim.
+template <class Visit>
+COURSE_HOST_DEVICE inline void for_each_block_stride(unsigned tid, unsigned threads, std::size_t n, Visit visit) {
+  // BEGIN SOLUTION
+  for (std::size_t i = tid; i < n; i += threads) visit(i);  // 64-bit: n may exceed 2^32
+  // STUB
+  //> // TODO(student): call visit(i) for i = tid, tid + threads, tid + 2 * threads, ... while i < n.
+  //> (void)tid, (void)threads, (void)n, (void)visit;
+  // END SOLUTION
+}
+// [for_each_block_stride]
 
 /// Exercise 3 (think): the largest product x[i] * y[i] over n elements into *d_result (device
 /// memory; -infinity when n is 0), by one block whose threads combine their maxima with
