@@ -22,6 +22,7 @@
 #include "course/reference.hpp"
 #include "dot.hpp"
 #include "support/course_test.hpp"
+#include "support/index_check.hpp"
 
 namespace {
 
@@ -63,17 +64,18 @@ std::string hint(const Version& v, const course::Verdict& verdict, const ch05::W
   else if (verdict.got == 0.0 && verdict.expected != 0.0)
     h << "0: no product reached the result. Is a TODO still empty? ";
   if (v.name == "block_tree")
-    h << "block_sum_tree: for stride = blockDim.x/2 down to 1, threads tid < stride add s_partial[tid + "
-         "stride] into s_partial[tid], and EVERY thread calls __syncthreads() after each step (a barrier "
-         "inside the if deadlocks or races).";
+    h << "block_sum_tree's steps are tree_steps (dot.hpp; its host test, `ch05 index: tree_steps ...`, needs "
+         "no GPU): for stride = count/2 down to 1, threads tid < stride call add(tid, tid + stride), and EVERY "
+         "thread calls barrier() after each step (a barrier inside the if deadlocks or races).";
   else if (v.name == "two_level")
-    h << "two_level uses block_sum_tree too (fill it first: the block_tree test). Its own loop: the block's "
-         "tile starts at blockIdx.x * blockDim.x * per_thread (std::size_t!), and thread t takes start + t + "
-         "k * blockDim.x for k < per_thread, skipping indices >= n. A sum that is too small by whole tiles "
-         "means a wrong start.";
+    h << "two_level uses block_sum_tree too (fill tree_steps first: the block_tree test). Its own indices are "
+         "for_each_in_tile's (dot.hpp; host tests `ch05 index: for_each_in_tile ...`): the block's tile starts "
+         "at block * block_dim * per_thread (std::size_t!), and thread t takes start + t + k * block_dim for "
+         "k < per_thread, skipping indices >= n. A sum that is too small by whole tiles means a wrong start.";
   else if (v.name == "warp_shuffle")
-    h << "warp_sum: offsets 16, 8, 4, 2, 1 with __shfl_down_sync(kFullMask, value, offset), adding the "
-         "shuffled value to your own each time; lane 0 then holds the warp's sum.";
+    h << "warp_sum's steps are warp_sum_steps (dot.hpp; host test `ch05 index: warp_sum_steps ...`): offsets "
+         "16, 8, 4, 2, 1, each adding shfl_down(value, offset) to the lane's own value; lane 0 then holds the "
+         "warp's sum.";
   else
     h << "this version is not an exercise: if it fails, the kit or the GPU is at fault; please report it.";
   return h.str();
@@ -311,7 +313,8 @@ TEST_CASE("ch05 block_sum_any: the block's sum for any block size", "[ch05][gpu]
         "the stub returns s_partial[0], thread 0's own value. NaN: a thread read s_partial at an index >= "
         "blockDim.x (past the values). Right for powers of two only: with an odd count of values left, "
         "the middle one has no partner in this step; halve the count rounding up, and let only the threads "
-        "whose partner index is below the count add. Every thread must reach every __syncthreads()."));
+        "whose partner index is below the count add. Every thread must reach every barrier(). The host test "
+        "`ch05 index: tree_steps_any ...` checks the steps without a GPU."));
     CHECK(verdict.ok);
   }
 }
@@ -358,5 +361,173 @@ TEST_CASE("ch05 speed_of_light: runs at awkward sizes and alignments, writes its
       CHECK(std::isfinite(got));
       CHECK(d_result.guard_damage().empty());
     }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The index arithmetic of the exercises, host only (no GPU needed, never skipped): the functions
+// of dot.hpp that the kernels call for their indices, called here with recorders and a simulated
+// warp (tests/support/index_check.hpp). A student without a GPU learns from these whether the
+// indexing of exercises 1–4 is right; the GPU tests above then check the kernels around them.
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+using course::test::check_tree;
+using course::test::ceil_log2;
+
+// Thread tid of block `block` in two_level's split of [0, n): visits every element of its own at
+// most once, nothing past n, nothing of another block's tile or another thread's column. Returns
+// "" or the first problem; counts each element's visits in `seen` (indexed from `base`) when given.
+std::string check_tile_thread(unsigned block, unsigned tid, unsigned block_dim, int per_thread, std::size_t n,
+                              std::vector<int>* seen, std::size_t base) {
+  const std::size_t tile = static_cast<std::size_t>(block_dim) * static_cast<std::size_t>(per_thread);
+  const std::size_t first = block * tile + tid;
+  std::size_t expected = 0;  // the k < per_thread with first + k * block_dim < n
+  for (int k = 0; k < per_thread; ++k)
+    if (first + static_cast<std::size_t>(k) * block_dim < n) ++expected;
+  std::ostringstream where;
+  where << "for_each_in_tile(block = " << block << ", tid = " << tid << ", block_dim = " << block_dim
+        << ", per_thread = " << per_thread << ", n = " << n << ")";
+  std::string problem;
+  std::size_t visits = 0;
+  try {
+    ch05::for_each_in_tile(block, tid, block_dim, per_thread, n, [&](std::size_t i) {
+      if (++visits > static_cast<std::size_t>(per_thread)) throw course::test::RunsAway{"more than per_thread visits"};
+      if (!problem.empty()) return;
+      if (i < n && i / tile == block && (i - block * tile) % block_dim == tid) {
+        if (seen != nullptr) ++(*seen)[i - base];
+        return;
+      }
+      std::ostringstream msg;  // only on a problem
+      if (i >= n) {
+        msg << " visits element " << i << ", past the end (n = " << n << "): on the GPU a read outside x and y";
+      } else if (i / tile != block) {
+        msg << " visits element " << i << ", which is in the tile of block " << i / tile << " (tiles of " << tile
+            << " elements): is the tile's start computed in 32 bits?";
+      } else {
+        msg << " visits element " << i << ", which is thread " << (i - block * tile) % block_dim
+            << "'s: thread t takes start + t + k * block_dim (neighbouring threads, neighbouring elements)";
+      }
+      problem = where.str() + msg.str();
+    });
+  } catch (const course::test::RunsAway&) {
+    return where.str() + " visits more than per_thread elements";
+  }
+  if (!problem.empty()) return problem;
+  if (visits != expected) {
+    std::ostringstream msg;
+    msg << where.str() << " visits " << visits << " elements; its own below n are " << expected;
+    return msg.str();
+  }
+  return "";
+}
+
+const char* kTileHint =
+    "\nHint: the stub visits nothing. The tile of block b starts at b * block_dim * per_thread, computed as "
+    "std::size_t before it can pass 2^32; thread tid visits start + tid + k * block_dim for k = 0, ..., "
+    "per_thread - 1, each only if it is below n.";
+
+}  // namespace
+
+TEST_CASE("ch05 index: tree_steps reduces every power-of-two count up to 1024 (exercise 1)", "[ch05][exercise][index]") {
+  for (unsigned count = 1; count <= 1024; count *= 2) {
+    const std::string problem = check_tree(
+        [](unsigned tid, unsigned c, auto add, auto barrier) { ch05::tree_steps(tid, c, add, barrier); }, count,
+        ceil_log2(count), course::test::seed(5100) + count);
+    INFO("tree_steps: " << problem
+                        << "\nHint: the stub does nothing, so value 0 keeps its own value. For stride = count / 2 "
+                           "down to 1, thread tid < stride calls add(tid, tid + stride), and every thread calls "
+                           "barrier() after every step, outside the if.");
+    CHECK(problem.empty());
+    if (!problem.empty()) break;
+  }
+}
+
+TEST_CASE("ch05 index: for_each_in_tile visits every element once at small sizes (exercise 2)", "[ch05][exercise][index]") {
+  std::string first;
+  for (unsigned block_dim : {1u, 2u, 3u, 32u, 64u, 96u})
+    for (int per_thread : {1, 2, 3, 8})
+      for (std::size_t n = 0; n <= 700 && first.empty(); n += (n < 130 ? 1 : 37)) {
+        const std::size_t tile = static_cast<std::size_t>(block_dim) * static_cast<std::size_t>(per_thread);
+        const std::size_t blocks = (n + tile - 1) / tile + 1;  // and one block past the end: it visits nothing
+        std::vector<int> seen(n, 0);
+        for (std::size_t b = 0; b < blocks && first.empty(); ++b)
+          for (unsigned t = 0; t < block_dim && first.empty(); ++t)
+            first = check_tile_thread(static_cast<unsigned>(b), t, block_dim, per_thread, n, &seen, 0);
+        for (std::size_t i = 0; i < n && first.empty(); ++i)
+          if (seen[i] != 1)
+            first = "with blocks of " + std::to_string(block_dim) + " threads, per_thread = " +
+                    std::to_string(per_thread) + " and n = " + std::to_string(n) + ", element " + std::to_string(i) +
+                    " is visited " + std::to_string(seen[i]) + " times (once is right)";
+      }
+  INFO(first << kTileHint);
+  CHECK(first.empty());
+}
+
+TEST_CASE("ch05 index: for_each_in_tile around 2^31 and 2^32 elements (exercise 2)", "[ch05][exercise][index]") {
+  // The GPU test's size past 2^32 and sizes at 2^32 itself, with the blocks whose tiles straddle 2^31
+  // and 2^32 (a 32-bit start wraps there) and the last ones; every thread of each such block.
+  const std::size_t big = (std::size_t{1} << 32) + (std::size_t{1} << 20) + 3;
+  struct Shape {
+    unsigned block_dim;
+    int per_thread;
+  };
+  std::string first;
+  for (const std::size_t n : {big, std::size_t{1} << 32, (std::size_t{1} << 32) - 1, (std::size_t{1} << 32) + 1})
+    for (const Shape s : {Shape{256, 8}, Shape{1024, 64}, Shape{96, 3}, Shape{32, 1}}) {
+      const std::size_t tile = static_cast<std::size_t>(s.block_dim) * static_cast<std::size_t>(s.per_thread);
+      const std::size_t blocks = (n + tile - 1) / tile;
+      std::vector<std::size_t> picks = {0, blocks - 2, blocks - 1, blocks};
+      for (const std::size_t edge : {std::size_t{1} << 31, std::size_t{1} << 32})
+        for (std::size_t b = edge / tile; b <= (edge + tile - 1) / tile + 1; ++b)
+          if (b >= 1) picks.push_back(b - 1), picks.push_back(b);
+      for (const std::size_t b : picks) {
+        if (b > blocks || !first.empty()) continue;
+        std::vector<int> seen(tile, 0);
+        for (unsigned t = 0; t < s.block_dim && first.empty(); ++t)
+          first = check_tile_thread(static_cast<unsigned>(b), t, s.block_dim, s.per_thread, n, &seen, b * tile);
+        for (std::size_t j = 0; j < tile && first.empty() && b * tile + j < n; ++j)
+          if (seen[j] != 1)
+            first = "n = " + std::to_string(n) + ": element " + std::to_string(b * tile + j) + " is visited " +
+                    std::to_string(seen[j]) + " times (once is right)";
+      }
+    }
+  INFO(first << kTileHint);
+  CHECK(first.empty());
+}
+
+TEST_CASE("ch05 index: warp_sum_steps on a simulated warp (exercise 3)", "[ch05][exercise][index]") {
+  for (std::uint64_t trial = 0; trial < 8; ++trial) {
+    course::test::Warp warp;
+    std::uint64_t expected = 0;
+    for (std::size_t l = 0; l < 32; ++l) expected += warp.lane[l] = course::mix64(course::test::seed(5300) + trial, l);
+    int calls = 0;
+    std::string problem;
+    try {
+      const course::test::Warp out = ch05::warp_sum_steps(warp, course::test::ShflDown{&calls});
+      if (out.lane[0] != expected) problem = "lane 0 does not end with the sum of the 32 lanes' values";
+      else if (calls > 5) problem = std::to_string(calls) + " shuffles; offsets 16, 8, 4, 2, 1 take five";
+    } catch (const course::test::RunsAway&) {
+      problem = "more than 64 shuffles: a loop that never ends";
+    }
+    INFO("warp_sum_steps, " << calls << " shuffles: " << problem
+                            << "\nHint: the stub returns each lane's own value. For offset = 16, 8, 4, 2, 1: value += "
+                               "shfl_down(value, offset) (shfl_down, not __shfl_down_sync: the tests run it on the "
+                               "host).");
+    CHECK(problem.empty());
+    if (!problem.empty()) break;
+  }
+}
+
+TEST_CASE("ch05 index: tree_steps_any reduces every count from 1 to 1024 (exercise 4)", "[ch05][exercise][index]") {
+  for (unsigned count = 1; count <= 1024; ++count) {
+    const std::string problem = check_tree(
+        [](unsigned tid, unsigned c, auto add, auto barrier) { ch05::tree_steps_any(tid, c, add, barrier); }, count,
+        ceil_log2(count) + 1, course::test::seed(5400) + count);
+    INFO("tree_steps_any: " << problem
+                            << "\nHint: the stub does nothing, so value 0 keeps its own value. A tree that is right "
+                               "for powers of two only loses a value whenever a step's count is odd.");
+    CHECK(problem.empty());
+    if (!problem.empty()) break;
   }
 }

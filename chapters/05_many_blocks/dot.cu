@@ -34,9 +34,8 @@
 
 namespace ch05 {
 
-// Lanes per warp: 32 on every NVIDIA GPU so far; the shuffles and the mask below are written for 32.
-constexpr int kWarp = 32;
-// Every lane of the warp takes part in each shuffle (the block size is a multiple of 32).
+// Every lane of the warp takes part in each shuffle (the block size is a multiple of 32; kWarp, the
+// lanes per warp, is in dot.hpp with the index arithmetic).
 // ([[maybe_unused]]: the student's file uses it only once the warp_sum hole is filled.)
 [[maybe_unused]] constexpr unsigned kFullMask = 0xffffffffu;
 // CUDA's limit on threads per block, on every card: at most 1024 / 32 = 32 warps per block.
@@ -86,16 +85,17 @@ __global__ void dot_block_serial(const float* __restrict__ x, const float* __res
 // The block's sum in log2(blockDim.x) steps: at each step the lower half of the active threads
 // adds the upper half's values to its own, and a barrier separates the steps. Thread tid reads
 // tid + stride: neighbouring threads touch neighbouring words, one per bank, no bank conflicts.
-// blockDim.x must be a power of two, and every thread of the block must call this (the barriers).
-// Returns the block's sum, in every thread.
+// Which thread adds what, and when, is tree_steps (dot.hpp, exercise 1); here an add is one in
+// shared memory and a barrier is __syncthreads(). blockDim.x must be a power of two, and every
+// thread of the block must call this (the barriers). Returns the block's sum, in every thread.
 __device__ float block_sum_tree(float value, float* s_partial) {
   const unsigned tid = threadIdx.x;
   s_partial[tid] = value;
   __syncthreads();  // every value is in place before anyone reads a neighbour's
   // [hole 1 begin]
-  // TODO(student): reduce the block's partial sums in shared memory: for stride = blockDim.x / 2,
-  // ..., 2, 1, thread tid < stride adds s_partial[tid + stride] into s_partial[tid]; every thread
-  // calls __syncthreads() after every step (outside the if).
+  // TODO(student): run the tree of tree_steps (dot.hpp, its other hole) over the block's values:
+  // tree_steps(tid, blockDim.x, add, barrier), where add(to, from) adds s_partial[from] into
+  // s_partial[to] and barrier() is __syncthreads(). Lambdas: [&](unsigned to, unsigned from) {...}.
   // [hole 1 end]
   return s_partial[0];
 }
@@ -139,9 +139,8 @@ __global__ void dot_two_level(const float* __restrict__ x, const float* __restri
   extern __shared__ float s_partial[];  // blockDim.x floats, sized at launch
   float sum = 0.0f;
   // [hole 2 begin]
-  // TODO(student): add this thread's per_thread products into sum. The block's tile starts at
-  // blockIdx.x * blockDim.x * per_thread (compute it as std::size_t); the thread takes the elements
-  // start + threadIdx.x + k * blockDim.x for k = 0, ..., per_thread - 1, skipping those >= n.
+  // TODO(student): add this thread's per_thread products into sum: for_each_in_tile (dot.hpp, its
+  // other hole) calls visit(i) for each of its elements; visit adds x[i] * y[i].
   // [hole 2 end]
   sum = block_sum_tree(sum, s_partial);
   if (threadIdx.x == 0) partials[blockIdx.x] = sum;
@@ -150,11 +149,13 @@ __global__ void dot_two_level(const float* __restrict__ x, const float* __restri
 
 // [warp_sum]
 // The 32 lanes of a warp add their values through registers: at each step lane l adds the value
-// held by lane l + offset, for offset = 16, 8, 4, 2, 1. No shared memory and no barrier: the _sync
-// shuffle itself waits for the lanes named in the mask. Lane 0 ends with the warp's sum.
+// held by lane l + offset, for offset = 16, 8, 4, 2, 1 (warp_sum_steps, dot.hpp, exercise 3). No
+// shared memory and no barrier: the _sync shuffle itself waits for the lanes named in the mask.
+// Lane 0 ends with the warp's sum.
 __device__ float warp_sum(float value) {
   // [hole 3 begin]
-  // TODO(student): for offset = 16, 8, 4, 2, 1: value += __shfl_down_sync(kFullMask, value, offset).
+  // TODO(student): value = warp_sum_steps(value, shfl_down) (dot.hpp, its other hole), where
+  // shfl_down(v, offset) is __shfl_down_sync(kFullMask, v, offset): a lambda [](float v, int offset).
   // [hole 3 end]
   return value;
 }
@@ -211,9 +212,8 @@ __device__ float block_sum_any(float value, float* s_partial) {
   s_partial[tid] = value;
   __syncthreads();  // every value is in place before anyone reads a neighbour's
   // [hole 4 begin]
-  // TODO(student): reduce s_partial[0, blockDim.x) to s_partial[0] for any blockDim.x, with a
-  // __syncthreads() between steps that EVERY thread reaches, and no read or write at an index
-  // >= blockDim.x.
+  // TODO(student): run the steps of tree_steps_any (dot.hpp, its other hole) over the block's
+  // values, with an add in shared memory and __syncthreads() as the barrier.
   // [hole 4 end]
   return s_partial[0];
 }

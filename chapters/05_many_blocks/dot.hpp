@@ -1,3 +1,6 @@
+// Generated from solutions/05_many_blocks/dot.hpp by tools/make_exercises.py. Fill the TODO(student) holes: your code
+// goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
+// code is graded; the rest of the file is taken from the course.
 #pragma once
 /// \file
 /// \brief Chapter 05: many blocks, and the block reduction.
@@ -14,6 +17,7 @@
 
 #include "course/buffer.hpp"
 #include "course/context.hpp"
+#include "course/random.hpp"  // COURSE_HOST_DEVICE: __host__ __device__ under nvcc, nothing under g++
 #include "course/registry.hpp"
 
 namespace ch05 {
@@ -80,6 +84,82 @@ struct GpuDot {
 
 /// The chapter's registry, in the order the text tells the story; cuBLAS first, as the baseline.
 const std::vector<course::Version<GpuDot>>& versions();
+
+// ---------------------------------------------------------------------------------------------
+// The index arithmetic of the exercises, on the host and on the device. The kernels in dot.cu call
+// these functions for every index they use, and the host tests (`ch05 index: ...`, no GPU needed)
+// call the same functions, so a student without a GPU learns whether the indexing is right. They
+// take what they must do with an index as an argument (add, barrier, visit, shfl_down): the kernels
+// pass shared memory, __syncthreads() and the loads; the tests pass a recorder or a simulated warp.
+// Write them with those arguments only: they are compiled for the host too, where __syncthreads()
+// and the shuffles do not exist.
+// ---------------------------------------------------------------------------------------------
+
+/// Lanes per warp: 32 on every NVIDIA GPU so far; the shuffles are written for 32.
+constexpr int kWarp = 32;
+
+// [tree_steps]
+/// Exercise 1: the tree of block_sum_tree over `count` values (count a power of two), as thread
+/// `tid` takes part in it. At each step, for stride = count / 2, ..., 2, 1, the threads below the
+/// stride add the value `stride` places above their own: add(tid, tid + stride) adds value
+/// tid + stride into value tid. Every thread, adding or not, calls barrier() after every step.
+template <class Add, class Barrier>
+COURSE_HOST_DEVICE inline void tree_steps(unsigned tid, unsigned count, Add add, Barrier barrier) {
+  // [hole 1 begin]
+  // TODO(student): for stride = count / 2, ..., 2, 1: thread tid < stride calls add(tid, tid + stride);
+  // every thread calls barrier() after every step (outside the if).
+  (void)tid, (void)count, (void)add, (void)barrier;
+  // [hole 1 end]
+}
+// [tree_steps]
+
+// [for_each_in_tile]
+/// Exercise 2: the elements thread `tid` of block `block` takes in two_level, where each block of
+/// `block_dim` threads sums its own tile of block_dim * per_thread elements: visit(i) for the tile's
+/// start + tid + k * block_dim, k = 0, ..., per_thread - 1, skipping those >= n. The tile of block b
+/// starts at b * block_dim * per_thread: compute it as std::size_t (n may exceed 2^32).
+template <class Visit>
+COURSE_HOST_DEVICE inline void for_each_in_tile(unsigned block, unsigned tid, unsigned block_dim, int per_thread,
+                                                std::size_t n, Visit visit) {
+  // [hole 2 begin]
+  // TODO(student): call visit(i) for this thread's per_thread elements: the block's tile starts at
+  // block * block_dim * per_thread (compute it as std::size_t); the thread takes start + tid +
+  // k * block_dim for k = 0, ..., per_thread - 1, skipping those >= n.
+  (void)block, (void)tid, (void)block_dim, (void)per_thread, (void)n, (void)visit;
+  // [hole 2 end]
+}
+// [for_each_in_tile]
+
+// [warp_sum_steps]
+/// Exercise 3: the sum of a warp's 32 values by shuffles. shfl_down(value, offset) gives every lane
+/// the value held by lane + offset (a lane past the warp's end gets its own back): on the GPU it is
+/// __shfl_down_sync(kFullMask, value, offset), in the host tests a simulated warp, whose values are
+/// all 32 lanes' at once. At each step lane l adds what lane l + offset holds, for offset = 16, 8, 4,
+/// 2, 1; lane 0 ends with the warp's sum.
+template <class T, class ShflDown>
+COURSE_HOST_DEVICE inline T warp_sum_steps(T value, ShflDown shfl_down) {
+  // [hole 3 begin]
+  // TODO(student): for offset = 16, 8, 4, 2, 1: value += shfl_down(value, offset).
+  (void)shfl_down;
+  // [hole 3 end]
+  return value;
+}
+// [warp_sum_steps]
+
+// [tree_steps_any]
+/// Exercise 4 (think): a tree for ANY count of values from 1 to 1024 (block_sum_any's), as thread
+/// `tid` takes part in it: about log2(count) steps; add(to, from) adds value `from` into value
+/// `to`; every thread calls barrier() between steps, the same number of times; no index reaches
+/// count; value 0 ends with the sum of all.
+template <class Add, class Barrier>
+COURSE_HOST_DEVICE inline void tree_steps_any(unsigned tid, unsigned count, Add add, Barrier barrier) {
+  // [hole 4 begin]
+  // TODO(student): reduce values [0, count) into value 0 for any count, calling add(to, from) and
+  // barrier() (between steps, EVERY thread the same number of times), with no index >= count.
+  (void)tid, (void)count, (void)add, (void)barrier;
+  // [hole 4 end]
+}
+// [tree_steps_any]
 
 /// Exercise 4 (think): the sum of `values` (1 to 1024 of them) by one block of values.size()
 /// threads, thread t holding values[t], through the device function block_sum_any (a tree for any

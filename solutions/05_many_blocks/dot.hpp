@@ -14,6 +14,7 @@
 
 #include "course/buffer.hpp"
 #include "course/context.hpp"
+#include "course/random.hpp"  // COURSE_HOST_DEVICE: __host__ __device__ under nvcc, nothing under g++
 #include "course/registry.hpp"
 
 namespace ch05 {
@@ -80,6 +81,106 @@ struct GpuDot {
 
 /// The chapter's registry, in the order the text tells the story; cuBLAS first, as the baseline.
 const std::vector<course::Version<GpuDot>>& versions();
+
+// ---------------------------------------------------------------------------------------------
+// The index arithmetic of the exercises, on the host and on the device. The kernels in dot.cu call
+// these functions for every index they use, and the host tests (`ch05 index: ...`, no GPU needed)
+// call the same functions, so a student without a GPU learns whether the indexing is right. They
+// take what they must do with an index as an argument (add, barrier, visit, shfl_down): the kernels
+// pass shared memory, __syncthreads() and the loads; the tests pass a recorder or a simulated warp.
+// Write them with those arguments only: they are compiled for the host too, where __syncthreads()
+// and the shuffles do not exist.
+// ---------------------------------------------------------------------------------------------
+
+/// Lanes per warp: 32 on every NVIDIA GPU so far; the shuffles are written for 32.
+constexpr int kWarp = 32;
+
+// [tree_steps]
+/// Exercise 1: the tree of block_sum_tree over `count` values (count a power of two), as thread
+/// `tid` takes part in it. At each step, for stride = count / 2, ..., 2, 1, the threads below the
+/// stride add the value `stride` places above their own: add(tid, tid + stride) adds value
+/// tid + stride into value tid. Every thread, adding or not, calls barrier() after every step.
+template <class Add, class Barrier>
+COURSE_HOST_DEVICE inline void tree_steps(unsigned tid, unsigned count, Add add, Barrier barrier) {
+  // BEGIN SOLUTION
+  for (unsigned stride = count / 2; stride > 0; stride /= 2) {
+    if (tid < stride) add(tid, tid + stride);
+    barrier();  // this step's sums are written before the next step reads them
+  }
+  // STUB
+  //> // TODO(student): for stride = count / 2, ..., 2, 1: thread tid < stride calls add(tid, tid + stride);
+  //> // every thread calls barrier() after every step (outside the if).
+  //> (void)tid, (void)count, (void)add, (void)barrier;
+  // END SOLUTION
+}
+// [tree_steps]
+
+// [for_each_in_tile]
+/// Exercise 2: the elements thread `tid` of block `block` takes in two_level, where each block of
+/// `block_dim` threads sums its own tile of block_dim * per_thread elements: visit(i) for the tile's
+/// start + tid + k * block_dim, k = 0, ..., per_thread - 1, skipping those >= n. The tile of block b
+/// starts at b * block_dim * per_thread: compute it as std::size_t (n may exceed 2^32).
+template <class Visit>
+COURSE_HOST_DEVICE inline void for_each_in_tile(unsigned block, unsigned tid, unsigned block_dim, int per_thread,
+                                                std::size_t n, Visit visit) {
+  // BEGIN SOLUTION
+  const std::size_t first = block * (static_cast<std::size_t>(block_dim) * per_thread) + tid;
+  for (int k = 0; k < per_thread; ++k) {
+    const std::size_t i = first + static_cast<std::size_t>(k) * block_dim;
+    if (i < n) visit(i);
+  }
+  // STUB
+  //> // TODO(student): call visit(i) for this thread's per_thread elements: the block's tile starts at
+  //> // block * block_dim * per_thread (compute it as std::size_t); the thread takes start + tid +
+  //> // k * block_dim for k = 0, ..., per_thread - 1, skipping those >= n.
+  //> (void)block, (void)tid, (void)block_dim, (void)per_thread, (void)n, (void)visit;
+  // END SOLUTION
+}
+// [for_each_in_tile]
+
+// [warp_sum_steps]
+/// Exercise 3: the sum of a warp's 32 values by shuffles. shfl_down(value, offset) gives every lane
+/// the value held by lane + offset (a lane past the warp's end gets its own back): on the GPU it is
+/// __shfl_down_sync(kFullMask, value, offset), in the host tests a simulated warp, whose values are
+/// all 32 lanes' at once. At each step lane l adds what lane l + offset holds, for offset = 16, 8, 4,
+/// 2, 1; lane 0 ends with the warp's sum.
+template <class T, class ShflDown>
+COURSE_HOST_DEVICE inline T warp_sum_steps(T value, ShflDown shfl_down) {
+  // BEGIN SOLUTION
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) value += shfl_down(value, offset);
+  // STUB
+  //> // TODO(student): for offset = 16, 8, 4, 2, 1: value += shfl_down(value, offset).
+  //> (void)shfl_down;
+  // END SOLUTION
+  return value;
+}
+// [warp_sum_steps]
+
+// [tree_steps_any]
+/// Exercise 4 (think): a tree for ANY count of values from 1 to 1024 (block_sum_any's), as thread
+/// `tid` takes part in it: about log2(count) steps; add(to, from) adds value `from` into value
+/// `to`; every thread calls barrier() between steps, the same number of times; no index reaches
+/// count; value 0 ends with the sum of all.
+template <class Add, class Barrier>
+COURSE_HOST_DEVICE inline void tree_steps_any(unsigned tid, unsigned count, Add add, Barrier barrier) {
+  // BEGIN SOLUTION
+  // `active` values remain in [0, active). Fold the upper part onto the lower: thread tid adds
+  // value tid + half when that index is still below `active`; with an odd count, the middle value
+  // has no partner and waits a step. active = ceil(active / 2) each step, so all threads take the
+  // same number of steps and meet at the same barriers.
+  for (unsigned active = count; active > 1;) {
+    const unsigned half = (active + 1) / 2;
+    if (tid + half < active) add(tid, tid + half);
+    barrier();  // this step's sums are written before the next step reads them
+    active = half;
+  }
+  // STUB
+  //> // TODO(student): reduce values [0, count) into value 0 for any count, calling add(to, from) and
+  //> // barrier() (between steps, EVERY thread the same number of times), with no index >= count.
+  //> (void)tid, (void)count, (void)add, (void)barrier;
+  // END SOLUTION
+}
+// [tree_steps_any]
 
 /// Exercise 4 (think): the sum of `values` (1 to 1024 of them) by one block of values.size()
 /// threads, thread t holding values[t], through the device function block_sum_any (a tree for any

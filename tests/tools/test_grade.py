@@ -1059,7 +1059,7 @@ class Integrity(unittest.TestCase):
         name = "ch05 block_tree: matches the fp64 reference"
         scan = "ch05 integrity: the holes call no library or other version"
         ok = scoring.grade_correctness([m05], passing(name, scan))[0]
-        self.assertEqual(next(i for i in ok if i.name == name).points, 2)
+        self.assertEqual(next(i for i in ok if i.name == name).points, 1.5)  # the host test of tree_steps has the rest
         bad = scoring.grade_correctness([m05], passing(name) + [result(scan, "failed")])[0]
         item = next(i for i in bad if i.name == name)
         self.assertEqual((item.points, item.status), (0.0, "failed"))
