@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "course/reference.hpp"
 #include "ladder.hpp"
 #include "support/course_test.hpp"
+#include "support/index_check.hpp"
 
 namespace {
 
@@ -35,14 +37,18 @@ std::string hint_for(const Version& v) {
       {"v3_sequential",
        "sequential addressing halves s from blockDim.x / 2 down to 1; only threads with tid < s add "
        "s_data[tid + s] into s_data[tid], and every thread of the block (not only the adders) must reach the "
-       "__syncthreads() after each step. A result equal to one product per block means the loop is missing."},
+       "__syncthreads() after each step. A result equal to one product per block means the loop is missing. "
+       "The steps are sequential_steps's (ladder.hpp): its host test, `ch06 index: sequential_steps ...`, needs "
+       "no GPU; dot_kernel3 passes it the add in s_data and __syncthreads()."},
       {"v4_first_add",
        "block b covers elements [2·b·blockDim.x, 2·(b+1)·blockDim.x): thread tid adds x[i]·y[i] and "
-       "x[i + blockDim.x]·y[i + blockDim.x], each only if its index is below n (NaN: a read past the end)."},
+       "x[i + blockDim.x]·y[i + blockDim.x], each only if its index is below n (NaN: a read past the end). "
+       "The indices are first_add_elements's (ladder.hpp; host tests `ch06 index: first_add_elements ...`)."},
       {"v8_shuffle",
        "all 32 lanes must call __shfl_down_sync(0xffffffff, sum, offset) for offsets 16, 8, 4, 2, 1 (no lane may "
        "skip it); only lane 0 then holds the warp's total; after __syncthreads(), warp 0 reads one value per warp "
-       "(0 for lanes >= Block / 32) and reduces again. Thread 0 must end with the block's total."},
+       "(0 for lanes >= Block / 32) and reduces again. Thread 0 must end with the block's total. The shuffles "
+       "are warp_sum_steps's (ladder.hpp; host test `ch06 index: warp_sum_steps ...`)."},
       {"v11_single_pass",
        "NaN means nobody wrote *result: the block whose fetch_add returns gridDim.x - 1 is the last one and must add "
        "partials[0 .. gridDim.x) and write *result. Right on the first call and NaN on the next means *counter was "
@@ -407,4 +413,163 @@ TEST_CASE("ch06 wave_efficiency: the share of slot-time that holds a block", "[c
              << ".\nHint: -1 is the unfilled stub. Every wave lasts as long as a full one, however few blocks it "
                 "holds; how many waves does a grid of `blocks` need? Compute in std::size_t or double, never int.");
   CHECK(wrong == 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The index arithmetic of exercises 1–3, host only (no GPU needed, never skipped): the functions
+// of ladder.hpp that versions 3, 4 and 8 call for their indices, called here with recorders and a
+// simulated warp (tests/support/index_check.hpp). Exercise 4 (the single pass) is a protocol, not
+// index arithmetic: its tests need a GPU, and the hole scan (`ch06 integrity`, no GPU) checks its
+// ticket's memory order.
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+// Version 3's addressing: every add of thread tid at step k is add(tid, tid + count / 2^(k+1)).
+std::string check_sequential_addressing(unsigned count) {
+  std::ostringstream problem;
+  for (unsigned tid = 0; tid < count && problem.str().empty(); ++tid) {
+    unsigned step = 0;
+    ch06::sequential_steps(
+        tid, count,
+        [&](unsigned to, unsigned from) {
+          const unsigned s = count >> (step + 1);
+          if ((to != tid || from != tid + s) && problem.str().empty())
+            problem << "count = " << count << ", step " << step << ": thread " << tid << " calls add(" << to << ", "
+                    << from << "); sequential addressing has it add value tid + s into value tid, add(" << tid
+                    << ", " << tid + s << ") with s = " << s
+                    << ": neighbouring threads, neighbouring words, no bank conflicts (an add into 2 * s * tid is "
+                       "version 2's interleaved addressing)";
+        },
+        [&] { ++step; });
+  }
+  return problem.str();
+}
+
+// Thread tid of block `block` in version 4's split of [0, n): its two elements, each once, below n.
+std::string check_first_add_thread(unsigned block, unsigned tid, unsigned block_dim, std::size_t n,
+                                   std::vector<int>* seen, std::size_t base) {
+  const std::size_t span = 2 * std::size_t{block_dim};
+  const std::size_t i = block * span + tid;
+  const std::size_t expected = (i < n ? 1 : 0) + (i + block_dim < n ? 1 : 0);
+  std::ostringstream where;
+  where << "first_add_elements(block = " << block << ", tid = " << tid << ", block_dim = " << block_dim
+        << ", n = " << n << ")";
+  std::string problem;
+  std::size_t visits = 0;
+  ch06::first_add_elements(block, tid, block_dim, n, [&](std::size_t e) {
+    ++visits;
+    if (!problem.empty()) return;
+    if (e < n && e / span == block && (e - block * span) % block_dim == tid) {
+      if (seen != nullptr) ++(*seen)[e - base];
+      return;
+    }
+    std::ostringstream msg;  // only on a problem
+    if (e >= n)
+      msg << " visits element " << e << ", past the end: on the GPU a read outside x and y";
+    else if (e / span != block)
+      msg << " visits element " << e << ", which block " << e / span << " covers (" << span
+          << " elements per block): is the index computed in 32 bits?";
+    else
+      msg << " visits element " << e << ", which is thread " << (e - block * span) % block_dim
+          << "'s: thread tid takes i = 2 * block * block_dim + tid and i + block_dim";
+    problem = where.str() + msg.str();
+  });
+  if (!problem.empty()) return problem;
+  if (visits != expected)
+    return where.str() + " visits " + std::to_string(visits) + " elements; its own below n are " +
+           std::to_string(expected);
+  return "";
+}
+
+const char* kFirstAddHint =
+    "\nHint: the stub visits nothing. Block b covers the 2 * block_dim elements from 2 * b * block_dim on; with "
+    "i = b * (2 * std::size_t{block_dim}) + tid, visit i and i + block_dim, each only if it is below n.";
+
+}  // namespace
+
+TEST_CASE("ch06 index: sequential_steps reduces every power-of-two count by sequential addressing (exercise 1)",
+          "[ch06][exercise][index]") {
+  for (unsigned count = 1; count <= 1024; count *= 2) {
+    std::string problem = course::test::check_tree(
+        [](unsigned tid, unsigned c, auto add, auto barrier) { ch06::sequential_steps(tid, c, add, barrier); }, count,
+        course::test::ceil_log2(count), course::test::seed(6100) + count);
+    if (problem.empty()) problem = check_sequential_addressing(count);
+    INFO("sequential_steps: " << problem
+                              << "\nHint: the stub does nothing, so value 0 keeps its own value. For s = count / 2 "
+                                 "down to 1, thread tid < s calls add(tid, tid + s), and every thread calls barrier() "
+                                 "after every step, outside the if.");
+    CHECK(problem.empty());
+    if (!problem.empty()) break;
+  }
+}
+
+TEST_CASE("ch06 index: first_add_elements visits every element once at small sizes (exercise 2)",
+          "[ch06][exercise][index]") {
+  std::string first;
+  for (unsigned block_dim : {1u, 2u, 3u, 32u, 64u, 256u})
+    for (std::size_t n = 0; n <= 1100 && first.empty(); n += (n < 300 ? 1 : 41)) {
+      const std::size_t span = 2 * std::size_t{block_dim};
+      const std::size_t blocks = (n + span - 1) / span + 1;  // and one block past the end: it visits nothing
+      std::vector<int> seen(n, 0);
+      for (std::size_t b = 0; b < blocks && first.empty(); ++b)
+        for (unsigned t = 0; t < block_dim && first.empty(); ++t)
+          first = check_first_add_thread(static_cast<unsigned>(b), t, block_dim, n, &seen, 0);
+      for (std::size_t e = 0; e < n && first.empty(); ++e)
+        if (seen[e] != 1)
+          first = "with blocks of " + std::to_string(block_dim) + " threads and n = " + std::to_string(n) +
+                  ", element " + std::to_string(e) + " is visited " + std::to_string(seen[e]) + " times (once is right)";
+    }
+  INFO(first << kFirstAddHint);
+  CHECK(first.empty());
+}
+
+TEST_CASE("ch06 index: first_add_elements around 2^31 and 2^32 elements (exercise 2)", "[ch06][exercise][index]") {
+  // The blocks whose elements straddle 2^31 and 2^32 (a 32-bit index wraps there) and the last ones,
+  // every thread of each, at sizes past 2^32 and at 2^32 itself.
+  std::string first;
+  for (const std::size_t n : {(std::size_t{1} << 32) + 5, std::size_t{1} << 32, (std::size_t{1} << 32) - 1,
+                              (std::size_t{1} << 31) + 3})
+    for (const unsigned block_dim : {256u, 1024u, 96u}) {
+      const std::size_t span = 2 * std::size_t{block_dim};
+      const std::size_t blocks = (n + span - 1) / span;
+      std::vector<std::size_t> picks = {0, blocks - 2, blocks - 1, blocks};
+      for (const std::size_t edge : {std::size_t{1} << 31, std::size_t{1} << 32})
+        for (std::size_t b = edge / span; b <= (edge + span - 1) / span + 1; ++b)
+          if (b >= 1) picks.push_back(b - 1), picks.push_back(b);
+      for (const std::size_t b : picks) {
+        if (b > blocks || !first.empty()) continue;
+        std::vector<int> seen(span, 0);
+        for (unsigned t = 0; t < block_dim && first.empty(); ++t)
+          first = check_first_add_thread(static_cast<unsigned>(b), t, block_dim, n, &seen, b * span);
+        for (std::size_t j = 0; j < span && first.empty() && b * span + j < n; ++j)
+          if (seen[j] != 1)
+            first = "n = " + std::to_string(n) + ": element " + std::to_string(b * span + j) + " is visited " +
+                    std::to_string(seen[j]) + " times (once is right)";
+      }
+    }
+  INFO(first << kFirstAddHint);
+  CHECK(first.empty());
+}
+
+TEST_CASE("ch06 index: warp_sum_steps on a simulated warp (exercise 3)", "[ch06][exercise][index]") {
+  for (std::uint64_t trial = 0; trial < 8; ++trial) {
+    course::test::Warp warp;
+    std::uint64_t expected = 0;
+    for (std::size_t l = 0; l < 32; ++l) expected += warp.lane[l] = course::mix64(course::test::seed(6300) + trial, l);
+    int calls = 0;
+    std::string problem;
+    try {
+      const course::test::Warp out = ch06::warp_sum_steps(warp, course::test::ShflDown{&calls});
+      if (out.lane[0] != expected) problem = "lane 0 does not end with the sum of the 32 lanes' values";
+      else if (calls > 5) problem = std::to_string(calls) + " shuffles; offsets 16, 8, 4, 2, 1 take five";
+    } catch (const course::test::RunsAway&) {
+      problem = "more than 64 shuffles: a loop that never ends";
+    }
+    INFO("warp_sum_steps, " << calls << " shuffles: " << problem
+                            << "\nHint: the stub returns each lane's own value. For offset = 16, 8, 4, 2, 1: value += "
+                               "shfl_down(value, offset) (shfl_down, not __shfl_down_sync: the tests run it on the "
+                               "host).");
+    CHECK(problem.empty());
+    if (!problem.empty()) break;
+  }
 }

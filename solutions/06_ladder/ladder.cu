@@ -40,8 +40,9 @@
 namespace ch06 {
 namespace {
 
-constexpr unsigned kWarp = 32;
-constexpr unsigned kFullMask = 0xffffffffu;
+// Every lane of the warp (kWarp, 32 lanes, is in ladder.hpp). ([[maybe_unused]]: the student's file uses
+// it only once the v8 hole is filled.)
+[[maybe_unused]] constexpr unsigned kFullMask = 0xffffffffu;
 /// Versions 7 and 9 give each thread about log2(n) elements (Brent's theorem, the 2007 text's
 /// "algorithm cascading"): 32 elements per thread.
 constexpr std::size_t kPerThread = 32;
@@ -109,14 +110,13 @@ __global__ void dot_kernel3(const float* x, const float* y, std::size_t n, float
   s_data[tid] = i < n ? x[i] * y[i] : 0.0f;
   __syncthreads();
   // BEGIN SOLUTION
-  for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
-    if (tid < s) s_data[tid] += s_data[tid + s];
-    __syncthreads();
-  }
+  sequential_steps(tid, blockDim.x, [&](unsigned to, unsigned from) { s_data[to] += s_data[from]; },
+                   [] { __syncthreads(); });
   // STUB
   //> // TODO(student): add the block's blockDim.x products in s_data into s_data[0] by sequential
-  //> // addressing: for s = blockDim.x / 2, then s / 2, ... down to 1, thread tid < s adds
-  //> // s_data[tid + s] to s_data[tid]; every thread waits at __syncthreads() after each step.
+  //> // addressing: sequential_steps(tid, blockDim.x, add, barrier) (ladder.hpp, its other hole) says
+  //> // which thread adds what; here add(to, from) adds s_data[from] into s_data[to] and barrier() is
+  //> // __syncthreads(). Lambdas: [&](unsigned to, unsigned from) { ... } and [] { ... }.
   // END SOLUTION
   if (tid == 0) partials[blockIdx.x] = s_data[0];
 }
@@ -131,14 +131,12 @@ __global__ void dot_kernel4(const float* x, const float* y, std::size_t n, float
   __shared__ float s_data[kBlock];
   const unsigned tid = threadIdx.x;
   // BEGIN SOLUTION
-  const std::size_t i = blockIdx.x * (2 * std::size_t{blockDim.x}) + tid;
-  float sum = i < n ? x[i] * y[i] : 0.0f;
-  if (i + blockDim.x < n) sum += x[i + blockDim.x] * y[i + blockDim.x];
+  float sum = 0.0f;
+  first_add_elements(blockIdx.x, tid, blockDim.x, n, [&](std::size_t i) { sum += x[i] * y[i]; });
   // STUB
   //> // TODO(student): this block covers the 2·blockDim.x elements from 2·blockIdx.x·blockDim.x on.
-  //> // With i = blockIdx.x · 2 · blockDim.x + tid (a std::size_t: n may exceed 2^31), add this
-  //> // thread's two products, x[i]·y[i] and x[i + blockDim.x]·y[i + blockDim.x], into sum, each
-  //> // only if its index is below n.
+  //> // Add this thread's two products into sum: first_add_elements (ladder.hpp, its other hole)
+  //> // calls visit(i) for each of their indices; visit adds x[i]·y[i].
   //> float sum = 0.0f;
   // END SOLUTION
   s_data[tid] = sum;
@@ -265,19 +263,18 @@ __global__ void __launch_bounds__(Block) dot_kernel8(const float* x, const float
   static_assert(Block % kWarp == 0 && Block <= kWarp * kWarp, "Block: a multiple of 32, at most 1024");
   float sum = thread_dot_pairs<Block>(x, y, n);
   // BEGIN SOLUTION
+  const auto shfl_down = [](float v, unsigned offset) { return __shfl_down_sync(kFullMask, v, offset); };
   __shared__ float s_warp[Block / kWarp];
   const unsigned lane = threadIdx.x % kWarp;
   const unsigned warp = threadIdx.x / kWarp;
-  for (unsigned offset = kWarp / 2; offset > 0; offset /= 2) sum += __shfl_down_sync(kFullMask, sum, offset);
+  sum = warp_sum_steps(sum, shfl_down);
   if (lane == 0) s_warp[warp] = sum;
   __syncthreads();
-  if (warp == 0) {
-    sum = lane < Block / kWarp ? s_warp[lane] : 0.0f;
-    for (unsigned offset = kWarp / 2; offset > 0; offset /= 2) sum += __shfl_down_sync(kFullMask, sum, offset);
-  }
+  if (warp == 0) sum = warp_sum_steps(lane < Block / kWarp ? s_warp[lane] : 0.0f, shfl_down);
   // STUB
-  //> // TODO(student): reduce `sum` over the block with __shfl_down_sync(0xffffffff, sum, offset):
-  //> // 1. in every warp, offsets 16, 8, 4, 2, 1 leave the warp's total in lane 0 (threadIdx.x % 32);
+  //> // TODO(student): reduce `sum` over the block with warp_sum_steps (ladder.hpp, its other hole),
+  //> // whose shfl_down(v, offset) is __shfl_down_sync(0xffffffff, v, offset) (a lambda):
+  //> // 1. in every warp, warp_sum_steps leaves the warp's total in lane 0 (threadIdx.x % 32);
   //> // 2. lane 0 of each warp stores it in a __shared__ float s_warp[Block / 32]; __syncthreads();
   //> // 3. warp 0 loads s_warp[lane] (0 for lane >= Block / 32) and reduces it the same way.
   //> // Thread 0 must end with the block's total in `sum`.

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "course/context.hpp"
+#include "course/random.hpp"  // COURSE_HOST_DEVICE: __host__ __device__ under nvcc, nothing under g++
 #include "course/reference.hpp"
 #include "course/registry.hpp"
 
@@ -124,6 +125,75 @@ void run_cub(const float* d_x, const float* d_y, std::size_t n, float* d_result,
              cudaStream_t stream);
 /// Bytes of scratch memory CUB asks for at n elements.
 std::size_t cub_temp_bytes_for(std::size_t n);
+
+// ---------------------------------------------------------------------------------------------
+// The index arithmetic of exercises 1–3, on the host and on the device. Versions 3, 4 and 8 call
+// these functions for their indices, and the host tests (`ch06 index: ...`, no GPU needed) call
+// the same functions with recorders and a simulated warp, so a student without a GPU learns
+// whether the indexing is right. What they do with an index comes in as an argument (add,
+// barrier, visit, shfl_down): they are compiled for the host too, where __syncthreads(), the
+// shuffles, threadIdx and blockDim do not exist, so write them with their arguments only.
+// ---------------------------------------------------------------------------------------------
+
+/// Lanes per warp: 32 on every NVIDIA GPU so far.
+constexpr unsigned kWarp = 32;
+
+// [sequential_steps]
+/// Exercise 1: version 3's tree over `count` values (a power of two) by sequential addressing,
+/// as thread `tid` takes part in it: for s = count / 2, then s / 2, ... down to 1, thread tid < s
+/// adds value tid + s into value tid, add(tid, tid + s); every thread calls barrier() after every
+/// step, adding or not.
+template <class Add, class Barrier>
+COURSE_HOST_DEVICE inline void sequential_steps(unsigned tid, unsigned count, Add add, Barrier barrier) {
+  // BEGIN SOLUTION
+  for (unsigned s = count / 2; s > 0; s /= 2) {
+    if (tid < s) add(tid, tid + s);
+    barrier();
+  }
+  // STUB
+  //> // TODO(student): for s = count / 2, s / 2, ..., 1: thread tid < s calls add(tid, tid + s); every
+  //> // thread calls barrier() after each step (outside the if).
+  //> (void)tid, (void)count, (void)add, (void)barrier;
+  // END SOLUTION
+}
+// [sequential_steps]
+
+// [first_add_elements]
+/// Exercise 2: the two elements thread `tid` of block `block` adds during the load in version 4.
+/// Block b covers the 2 · block_dim elements from 2 · b · block_dim on; thread tid takes
+/// i = 2 · b · block_dim + tid and i + block_dim: visit(index) for each, only if it is below n.
+/// n may exceed 2^32: compute i as a std::size_t.
+template <class Visit>
+COURSE_HOST_DEVICE inline void first_add_elements(unsigned block, unsigned tid, unsigned block_dim, std::size_t n,
+                                                  Visit visit) {
+  // BEGIN SOLUTION
+  const std::size_t i = block * (2 * std::size_t{block_dim}) + tid;
+  if (i < n) visit(i);
+  if (i + block_dim < n) visit(i + block_dim);
+  // STUB
+  //> // TODO(student): with i = block · 2 · block_dim + tid (a std::size_t), visit(i) and
+  //> // visit(i + block_dim), each only if it is below n.
+  //> (void)block, (void)tid, (void)block_dim, (void)n, (void)visit;
+  // END SOLUTION
+}
+// [first_add_elements]
+
+// [warp_sum_steps]
+/// Exercise 3: a warp's 32 values added into lane 0 by shuffles. shfl_down(value, offset) gives
+/// every lane the value held by lane + offset (a lane past the warp's end gets its own back): on the
+/// GPU __shfl_down_sync(0xffffffff, value, offset), in the host tests a simulated warp whose values
+/// are all 32 lanes' at once. Offsets 16, 8, 4, 2, 1, adding each time; lane 0 ends with the sum.
+template <class T, class ShflDown>
+COURSE_HOST_DEVICE inline T warp_sum_steps(T value, ShflDown shfl_down) {
+  // BEGIN SOLUTION
+  for (unsigned offset = kWarp / 2; offset > 0; offset /= 2) value += shfl_down(value, offset);
+  // STUB
+  //> // TODO(student): for offset = 16, 8, 4, 2, 1: value += shfl_down(value, offset).
+  //> (void)shfl_down;
+  // END SOLUTION
+  return value;
+}
+// [warp_sum_steps]
 
 /// Exercise 5 (think): a GPU holds at most `slots` blocks at once (SMs × resident blocks per SM,
 /// from the occupancy API); a grid of `blocks` blocks runs in *waves*, the next block starting when
