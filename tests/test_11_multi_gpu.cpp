@@ -1,9 +1,11 @@
 // Chapter 11 grading tests: the slices cover any n exactly once for any GPU count (n = 0, n smaller
-// than the GPU count, n not divisible by it); the rank-order combine adds any number of partials
-// in order, bit for bit like the host; every combine gives the fp64 answer within the bound on one
+// than the GPU count, n not divisible by it); the pairwise combine adds any number of partials in
+// the chapter's pairwise order, bit for bit like this file's own reference, on host threads (no GPU
+// needed) and on one block of the GPU; every combine gives the fp64 answer within the bound on one
 // GPU and on two (skipped, with the reason, where fewer GPUs exist); the deterministic combines
 // give the same bits on every GPU and on every run, whichever GPU finishes first; bad input is
 // refused. The MPI form is tested by CTest with 1 and 2 processes (chapters/11_multi_gpu/multi_gpu.cmake).
+// Without a GPU, "ch11 slices: *" and "ch11 pairwise: *" run; the others are skipped.
 
 #include <algorithm>
 #include <chrono>
@@ -13,6 +15,7 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -66,11 +69,126 @@ std::string slice_text(std::size_t n, int ranks, int rank, const ch11::Slice& s)
 
 std::string hint(const Version& v) {
   if (v.name == "allgather" || v.name == "allgather_graph")
-    return "exercise 2: after combine_allgather every GPU must hold rank r's partial at gathered()[r], and "
-           "add_in_rank_order must add them in rank order; slice_of decides which elements each GPU adds.";
-  if (v.name == "p2p")
-    return "p2p adds the partials with add_in_rank_order (exercise 2); slice_of decides which elements each GPU adds.";
+    return "exercise 2: after combine_allgather every GPU must hold rank r's partial at gathered()[r]; exercise 3: "
+           "add_pairwise must add them in the pairwise order (\"ch11 pairwise: *\" checks it without a GPU); "
+           "slice_of decides which elements each GPU adds.";
+  if (v.name == "p2p" || v.name == "host")
+    return std::string(v.name) + " adds the partials with add_pairwise (exercise 3; \"ch11 pairwise: *\" checks it without a "
+           "GPU); slice_of decides which elements each GPU adds.";
   return "slice_of decides which elements each GPU adds (exercise 1).";
+}
+
+// The pairwise order, level by level, as the chapter states it: this file's own reference, written
+// apart from the exercise (exercise 3 must equal it bit for bit). Neighbours (0, 1), (2, 3), ...
+// added left + right; an odd last value carried up; until one is left; none: +0.0f.
+float pairwise_reference(std::vector<float> level) {
+  if (level.empty()) return 0.0f;
+  while (level.size() > 1) {
+    std::vector<float> next;
+    for (std::size_t i = 0; i + 1 < level.size(); i += 2) next.push_back(level[i] + level[i + 1]);
+    if (level.size() % 2 == 1) next.push_back(level.back());
+    level.swap(next);
+  }
+  return level[0];
+}
+
+// Partials whose sum depends on the order almost surely: magnitudes from 2^-20 to 2^20, both signs.
+std::vector<float> spread_partials(int count, std::mt19937& rng) {
+  std::vector<float> partials(static_cast<std::size_t>(count));
+  for (auto& p : partials)
+    p = std::ldexp(std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng), std::uniform_int_distribution<int>(-20, 20)(rng));
+  return partials;
+}
+
+// Exercise 3 without a GPU. add_pairwise only says which thread adds what, and when: add(to,
+// from) and barrier() are its arguments. Here every thread of a simulated block runs it in turn,
+// and its adds are recorded by step (the barriers it has passed); then the block's steps are
+// checked as the GPU would run them, all threads of a step at once, in any order, and carried out
+// on the partials. Returns "" or the first problem, in words; `sum` gets work[0] at the end.
+constexpr int kRunaway = 64;
+struct Runaway {
+  std::string what;
+};
+
+std::string simulate_pairwise(const std::vector<float>& partials, int threads, float& sum) {
+  struct Add {
+    int thread, to, from;
+  };
+  const int count = static_cast<int>(partials.size());
+  std::vector<std::vector<Add>> by_step;
+  std::vector<int> barriers(static_cast<std::size_t>(threads), 0);
+  std::ostringstream where;
+  where << count << " partials, " << threads << " threads: ";
+  for (int t = 0; t < threads; ++t) {
+    int step = 0;
+    try {
+      ch11::add_pairwise(
+          count, t, threads,
+          [&](int to, int from) {
+            if (static_cast<int>(by_step.size()) <= step) by_step.resize(static_cast<std::size_t>(step) + 1);
+            by_step[static_cast<std::size_t>(step)].push_back({t, to, from});
+            if (by_step[static_cast<std::size_t>(step)].size() > 4u * static_cast<unsigned>(count) + 4)
+              throw Runaway{"more than 4 * count adds in one step"};
+          },
+          [&] {
+            if (++step > kRunaway) throw Runaway{"more than 64 barriers"};
+          });
+    } catch (const Runaway& e) {
+      return where.str() + "thread " + std::to_string(t) + " runs away (" + e.what + "): a loop that never ends?";
+    }
+    barriers[static_cast<std::size_t>(t)] = step;
+  }
+  const int steps = barriers[0];
+  for (int t = 1; t < threads; ++t)
+    if (barriers[static_cast<std::size_t>(t)] != steps)
+      return where.str() + "thread 0 calls barrier() " + std::to_string(steps) + " times, thread " + std::to_string(t) +
+             " " + std::to_string(barriers[static_cast<std::size_t>(t)]) +
+             ". Every thread must call it equally often, adding or not: on the GPU a __syncthreads() that some "
+             "threads never reach hangs or corrupts the block.";
+  int levels = 0;
+  while ((1 << levels) < count) ++levels;
+  std::vector<float> value(partials);
+  for (std::size_t st = 0; st < by_step.size(); ++st) {
+    const std::vector<Add>& adds = by_step[st];
+    const std::string at = where.str() + "step " + std::to_string(st) + ": ";
+    std::vector<int> writer(static_cast<std::size_t>(count), -1);
+    std::vector<int> per_thread(static_cast<std::size_t>(threads), 0);
+    for (const Add& a : adds) {
+      const std::string add = "thread " + std::to_string(a.thread) + "'s add(" + std::to_string(a.to) + ", " +
+                              std::to_string(a.from) + ")";
+      if (static_cast<int>(st) >= steps)
+        return at + add + " comes after the thread's last barrier(): the other threads, and the caller that "
+                        "reads work[0], would not see it.";
+      if (a.to < 0 || a.to >= count || a.from < 0 || a.from >= count)
+        return at + add + " reaches outside work[0, " + std::to_string(count) + ").";
+      if (a.to == a.from) return at + add + " adds a value into itself.";
+      if (writer[static_cast<std::size_t>(a.to)] >= 0)
+        return at + add + ": work[" + std::to_string(a.to) + "] is added into a second time in one step (by thread " +
+               std::to_string(writer[static_cast<std::size_t>(a.to)]) +
+               "): one value's adds in a row are a serial chain (or a race), not a level of the tree.";
+      writer[static_cast<std::size_t>(a.to)] = a.thread;
+      ++per_thread[static_cast<std::size_t>(a.thread)];
+    }
+    for (const Add& a : adds)
+      if (writer[static_cast<std::size_t>(a.from)] >= 0)
+        return at + "thread " + std::to_string(a.thread) + " reads work[" + std::to_string(a.from) +
+               "], which thread " + std::to_string(writer[static_cast<std::size_t>(a.from)]) +
+               " adds into in the same step: a race (a barrier is missing between the two levels).";
+    const int fair = (static_cast<int>(adds.size()) + threads - 1) / threads;
+    for (int t = 0; t < threads; ++t)
+      if (per_thread[static_cast<std::size_t>(t)] > fair)
+        return at + "thread " + std::to_string(t) + " does " + std::to_string(per_thread[static_cast<std::size_t>(t)]) +
+               " of the step's " + std::to_string(adds.size()) + " adds; shared evenly over " + std::to_string(threads) +
+               " threads, none needs more than " + std::to_string(fair) + ".";
+    std::vector<float> next(value);
+    for (const Add& a : adds) next[static_cast<std::size_t>(a.to)] = value[static_cast<std::size_t>(a.to)] + value[static_cast<std::size_t>(a.from)];
+    value.swap(next);
+  }
+  if (steps > levels + 1)
+    return where.str() + std::to_string(steps) + " steps (barriers); the pairwise order has " + std::to_string(levels) +
+           " levels, and each level's adds are independent: one step each.";
+  sum = count > 0 ? value[0] : 0.0f;
+  return "";
 }
 
 // GPUs 0..count-1 prepared for slices of up to `capacity` elements.
@@ -129,9 +247,9 @@ const bool registered = [] {
           }
           if (v.name != "allreduce") {
             const std::vector<float> partials = partials_of(team);
-            const float expected = ch11::add_in_rank_order_host(partials.data(), gpus);
+            const float expected = pairwise_reference(partials);
             for (int r = 0; r < gpus; ++r) {
-              INFO("GPU " << r << " holds " << got[static_cast<std::size_t>(r)] << ", the partials added in rank order give "
+              INFO("GPU " << r << " holds " << got[static_cast<std::size_t>(r)] << ", the partials added pairwise give "
                           << expected << " (n = " << n << "): every GPU must add the same partials in the same order. "
                           << hint(v));
               REQUIRE(bits(got[static_cast<std::size_t>(r)]) == bits(expected));
@@ -206,24 +324,50 @@ TEST_CASE("ch11 slices: cover 0 to n-1 once, in rank order, sizes within one, fo
   REQUIRE_THROWS_AS(ch11::slice_of(10, 2, -1), course::UsageError);
 }
 
-TEST_CASE("ch11 rank order: any number of partials added in rank order, bit for bit like the host", "[ch11][gpu][exercise]") {
+// Exercise 3 without a GPU: add_pairwise is __host__ __device__, and what it does with an index
+// (an add, a barrier) is its argument, so the host runs the very code a block runs.
+TEST_CASE("ch11 pairwise: the adds of any count on any number of threads give the pairwise order, bit for bit",
+          "[ch11][exercise][design]") {
+  const char* kPairwiseHint =
+      " add_pairwise (exercise 3): each level pairs neighbours (0, 1), (2, 3), ... left + right and carries an odd "
+      "last value up; one step (between barriers) per level, its adds shared by the threads; work[0] ends with the sum.";
+  std::mt19937 rng(static_cast<unsigned>(course::test::seed(1102)));
+  const std::vector<int> counts = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 31, 33, 64, 100, 127, 255, 257, 1000, 1023, 1024};
+  for (int threads : {1, 2, 3, 7, 32, 64, 512}) {
+    for (int count : counts) {
+      const std::vector<float> partials = spread_partials(count, rng);
+      float got = std::nanf("");
+      const std::string problem = simulate_pairwise(partials, threads, got);
+      {
+        INFO(problem << kPairwiseHint);
+        REQUIRE(problem.empty());
+      }
+      const float expected = pairwise_reference(partials);
+      INFO(count << " partials, " << threads << " threads: work[0] ends as " << got << ", the pairwise order gives "
+                 << expected << "." << kPairwiseHint);
+      REQUIRE(bits(got) == bits(expected));
+    }
+  }
+}
+
+TEST_CASE("ch11 pairwise gpu: one block adds any count of partials in the pairwise order, bit for bit",
+          "[ch11][gpu][exercise][design]") {
   COURSE_REQUIRE_GPU();
   ch11::Gpu gpu(0, 1, 1);
-  std::mt19937 rng(static_cast<unsigned>(course::test::seed(1102)));
-  for (int count : {1, 2, 3, 7, 8, 33, 64, 257}) {
-    // Magnitudes from 2^-20 to 2^20 and both signs: another order gives other bits almost surely.
-    std::vector<float> partials(static_cast<std::size_t>(count));
-    for (auto& p : partials)
-      p = std::ldexp(std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng), std::uniform_int_distribution<int>(-20, 20)(rng));
+  std::mt19937 rng(static_cast<unsigned>(course::test::seed(1103)));
+  for (int count : {0, 1, 2, 3, 5, 8, 1000, 1024}) {
+    const std::vector<float> partials = spread_partials(count, rng);
     course::DeviceBuffer<float> d_partials(partials), d_result(1);
     d_result.fill_bytes(0xFF, gpu.context().stream());
-    ch11::launch_rank_order(gpu, d_partials.data(), count, d_result.data());
+    ch11::launch_combine(gpu, d_partials.data(), count, d_result.data());
     const float got = d_result.download(gpu.context().stream())[0];
-    const float expected = ch11::add_in_rank_order_host(partials.data(), count);
-    INFO(count << " partials: got " << got << ", in rank order they add up to " << expected
-               << ". add_in_rank_order (exercise 2): start from 0.0f and add partials[0], partials[1], ... in that order.");
+    const float expected = pairwise_reference(partials);
+    INFO(count << " partials: the combine kernel wrote " << got << ", the pairwise order gives " << expected
+               << ". add_pairwise (exercise 3) runs here on one block, __syncthreads() as its barrier; "
+                  "\"ch11 pairwise: *\" runs the same function on host threads.");
     REQUIRE(bits(got) == bits(expected));
   }
+  REQUIRE_THROWS_AS(ch11::launch_combine(gpu, nullptr, ch11::kMaxPartials + 1, nullptr), course::UsageError);
 }
 
 TEST_CASE("ch11 p2p on 2 GPUs: launched from a thread per GPU or from one, the same bits, call after call",

@@ -189,7 +189,7 @@ void measure_parts(ch11::Team& team, std::size_t n, int reps, course::Table& par
       b[i].t->record_stop();
       c.emplace_back(g);
       c.back().t->start();
-      ch11::launch_rank_order(g, g.gathered(), team.ranks, g.result());
+      ch11::launch_combine(g, g.gathered(), team.ranks, g.result());
       c.back().t->record_stop();
     }
     const auto t3 = Clock::now();
@@ -246,12 +246,12 @@ void measure_parts(ch11::Team& team, std::size_t n, int reps, course::Table& par
   auto med = [](const std::vector<double>& v) { return course::summarize(v).median; };
   row("enqueue partial kernels", "host", med(h_partials), "launch chapter 06's kernel on every GPU (with its events)");
   row("enqueue allgather group", "host", med(h_nccl), "ncclGroupStart, ncclAllGather per GPU, ncclGroupEnd");
-  row("enqueue rank-order kernels", "host", med(h_kernels), "launch the 1-thread add on every GPU");
+  row("enqueue rank-order kernels", "host", med(h_kernels), "launch the pairwise add (one block) on every GPU");
   row("copy back and wait", "host", med(h_wait), "copy each result to the host, wait for every GPU");
   row("whole call", "host", med(h_total), "the four steps above");
   row("partial kernel", "gpu", med(g_partial), "the slowest GPU's partial kernel");
   row("partial end to allgather end", "gpu", med(g_nccl), "idle until the host enqueues NCCL, then the exchange");
-  row("rank-order kernel", "gpu", med(g_kernel), "the 1-thread add, launched after the group");
+  row("rank-order kernel", "gpu", med(g_kernel), "the pairwise add (one block), launched after the group");
   row("allgather, host out of the way", "floor", floor_gather, "20 allgathers in a CUDA graph, GPU time / 20");
   row("allreduce, host out of the way", "floor", floor_reduce, "20 allreduces in a CUDA graph, GPU time / 20");
 }

@@ -4,13 +4,14 @@
 // Chapter 11 — the dot product on many GPUs with NCCL.
 //
 // Versions (ch11::versions(), the ways to combine the per-GPU partials; 11_multi_gpu --list):
-//   allgather  ncclAllGather of the partials, added in rank order on every GPU (exercise)  11_multi_gpu --kernel allgather
+//   allgather  ncclAllGather of the partials, added pairwise on every GPU (exercises 2, 3)  11_multi_gpu --kernel allgather
 //   allgather_graph  the allgather combine captured once into a CUDA graph per GPU, replayed  11_multi_gpu --kernel allgather_graph
 //   allreduce  ncclAllReduce(sum): NCCL's order, which depends on its algorithm and topology 11_multi_gpu --kernel allreduce
 //   p2p        each GPU's kernel stores its tagged partial into every GPU's memory; no NCCL    11_multi_gpu --kernel p2p
-//   host       partials copied to the host, added there in rank order, copied back          11_multi_gpu --kernel host
+//   host       partials gathered through the host, copied back, added pairwise on each GPU  11_multi_gpu --kernel host
 // Every version runs the same partial kernel on each GPU first: chapter 06's version 12, copied
-// here (a chapter depends only on common/). The same code runs under MPI: 11_multi_gpu_mpi.
+// here (a chapter depends only on common/), and every version but allreduce adds the partials with
+// the same function, add_pairwise (multi.hpp, exercise 3). The same code runs under MPI: 11_multi_gpu_mpi.
 
 #include <cuda/atomic>
 
@@ -99,6 +100,11 @@ __device__ __forceinline__ unsigned long long course_globaltimer() {
   return t;
 }
 
+// add_pairwise's barrier on the GPU: every thread of the block.
+struct BlockBarrier {
+  __device__ void operator()() const { __syncthreads(); }
+};
+
 // Chapter 06's loads and block sum, from the kit (common/course/kernels/).
 using course::kernels::block_sum;
 using course::kernels::thread_dot_vec4;
@@ -119,13 +125,12 @@ __device__ __forceinline__ unsigned this_calls_tag(const unsigned* epoch) {
 // Version "p2p": the combine inside the partial kernel. The last block of each GPU stores its
 // partial, tagged with the call's number in one 8-byte word (chapter 06's trick, and NCCL's own
 // low-latency protocol), straight into slot `rank` of every GPU's inbox over NVLink; then waits
-// until its own inbox holds every rank's word of this call and adds them in rank order. No
+// until its own inbox holds every rank's word of this call and adds them pairwise. No
 // library launch, no host step between the kernel and the result. A word is stored and read whole,
 // so the tag and the value arrive together; the host waits for every GPU before the next call, so
 // no rank can overwrite a slot that another has not read yet. A rank that never arrives (its
 // launch failed) ends the wait after about a second with NaN, never a hang.
 constexpr int kMaxPeerRanks = 64;
-__device__ float add_in_rank_order(const float* partials, int count);  // exercise 2, below
 
 __device__ void combine_over_peers(const PeerCombine& pc, float total) {
   __shared__ float s_part[kMaxPeerRanks];
@@ -149,8 +154,11 @@ __device__ void combine_over_peers(const PeerCombine& pc, float total) {
     s_part[threadIdx.x] = __uint_as_float(static_cast<unsigned>(word));
   }
   __syncthreads();
+  // Every thread of the block takes part in the adds (exercise 3); thread 0 stores the sum.
+  add_pairwise(pc.ranks, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x),
+               [&](int to, int from) { s_part[to] += s_part[from]; }, BlockBarrier{});
   if (threadIdx.x == 0) {
-    const float sum = add_in_rank_order(s_part, pc.ranks);
+    const float sum = pc.ranks > 0 ? s_part[0] : 0.0f;
     *pc.result = sum;
     if (pc.host_word) Word(*pc.host_word).store(static_cast<unsigned long long>(pc.tag) << 32 | __float_as_uint(sum),
                                                 cuda::memory_order_relaxed);
@@ -192,25 +200,26 @@ __global__ void __launch_bounds__(kBlock, 2) partial_kernel(const float* __restr
 }
 // [partial_kernel]
 
-// [rank_order]
-// The deterministic combine: every GPU holds every rank's partial (in rank order, whatever order
-// they arrived in) and adds them in that order. Float addition is not associative, but one fixed
-// order gives one answer, on every GPU and on every run.
-__device__ float add_in_rank_order(const float* partials, int count) {
-  // [hole 2 begin]
-  // TODO(student): exercise 2. Return the sum of the count partials in rank order: bit for bit
-  // what add_in_rank_order_host gives for the same partials, on any GPU and any run, for any count
-  // (0 included). Checked by "ch11 rank order: any number of partials added in rank order, ...".
-  (void)partials;
-  (void)count;
-  return 0.0f;
-  // [hole 2 end]
+// [combine_kernel]
+// The combine on one GPU: every GPU holds every rank's partial (in rank order, whatever order they
+// arrived in); one block copies them into shared memory and adds them there in the pairwise order
+// (add_pairwise, exercise 3: it says which thread adds what, and when). Float addition is not
+// associative, but one fixed order gives one answer, on every GPU and on every run.
+__global__ void combine_kernel(const float* gathered, int count, float* result) {
+  __shared__ float s_work[kMaxPartials];
+  for (int i = static_cast<int>(threadIdx.x); i < count; i += static_cast<int>(blockDim.x)) s_work[i] = gathered[i];
+  __syncthreads();
+  add_pairwise(count, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x),
+               [&](int to, int from) { s_work[to] += s_work[from]; }, BlockBarrier{});
+  if (threadIdx.x == 0) *result = count > 0 ? s_work[0] : 0.0f;
 }
 
-__global__ void combine_kernel(const float* gathered, int count, float* result) {
-  if (threadIdx.x == 0 && blockIdx.x == 0) *result = add_in_rank_order(gathered, count);
+// Threads of the combine's block: a thread per pair of the first level, whole warps, 32 to 512.
+unsigned combine_threads(int count) {
+  const int pairs = std::max(1, count / 2);
+  return static_cast<unsigned>(std::min(512, (pairs + 31) / 32 * 32));
 }
-// [rank_order]
+// [combine_kernel]
 
 __global__ void fill_kernel(float* out, std::size_t count, std::uint64_t seed, std::size_t begin) {
   for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < count;
@@ -230,20 +239,20 @@ int partial_grid(const course::DeviceFacts& facts) {
 
 // [combine_allgather]
 // Version "allgather": every GPU receives every partial (ncclAllGather puts rank r's float at
-// gathered()[r], whatever order they arrive in), then adds them in rank order itself. In one
+// gathered()[r], whatever order they arrive in), then adds them pairwise itself. In one
 // process that drives several GPUs, their calls go inside one ncclGroupStart/End: NCCL needs every
 // rank's call before any can proceed, and one thread would otherwise wait for itself.
 void combine_allgather(Team& team) {
-  // [hole 3 begin]
+  // [hole 2 begin]
   // TODO(student): exercise 2. Enqueue, on every GPU's own stream, the NCCL collective after
   // which every GPU holds rank r's partial() at gathered()[r] for every rank r, whatever order
   // they arrive in. One thread drives every GPU of the team, so no call may wait for another GPU's
   // call, and a failed call must not leave NCCL half set up (read ch11::NcclGroup). Checked by
   // "ch11 allgather on 1 GPU: *" (and on 2 GPUs), and through the graph by "ch11 allgather_graph *".
-  // [hole 3 end]
+  // [hole 2 end]
   for (Gpu* g : team.gpus) {
     g->context().activate();
-    combine_kernel<<<1, 1, 0, g->context().stream()>>>(g->gathered(), team.ranks, g->result());
+    combine_kernel<<<1, combine_threads(team.ranks), 0, g->context().stream()>>>(g->gathered(), team.ranks, g->result());
     CUDA_CHECK_LAUNCH("combine_kernel");
   }
 }
@@ -266,7 +275,7 @@ void combine_allreduce(Team& team) {
 
 // [combine_graph]
 // Version "allgather_graph": the same combine, but its work for every GPU (NCCL's kernel and the
-// rank-order add) is captured once into a CUDA graph per GPU and replayed. At small n the eager
+// pairwise add) is captured once into a CUDA graph per GPU and replayed. At small n the eager
 // combine is bound by the host: NCCL's group call and the kernel launch take longer than the
 // exchange itself, and the GPUs wait for them. A replay is one launch per GPU.
 void combine_allgather_graph(Team& team) { replay_graph(team, combine_allgather); }
@@ -279,8 +288,9 @@ void combine_p2p(Team&) {
 }
 
 // Version "host": what one would write without NCCL. Each partial crosses PCIe to the host, the
-// host adds them in rank order (across processes through host_allgather, MPI's job), and the
-// result goes back to every GPU. The host waits in the middle: the combine costs two round trips.
+// host gathers them in rank order (across processes through host_allgather, MPI's job), and every
+// GPU gets them back and adds them pairwise, as allgather's GPUs do. The host waits in the middle:
+// the combine costs two round trips.
 void combine_host(Team& team) {
   const int local = static_cast<int>(team.gpus.size());
   std::vector<float> mine(static_cast<std::size_t>(local)), all(static_cast<std::size_t>(team.ranks));
@@ -294,11 +304,13 @@ void combine_host(Team& team) {
   }
   if (team.host_allgather) team.host_allgather(mine.data(), local, all.data());
   else all = mine;
-  const float total = add_in_rank_order_host(all.data(), team.ranks);
   for (Gpu* g : team.gpus) {
     g->context().activate();
-    g->host_partials()[1] = total;  // pinned: the copy is asynchronous and reads it later
-    CUDA_CHECK(cudaMemcpyAsync(g->result(), g->host_partials() + 1, sizeof(float), cudaMemcpyHostToDevice, g->context().stream()));
+    std::copy(all.begin(), all.end(), g->host_partials());  // pinned: the copy is asynchronous and reads it later
+    CUDA_CHECK(cudaMemcpyAsync(g->gathered(), g->host_partials(), all.size() * sizeof(float), cudaMemcpyHostToDevice,
+                               g->context().stream()));
+    combine_kernel<<<1, combine_threads(team.ranks), 0, g->context().stream()>>>(g->gathered(), team.ranks, g->result());
+    CUDA_CHECK_LAUNCH("combine_kernel");
   }
 }
 
@@ -307,11 +319,11 @@ void combine_host(Team& team) {
 // [registry]
 const std::vector<course::Version<Combine>>& versions() {
   static const std::vector<course::Version<Combine>> registry = {
-      {"allgather", "ncclAllGather of the partials, added in rank order on every GPU (deterministic)", combine_allgather, true},
+      {"allgather", "ncclAllGather of the partials, added in a fixed pairwise order on every GPU (deterministic)", combine_allgather, true},
       {"allgather_graph", "the allgather combine captured once into a CUDA graph per GPU and replayed: one launch per GPU", combine_allgather_graph},
       {"allreduce", "ncclAllReduce(sum) of the partials: NCCL's order, fixed only by algorithm and topology", combine_allreduce},
       {"p2p", "each GPU's kernel stores its tagged partial into every GPU's memory over NVLink; no NCCL, one launch per GPU", combine_p2p},
-      {"host", "partials copied to the host, added in rank order, copied back to every GPU", combine_host},
+      {"host", "partials gathered through the host, copied back to every GPU and added there pairwise", combine_host},
   };
   return registry;
 }
@@ -319,15 +331,11 @@ const std::vector<course::Version<Combine>>& versions() {
 
 bool across_processes(const course::Version<Combine>& v) { return v.run != combine_p2p; }
 
-float add_in_rank_order_host(const float* partials, int count) {
-  float sum = 0.0f;
-  for (int r = 0; r < count; ++r) sum += partials[r];
-  return sum;
-}
-
 Gpu::Gpu(int device, std::size_t capacity, int max_ranks)
     : ctx_(device), capacity_(capacity), max_ranks_(max_ranks) {
-  if (max_ranks < 1) throw course::UsageError("ch11::Gpu: max_ranks must be at least 1");
+  if (max_ranks < 1 || max_ranks > kMaxPartials)
+    throw course::UsageError("ch11::Gpu: max_ranks must be 1 to " + std::to_string(kMaxPartials) + ", not " +
+                             std::to_string(max_ranks));
   ctx_.activate();
   grid_ = partial_grid(ctx_.facts());
   d_x_ = course::DeviceBuffer<float>(std::max<std::size_t>(capacity, 1));
@@ -826,9 +834,12 @@ float single_gpu_dot(Gpu& gpu, std::size_t n, Split* split) {
   return float_from_bits(*slot);
 }
 
-void launch_rank_order(Gpu& gpu, const float* d_partials, int count, float* d_result) {
+void launch_combine(Gpu& gpu, const float* d_partials, int count, float* d_result) {
+  if (count < 0 || count > kMaxPartials)
+    throw course::UsageError("launch_combine: " + std::to_string(count) + " partials (at most " +
+                             std::to_string(kMaxPartials) + ")");
   gpu.context().activate();
-  combine_kernel<<<1, 1, 0, gpu.context().stream()>>>(d_partials, count, d_result);
+  combine_kernel<<<1, combine_threads(count), 0, gpu.context().stream()>>>(d_partials, count, d_result);
   CUDA_CHECK_LAUNCH("combine_kernel");
 }
 

@@ -1,3 +1,6 @@
+// Generated from solutions/11_multi_gpu/multi.hpp by tools/make_exercises.py. Fill the TODO(student) holes: your code
+// goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
+// code is graded; the rest of the file is taken from the course.
 #pragma once
 /// \file
 /// \brief Chapter 11: the dot product on many GPUs. Each GPU owns a slice of x and y, computes its
@@ -24,6 +27,7 @@
 
 #include "course/buffer.hpp"
 #include "course/context.hpp"
+#include "course/random.hpp"  // COURSE_HOST_DEVICE
 #include "course/reference.hpp"
 #include "course/registry.hpp"
 #include "course/stream.hpp"
@@ -233,12 +237,51 @@ void delay(Gpu& gpu, double us);
 /// host without storing the vectors (course::reference_dot_from_seeds: for sizes that do not fit a test).
 course::Reference reference_from_seed(std::size_t n, std::uint64_t seed);
 
-/// Enqueues the rank-order combine kernel over `count` device floats at d_partials, writing
-/// d_result, on gpu's stream (the tests feed it many partials, not just one per GPU here).
-void launch_rank_order(Gpu& gpu, const float* d_partials, int count, float* d_result);
+/// The most partials the pairwise combine adds at once: teams of up to 1024 ranks.
+constexpr int kMaxPartials = 1024;
 
-/// Partials added in rank order on the host: what every deterministic combine must equal, bit
-/// for bit.
-float add_in_rank_order_host(const float* partials, int count);
+/// Enqueues the combine kernel over `count` device floats at d_partials (one block adds them
+/// pairwise, add_pairwise below), writing d_result, on gpu's stream. The tests feed it many partials,
+/// not just one per GPU here. Throws UsageError for count outside [0, kMaxPartials].
+void launch_combine(Gpu& gpu, const float* d_partials, int count, float* d_result);
+
+// [pairwise]
+/// Exercise 3 (*design*): the deterministic combine's order. Every combine that fixes the order of
+/// the additions (allgather, allgather_graph, p2p, host) adds the partials with this one function,
+/// on every GPU; the tests hold each of them to the order below, bit for bit.
+///
+/// The order (the pairwise rule): level 0 is the `count` partials in rank order. The next level
+/// pairs neighbours, (0, 1), (2, 3), ..., each pair added left + right; a level with an odd number
+/// of values has no neighbour for its last one, which is carried up unchanged. Levels follow until
+/// one value is left: that value is the sum. Five partials a..e give ((a + b) + (c + d)) + e.
+///
+/// The values live in the caller's memory, work[0, count) (on the GPU, shared memory: combine_kernel
+/// and the p2p combine in multi.cu), and this function only decides who adds what, when: add(to,
+/// from) does work[to] += work[from], and barrier() returns once every thread has called it (on
+/// the GPU __syncthreads()). `threads` threads call the function at once, each with its own
+/// `thread` in [0, threads) and the same count (0 <= count <= kMaxPartials). What must hold once
+/// every thread has returned: work[0] is the sum in the pairwise order, bit for bit (count 0 and 1:
+/// nothing to add; the caller reads work[0] only when count > 0). Every add names indices in [0,
+/// count). Between two barriers no value is written by one add and read or written by another
+/// (the threads run in any order); every thread calls barrier() equally often, and after its last
+/// add. The threads share the work: the additions of a level are independent, so each level is
+/// one step between barriers, its adds spread evenly over the threads (at most ceil(adds /
+/// threads) each), about log2(count) steps in all where one thread alone would need count - 1.
+template <class Add, class Barrier>
+COURSE_HOST_DEVICE void add_pairwise(int count, int thread, int threads, Add add, Barrier barrier) {
+  // [hole 1 begin]
+  // TODO(student): exercise 3, design: write this function from the contract above (the order,
+  // what add and barrier do, what must hold between barriers and at the end). Tests: "ch11
+  // pairwise: *" runs it without a GPU (host threads simulated, counts 0 to 1024, 1 to 512
+  // threads: the sum's bits, indices, races, barriers, steps, shares); "ch11 pairwise gpu: *" on
+  // one block of the GPU (counts 0, 1, 2, 3, 5, 8, 1000, 1024).
+  (void)count;
+  (void)thread;
+  (void)threads;
+  (void)add;
+  (void)barrier;
+  // [hole 1 end]
+}
+// [pairwise]
 
 }  // namespace ch11

@@ -48,7 +48,8 @@ CLASSES = {
     "serial_loop": ("a correct but serial loop where independent lanes are asked",
                     "the compiled loop must hold packed adds (`tests/support/lanes_check.py`, objdump of the "
                     "exercise's function in the Release build; CTest `ch02 unrolled lanes: ...`), and the "
-                    "chapter's performance rule (`02 unrolled, × sequential`: 0 points at 1.0)"),
+                    "chapter's performance rule (`02 unrolled, × sequential`: 0 points at 1.0); 11: the host "
+                    "simulation of the pairwise combine (`ch11 pairwise: *`: a level's adds shared evenly)"),
     "memory_order": ("a memory order weaker than the protocol needs (single pass)",
                      "no runtime test can be relied on (docs below); the hole scan's ticket rule for chapter 06's "
                      "single pass: acq_rel (or fences on both sides)"),
@@ -65,7 +66,6 @@ NOT_APPLICABLE = {
     ("serial_loop", "08_pinned"): "no lanes asked",
     ("serial_loop", "09_streams"): "serial by contract (fixed order)",
     ("serial_loop", "10_dtypes"): "GPU: the roofline rules",
-    ("serial_loop", "11_multi_gpu"): "serial by contract (rank order)",
     ("other_stream", "05_many_blocks"): "device code only",
     ("other_stream", "06_ladder"): "device code only",
     ("other_stream", "10_dtypes"): "device code only",
