@@ -3,12 +3,14 @@
 // every run; the staged copy (the exercise) reuses its pinned buffers safely and loses nothing when
 // destroyed with copies in flight; the errors of pinning are clear and harmless: a range
 // registered twice, a pointer never registered, a failed registration, a destroyed pinned buffer;
-// and (host only) the staged copy's predicted time matches a chunk-by-chunk simulation.
+// and (host only: these run without a GPU) the staged copy's chunks cover every byte once, and its
+// predicted time matches a chunk-by-chunk simulation.
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <set>
 #include <sstream>
@@ -324,6 +326,61 @@ double simulate_staged_ms(std::size_t bytes, std::size_t chunk, double host_gbps
 }
 
 }  // namespace
+
+// Exercise 1's arithmetic without a GPU: Stager::h2d walks its chunks with staged_chunk.
+TEST_CASE("ch08 staged_chunk: every byte in one chunk, in order, the last one short, the buffers in turn",
+          "[ch08][exercise]") {
+  const std::size_t kMax = std::numeric_limits<std::size_t>::max();
+  struct Shape {
+    std::size_t bytes, chunk;
+  };
+  std::vector<Shape> shapes;
+  for (std::size_t chunk : {std::size_t{1}, std::size_t{3}, std::size_t{4096}, std::size_t{8} << 20})
+    for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, chunk - 1, chunk, chunk + 1, 2 * chunk, 7 * chunk + 3})
+      shapes.push_back({bytes, chunk});
+  // Near 2^64: k * chunk_bytes past the last chunk wraps around to an offset inside the copy.
+  shapes.push_back({kMax - 5, std::size_t{1} << 62});
+  shapes.push_back({kMax, (std::size_t{1} << 63) + 1});
+  shapes.push_back({kMax, kMax});
+  shapes.push_back({kMax - 1, kMax});
+  std::mt19937_64 rng(course::test::seed(809));
+  for (int i = 0; i < 200; ++i) {
+    const std::size_t chunk = 1 + rng() % 5000;
+    shapes.push_back({rng() % (chunk * 40), chunk});
+  }
+  const char* kHint =
+      " staged_chunk (exercise 1): chunk k starts at k * chunk_bytes and holds chunk_bytes bytes, the last one what is "
+      "left; buffer k % buffers; len 0 from the chunk after the last on. Compare k with the chunk count before "
+      "multiplying: near 2^64, k * chunk_bytes wraps around.";
+  for (const Shape& sh : shapes)
+    for (int buffers : {1, 2, 4}) {
+      const std::size_t chunks = sh.bytes / sh.chunk + (sh.bytes % sh.chunk != 0 ? 1 : 0);
+      std::size_t next = 0;
+      for (std::size_t k = 0; k < chunks; ++k) {
+        const ch08::StagedChunk c = ch08::staged_chunk(sh.bytes, sh.chunk, buffers, k);
+        INFO("staged_chunk(bytes = " << sh.bytes << ", chunk_bytes = " << sh.chunk << ", buffers = " << buffers
+                                     << ", k = " << k << ") = {offset " << c.offset << ", len " << c.len << ", slot "
+                                     << c.slot << "}; the copy has " << chunks << " chunks." << kHint);
+        REQUIRE(c.offset == next);                                      // in order, from 0, no gap, no overlap
+        REQUIRE(c.len == std::min(sh.chunk, sh.bytes - c.offset));      // full, or what is left
+        REQUIRE(c.len > 0);
+        REQUIRE(c.slot == static_cast<int>(k % static_cast<std::size_t>(buffers)));
+        next = c.offset + c.len;
+      }
+      INFO("bytes = " << sh.bytes << ", chunk_bytes = " << sh.chunk << ": the chunks end at " << next << "." << kHint);
+      REQUIRE(next == sh.bytes);
+      for (std::size_t k : {chunks, chunks + 1, chunks + 2, kMax / sh.chunk + 1, kMax}) {
+        if (k < chunks) continue;
+        const ch08::StagedChunk c = ch08::staged_chunk(sh.bytes, sh.chunk, buffers, k);
+        INFO("staged_chunk(bytes = " << sh.bytes << ", chunk_bytes = " << sh.chunk << ", buffers = " << buffers
+                                     << ", k = " << k << ") = {offset " << c.offset << ", len " << c.len
+                                     << "}: k is past the copy's " << chunks << " chunks, so len must be 0." << kHint);
+        REQUIRE(c.len == 0);
+      }
+    }
+  CHECK_THROWS_AS(ch08::staged_chunk(10, 0, 2, 0), course::UsageError);
+  CHECK_THROWS_AS(ch08::staged_chunk(10, 4, 0, 0), course::UsageError);
+}
 
 TEST_CASE("ch08 staged_copy_ms: matches a chunk-by-chunk simulation", "[ch08][exercise][think]") {
   struct Case {

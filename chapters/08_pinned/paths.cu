@@ -205,7 +205,9 @@ void Stager::h2d(void* d_dst, const void* h_src, std::size_t bytes, cudaStream_t
   //     h_src's bytes once `stream` reaches the point where h2d returns, and h_src may be
   //     overwritten as soon as h2d returns;
   //   - a copy engine reads only pinned memory: the pageable bytes travel through slots_ (each
-  //     chunk_bytes_ of pinned memory and its event `done`), filled by the pool (parallel_copy);
+  //     chunk_bytes_ of pinned memory and its event `done`), filled by the pool (parallel_copy),
+  //     chunk k's bytes and buffer given by staged_chunk (exercise 1's arithmetic, below:
+  //     "ch08 staged_chunk: *" checks it without a GPU);
   //   - a slot is never refilled while a copy out of it may still be reading it, yet the host
   //     fills the next slot while the link sends the previous one: never wait for the whole
   //     stream or device (the overlap is what the performance rule measures).
@@ -238,6 +240,25 @@ double staged_copy_ms(std::size_t bytes, std::size_t chunk_bytes, double host_gb
   // [hole 2 end]
 }
 // [staged_copy_ms]
+
+// [staged_chunk]
+// Exercise 1's arithmetic: where chunk k of a staged copy starts, how long it is, and which buffer
+// it travels through. Host only, so a test can check it without a GPU.
+StagedChunk staged_chunk(std::size_t bytes, std::size_t chunk_bytes, int buffers, std::size_t k) {
+  if (chunk_bytes == 0 || buffers < 1)
+    throw course::UsageError("staged_chunk: chunk_bytes " + std::to_string(chunk_bytes) + ", buffers " +
+                             std::to_string(buffers) + " (need both > 0)");
+  // [hole 3 begin]
+  // TODO(student): exercise 1 (its arithmetic). Return chunk k as paths.hpp states above
+  // staged_chunk: where it starts, how long it is (the last one shorter), which buffer it uses,
+  // and len 0 once k is past the last chunk, for any bytes up to SIZE_MAX. Test: "ch08
+  // staged_chunk: *" (host only: runs without a GPU).
+  (void)bytes;
+  (void)k;
+  return StagedChunk{};
+  // [hole 3 end]
+}
+// [staged_chunk]
 
 // ---------------------------------------------------------------------------------------------
 // The paths.

@@ -199,16 +199,16 @@ void Stager::h2d(void* d_dst, const void* h_src, std::size_t bytes, cudaStream_t
   // BEGIN SOLUTION
   auto* dst = static_cast<unsigned char*>(d_dst);
   const auto* src = static_cast<const unsigned char*>(h_src);
-  std::size_t k = 0;
-  for (std::size_t offset = 0; offset < bytes; offset += chunk_bytes_, ++k) {
-    const std::size_t len = std::min(chunk_bytes_, bytes - offset);
-    Slot& slot = slots_[k % slots_.size()];
+  for (std::size_t k = 0;; ++k) {
+    const StagedChunk c = staged_chunk(bytes, chunk_bytes_, buffers(), k);
+    if (c.len == 0) break;
+    Slot& slot = slots_[static_cast<std::size_t>(c.slot)];
     // The copy that last read this buffer must be done before the threads overwrite it.
     CUDA_CHECK(cudaEventSynchronize(slot.done));
-    parallel_copy(slot.host.data(), src + offset, len);
+    parallel_copy(slot.host.data(), src + c.offset, c.len);
     // From pinned memory this returns at once: the threads go on to the next chunk while the copy
     // engine sends this one.
-    CUDA_CHECK(cudaMemcpyAsync(dst + offset, slot.host.data(), len, cudaMemcpyHostToDevice, stream));
+    CUDA_CHECK(cudaMemcpyAsync(dst + c.offset, slot.host.data(), c.len, cudaMemcpyHostToDevice, stream));
     CUDA_CHECK(cudaEventRecord(slot.done, stream));
   }
   // STUB
@@ -217,7 +217,9 @@ void Stager::h2d(void* d_dst, const void* h_src, std::size_t bytes, cudaStream_t
   //> //     h_src's bytes once `stream` reaches the point where h2d returns, and h_src may be
   //> //     overwritten as soon as h2d returns;
   //> //   - a copy engine reads only pinned memory: the pageable bytes travel through slots_ (each
-  //> //     chunk_bytes_ of pinned memory and its event `done`), filled by the pool (parallel_copy);
+  //> //     chunk_bytes_ of pinned memory and its event `done`), filled by the pool (parallel_copy),
+  //> //     chunk k's bytes and buffer given by staged_chunk (exercise 1's arithmetic, below:
+  //> //     "ch08 staged_chunk: *" checks it without a GPU);
   //> //   - a slot is never refilled while a copy out of it may still be reading it, yet the host
   //> //     fills the next slot while the link sends the previous one: never wait for the whole
   //> //     stream or device (the overlap is what the performance rule measures).
@@ -264,6 +266,35 @@ double staged_copy_ms(std::size_t bytes, std::size_t chunk_bytes, double host_gb
   // END SOLUTION
 }
 // [staged_copy_ms]
+
+// [staged_chunk]
+// Exercise 1's arithmetic: where chunk k of a staged copy starts, how long it is, and which buffer
+// it travels through. Host only, so a test can check it without a GPU.
+StagedChunk staged_chunk(std::size_t bytes, std::size_t chunk_bytes, int buffers, std::size_t k) {
+  if (chunk_bytes == 0 || buffers < 1)
+    throw course::UsageError("staged_chunk: chunk_bytes " + std::to_string(chunk_bytes) + ", buffers " +
+                             std::to_string(buffers) + " (need both > 0)");
+  // BEGIN SOLUTION
+  // Compare k with the number of chunks before any k * chunk_bytes: past the end, that product may
+  // wrap around 2^64 and land inside [0, bytes) again.
+  const std::size_t chunks = bytes / chunk_bytes + (bytes % chunk_bytes != 0 ? 1 : 0);
+  if (k >= chunks) return StagedChunk{};
+  StagedChunk c;
+  c.offset = k * chunk_bytes;
+  c.len = std::min(chunk_bytes, bytes - c.offset);
+  c.slot = static_cast<int>(k % static_cast<std::size_t>(buffers));
+  return c;
+  // STUB
+  //> // TODO(student): exercise 1 (its arithmetic). Return chunk k as paths.hpp states above
+  //> // staged_chunk: where it starts, how long it is (the last one shorter), which buffer it uses,
+  //> // and len 0 once k is past the last chunk, for any bytes up to SIZE_MAX. Test: "ch08
+  //> // staged_chunk: *" (host only: runs without a GPU).
+  //> (void)bytes;
+  //> (void)k;
+  //> return StagedChunk{};
+  // END SOLUTION
+}
+// [staged_chunk]
 
 // ---------------------------------------------------------------------------------------------
 // The paths.

@@ -48,6 +48,23 @@ class Registration {
   std::size_t bytes_ = 0;
 };
 
+/// Chunk k of a staged copy: bytes [offset, offset + len) of the source travel through staging
+/// buffer `slot`.
+struct StagedChunk {
+  std::size_t offset = 0;
+  std::size_t len = 0;
+  int slot = 0;
+};
+
+/// Exercise 1's index arithmetic, host only (Stager::h2d walks its chunks with it): chunk k of a
+/// copy of `bytes` in chunks of `chunk_bytes` through `buffers` staging buffers. The chunks follow
+/// each other from offset 0, every one chunk_bytes long but the last, which holds what is left
+/// (1 to chunk_bytes bytes); they cover [0, bytes) exactly once, with no overflow for any bytes up
+/// to SIZE_MAX. Chunk k goes through buffer k % buffers (the buffers in turn, so the one refilled
+/// is the one whose copy was enqueued longest ago). For k at or past the last chunk + 1 (every k
+/// when bytes is 0): len 0, which ends the walk. Needs chunk_bytes > 0 and buffers > 0.
+StagedChunk staged_chunk(std::size_t bytes, std::size_t chunk_bytes, int buffers, std::size_t k);
+
 /// Copies pageable host memory to the device through `buffers` reused pinned buffers of
 /// `chunk_bytes` each: host threads copy chunk k+1 into a free pinned buffer while the copy
 /// engine sends chunk k. The answer when the caller's memory cannot be pinned.
