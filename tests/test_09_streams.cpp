@@ -3,7 +3,10 @@
 // orders) the same bits as each other, since the partials are combined in a fixed order; the
 // book's program gives exactly the host's answer; a graph replays new data and re-captures a new
 // shape; bad jobs (too large, no chunk, too many streams, pageable input) are refused by name; and
-// (host only) the predicted time of a chunked pipeline matches a simulation of its three engines.
+// (host only: these run without a GPU) the breadth-first order's operations, recorded by the very
+// code that enqueues them, follow its rules; the combine adds every chunk's partials where the
+// kernels leave them; the predicted time of a chunked pipeline matches a simulation of its three
+// engines.
 
 #include <algorithm>
 #include <chrono>
@@ -220,6 +223,145 @@ TEST_CASE("ch09 pipeline: bad jobs are refused by name", "[ch09][gpu]") {
   // Nothing was enqueued by the refused jobs: a good one still runs.
   const course::Reference ref = host.load(1000, 3);
   CHECK(course::check_dot(ch09::run(p, depth->run, host.job(1000, 100, 2)), ref).ok);
+}
+
+// Exercise 1 without a GPU: issue_breadth_first is a template, and breadth_first_ops runs it with a
+// recorder in place of the Pipeline: the operations it would enqueue, in order.
+namespace {
+
+const char* stage_name(ch09::Stage st) {
+  return st == ch09::Stage::copy_in ? "copy_in" : st == ch09::Stage::compute ? "compute" : "copy_out";
+}
+
+std::string listing(const std::vector<ch09::Op>& ops) {
+  std::ostringstream s;
+  for (std::size_t i = 0; i < ops.size() && i < 24; ++i)
+    s << (i ? ", " : "") << stage_name(ops[i].stage) << "(chunk " << ops[i].chunk << ", stream " << ops[i].stream << ")";
+  if (ops.size() > 24) s << ", ... (" << ops.size() << " in all)";
+  if (ops.empty()) s << "nothing";
+  return s.str();
+}
+
+// "" or what is wrong with the operations the breadth-first order issued for chunks on S streams.
+std::string breadth_first_problem(const std::vector<ch09::Op>& ops, std::size_t chunks, int S) {
+  std::ostringstream out;
+  if (ops.size() != 3 * chunks) {
+    out << ops.size() << " operations for " << chunks << " chunks; every chunk needs one copy_in, one compute and one "
+        << "copy_out (3 per chunk)";
+    return out.str();
+  }
+  std::vector<int> stream_of(chunks, -1);
+  std::vector<int> seen(3 * chunks, 0);
+  for (const ch09::Op& op : ops) {
+    if (op.chunk >= chunks) {
+      out << stage_name(op.stage) << " of chunk " << op.chunk << ": there are only " << chunks << " chunks";
+      return out.str();
+    }
+    if (op.stream < 0 || op.stream >= S) {
+      out << stage_name(op.stage) << " of chunk " << op.chunk << " on stream " << op.stream << ": the job has streams 0 to "
+          << S - 1 << " only (the others are not forked or joined: run() would not wait for them)";
+      return out.str();
+    }
+    if (++seen[3 * op.chunk + static_cast<std::size_t>(op.stage)] > 1) {
+      out << "chunk " << op.chunk << "'s " << stage_name(op.stage) << " is issued twice";
+      return out.str();
+    }
+    if (stream_of[op.chunk] < 0) stream_of[op.chunk] = op.stream;
+    if (stream_of[op.chunk] != op.stream) {
+      out << "chunk " << op.chunk << "'s operations are on streams " << stream_of[op.chunk] << " and " << op.stream
+          << ": all three of a chunk's on one stream, which runs them in the order they were issued";
+      return out.str();
+    }
+  }
+  // Groups: a run of copy_ins, then the computes of the same chunks, then their copy_outs.
+  std::size_t i = 0, groups = 0;
+  while (i < ops.size()) {
+    std::set<std::size_t> group;
+    std::set<int> streams;
+    while (i < ops.size() && ops[i].stage == ch09::Stage::copy_in) {
+      group.insert(ops[i].chunk);
+      streams.insert(ops[i].stream);
+      ++i;
+    }
+    const std::size_t m = group.size();
+    if (m == 0) {
+      out << "operation " << i << " (" << stage_name(ops[i].stage) << " of chunk " << ops[i].chunk
+          << ") comes before its group's copies in are all issued, or a chunk's operations run out of order: a "
+             "group issues every copy_in, then every compute, then every copy_out";
+      return out.str();
+    }
+    for (ch09::Stage st : {ch09::Stage::compute, ch09::Stage::copy_out})
+      for (std::size_t j = 0; j < m; ++j, ++i)
+        if (i >= ops.size() || ops[i].stage != st || group.count(ops[i].chunk) == 0) {
+          out << "group " << groups << " (chunks copied in: " << m << ") needs the " << stage_name(st)
+              << " of each of its chunks next, one after the other; operation " << i << " is "
+              << (i < ops.size() ? std::string(stage_name(ops[i].stage)) + " of chunk " + std::to_string(ops[i].chunk)
+                                 : std::string("missing"));
+          return out.str();
+        }
+    if (streams.size() != m) {
+      out << "group " << groups << " puts " << m << " chunks on " << streams.size()
+          << " streams: the chunks of a group go on different streams";
+      return out.str();
+    }
+    const bool last = i == ops.size();
+    if (m > static_cast<std::size_t>(S) || (!last && m != static_cast<std::size_t>(S))) {
+      out << "group " << groups << " holds " << m << " chunks; the chunks go S = " << S
+          << " at a time (only the last group may hold fewer)";
+      return out.str();
+    }
+    ++groups;
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("ch09 breadth_first order: every chunk once, S at a time, stage by stage, on the job's streams",
+          "[ch09][exercise]") {
+  for (int S : {1, 2, 3, 4, 7, ch09::kMaxStreams})
+    for (std::size_t chunks : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{4},
+                               std::size_t{5}, std::size_t{7}, std::size_t{8}, std::size_t{16}, std::size_t{17},
+                               std::size_t{100}}) {
+      const std::vector<ch09::Op> ops = ch09::breadth_first_ops(chunks, S);
+      const std::string problem = breadth_first_problem(ops, chunks, S);
+      INFO(chunks << " chunks on " << S << " streams: " << problem << ".\nIssued: " << listing(ops)
+                  << "\nHint: issue_breadth_first (exercise 1; its TODO states what must hold). A group is S "
+                     "consecutive chunks on S different streams; the last group may be short.");
+      REQUIRE(problem.empty());
+    }
+}
+
+// Exercise 2 without a GPU: combine_partials over partials laid out as the pipeline leaves them.
+TEST_CASE("ch09 combine_partials: every chunk's partials where the kernels leave them, and no others",
+          "[ch09][exercise]") {
+  for (std::size_t stride : {std::size_t{1}, std::size_t{3}, std::size_t{8}})
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{255}, std::size_t{256}, std::size_t{257},
+                          std::size_t{1000}, std::size_t{5000}})
+      for (std::size_t chunk : {std::size_t{1}, std::size_t{100}, std::size_t{256}, std::size_t{1000}, std::size_t{4096}}) {
+        ch09::Job job;
+        job.n = n;
+        job.chunk = chunk;
+        const std::size_t chunks = ch09::chunk_count(job);
+        // NaN wherever no kernel writes: a partial read from there makes the sum NaN.
+        std::vector<float> partials(std::max<std::size_t>(1, chunks * stride), std::nanf(""));
+        double exact = 0.0;  // small integers: any order of the additions gives this sum exactly
+        for (std::size_t k = 0; k < chunks; ++k) {
+          const std::size_t len = std::min(chunk, n - k * chunk);
+          for (int b = 0; b < ch09::dot_blocks(len, stride); ++b) {
+            const float v = static_cast<float>(7 * k + static_cast<std::size_t>(b) + 1);
+            partials[k * stride + static_cast<std::size_t>(b)] = v;
+            exact += v;
+          }
+        }
+        const float got = ch09::combine_partials(ch09::Partials{partials.data(), stride}, job);
+        INFO("n = " << n << ", chunk = " << chunk << " (" << chunks << " chunks), partials " << stride
+                    << " floats apart: combine_partials gave " << got << ", the partials add up to " << exact
+                    << " (NaN: a slot no kernel wrote was read).\nHint: combine_partials (exercise 2): chunk k's "
+                       "partials start at host_partials() + k * partial_stride(), and there are dot_grid(len) of "
+                       "them, len the chunk's elements (the last chunk is shorter).");
+        REQUIRE(bits(got) == bits(static_cast<float>(exact)));
+      }
 }
 
 TEST_CASE("ch09 cpu_dot: every thread's slice counted", "[ch09]") {

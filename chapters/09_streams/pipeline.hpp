@@ -46,6 +46,33 @@ struct Job {
 /// Chunks of a job: ceil(n / chunk).
 std::size_t chunk_count(const Job& job);
 
+/// Blocks of the dot kernel for a chunk of `len` elements when a chunk's partials are `stride`
+/// floats apart: one per 256 elements, at least 1, at most stride. Pipeline::dot_grid is this.
+int dot_blocks(std::size_t len, std::size_t stride);
+
+/// One operation of an issue order: which of a chunk's three operations, on which stream.
+enum class Stage { copy_in, compute, copy_out };
+struct Op {
+  Stage stage;
+  std::size_t chunk;
+  int stream;
+};
+
+/// Exercise 1 without a GPU: the operations the breadth-first order (issue_breadth_first, the
+/// exercise's own code) issues for `chunks` chunks on `streams` streams, in the order it issues
+/// them, recorded on the host instead of enqueued. "ch09 breadth_first order: *" checks them.
+std::vector<Op> breadth_first_ops(std::size_t chunks, int streams);
+
+/// Where the pipeline's kernels leave the partials, as combine_partials reads them: chunk k's
+/// dot_blocks(len_k, stride) partials at partials + k * stride (len_k its number of elements).
+struct Partials {
+  const float* partials = nullptr;
+  std::size_t stride = 0;
+  std::size_t partial_stride() const { return stride; }
+  const float* host_partials() const { return partials; }
+  int dot_grid(std::size_t len) const { return dot_blocks(len, stride); }
+};
+
 /// The per-device state of the pipelines.
 class Pipeline {
  public:
@@ -117,6 +144,9 @@ float run(Pipeline& p, Issue issue, const Job& job);
 /// The dot from the partials the last run copied back: chunk by chunk, block by block, in that
 /// fixed order, so the result does not depend on which stream finished first.
 float combine_partials(const Pipeline& p, const Job& job);
+/// The same combine (exercise 2's code) over partials laid out as a pipeline leaves them, anywhere
+/// in host memory: "ch09 combine_partials: *" checks it without a GPU.
+float combine_partials(const Partials& p, const Job& job);
 
 /// The book's kernel on the host, for one chunk (the tests' and the driver's reference).
 void book_reference(const float* a, const float* b, float* c, std::size_t n, std::size_t chunk);

@@ -79,9 +79,11 @@ Pipeline::~Pipeline() {
   // The streams and events are destroyed with their owners.
 }
 
-int Pipeline::dot_grid(std::size_t len) const {
-  return static_cast<int>(std::max<std::size_t>(1, std::min(partial_stride_, (len + kBlock - 1) / kBlock)));
+int dot_blocks(std::size_t len, std::size_t stride) {
+  return static_cast<int>(std::max<std::size_t>(1, std::min(stride, (len + kBlock - 1) / kBlock)));
 }
+
+int Pipeline::dot_grid(std::size_t len) const { return dot_blocks(len, partial_stride_); }
 
 void Pipeline::validate(const Job& job) const {
   if (job.n > n_max_)
@@ -226,8 +228,11 @@ void issue_depth_first(Pipeline& p, const Job& job) {
 
 // [breadth_first]
 // S chunks at a time, one per stream, stage by stage: every stream's copy in, then every kernel,
-// then every copy out. The order the book recommended for a card with one hardware queue.
-void issue_breadth_first(Pipeline& p, const Job& job) {
+// then every copy out. The order the book recommended for a card with one hardware queue. A
+// template: P is the Pipeline, or a Recorder that notes each operation on the host (the tests'
+// "ch09 breadth_first order: *" run this very code without a GPU).
+template <class P>
+void issue_breadth_first(P& p, const Job& job) {
   p.fork(job.streams);
   const std::size_t chunks = chunk_count(job), S = static_cast<std::size_t>(job.streams);
   // BEGIN SOLUTION
@@ -244,15 +249,26 @@ void issue_breadth_first(Pipeline& p, const Job& job) {
   //> //   - the chunks go S at a time, on S different streams; within such a group every copy in
   //> //     is issued before any kernel, every kernel before any copy out;
   //> //   - chunks need not be a multiple of S, and S may be 1.
-  //> //   Tests: "ch09 breadth_first: *" (the fp64 reference around the chunk size on 1 and 3
-  //> //   streams, the same bits in 20 runs, new input, the book's program bit for bit); the grade
-  //> //   also times its overlap against its own engines' yardstick.
+  //> //   Tests: "ch09 breadth_first order: *" (host only, no GPU: the operations your code issues,
+  //> //   recorded, for many chunk and stream counts); "ch09 breadth_first: *" (the fp64 reference
+  //> //   around the chunk size on 1 and 3 streams, the same bits in 20 runs, new input, the book's
+  //> //   program bit for bit); the grade also times its overlap against its own engines' yardstick.
   //> (void)chunks;
   //> (void)S;
   // END SOLUTION
   p.join(job.streams);
 }
 // [breadth_first]
+
+// Stands in for a Pipeline in issue_breadth_first: notes what the order asks for, enqueues nothing.
+struct Recorder {
+  std::vector<Op> ops;
+  void copy_in(const Job&, std::size_t k, int s) { ops.push_back({Stage::copy_in, k, s}); }
+  void compute(const Job&, std::size_t k, int s) { ops.push_back({Stage::compute, k, s}); }
+  void copy_out(const Job&, std::size_t k, int s) { ops.push_back({Stage::copy_out, k, s}); }
+  void fork(int) {}
+  void join(int) {}
+};
 
 // [graph]
 // The depth-first pipeline captured once as a graph, then replayed with one launch: the CPU's
@@ -270,14 +286,30 @@ const std::vector<course::Version<Issue>>& versions() {
       {"serial", "no chunks: all in, one kernel, all out (nothing overlaps)", issue_serial},
       {"one_stream", "chunks on one stream: still nothing overlaps", issue_one_stream},
       {"depth_first", "chunk k on stream k % S: copy in, kernel, copy out", issue_depth_first},
-      {"breadth_first", "S chunks at a time: all copies in, all kernels, all copies out", issue_breadth_first, true},
+      {"breadth_first", "S chunks at a time: all copies in, all kernels, all copies out", issue_breadth_first<Pipeline>,
+       true},
       {"graph", "depth_first captured once as a CUDA graph, replayed", issue_graph},
   };
   return registry;
 }
 
+std::vector<Op> breadth_first_ops(std::size_t chunks, int streams) {
+  if (streams < 1 || streams > kMaxStreams)
+    throw course::UsageError("breadth_first_ops: streams must be 1.." + std::to_string(kMaxStreams));
+  Job job;  // one element per chunk: only the count of chunks and streams matter here
+  job.n = chunks;
+  job.chunk = 1;
+  job.streams = streams;
+  Recorder recorder;
+  issue_breadth_first(recorder, job);
+  return recorder.ops;
+}
+
 // [combine_partials]
-float combine_partials(const Pipeline& p, const Job& job) {
+// A template: P is the Pipeline, or Partials (partials anywhere in host memory: the tests'
+// "ch09 combine_partials: *" run this very code without a GPU).
+template <class P>
+float combine_partials_of(const P& p, const Job& job) {
   double sum = 0.0;
   // BEGIN SOLUTION
   // Chunk by chunk, block by block: one fixed order, whichever stream finished first.
@@ -292,14 +324,19 @@ float combine_partials(const Pipeline& p, const Job& job) {
   //> //     (where chunk k's partials are, and how many it has: Pipeline in pipeline.hpp);
   //> //   - it has the same bits whichever stream finished first, run after run, and the same bits
   //> //     for every chunked issue order.
-  //> //   Tests: "ch09 combine: the chunked orders agree bit for bit", and every order's "matches
-  //> //   the fp64 reference at awkward sizes" and "the same bits on every run".
+  //> //   Tests: "ch09 combine_partials: *" (host only, no GPU: partials laid out as the pipeline
+  //> //   leaves them, with NaN where no kernel writes), "ch09 combine: the chunked orders agree bit
+  //> //   for bit", and every order's "matches the fp64 reference at awkward sizes" and "the same
+  //> //   bits on every run".
   //> (void)p;
   //> (void)job;
   // END SOLUTION
   return static_cast<float>(sum);
 }
 // [combine_partials]
+
+float combine_partials(const Pipeline& p, const Job& job) { return combine_partials_of(p, job); }
+float combine_partials(const Partials& p, const Job& job) { return combine_partials_of(p, job); }
 
 float run(Pipeline& p, Issue issue, const Job& job) {
   p.validate(job);
