@@ -2,12 +2,15 @@
 // of the accumulator the course's rule gives (integer pairs exactly) at awkward sizes and with x and
 // y misaligned alike and differently, gives the same bits on every run, and follows its input; the
 // promotion rule gives each pair its accumulator; int8 · int8 stays exact where an int32 would wrap,
-// in the whole grid and in one thread; float16 accumulation fails where float32 passes.
+// in the whole grid and in one thread; float16 accumulation fails where float32 passes. Host only
+// (these run without a GPU): the promotion rule, and split_packs, the thread loops' index arithmetic
+// (the scalar head, the whole packs, the tail).
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -114,6 +117,42 @@ std::uint32_t low_bits(double d) {
 }
 
 const bool registered = [] {
+  // Host only: the packs. split_packs is __host__ __device__: the kernels' thread loops call it on
+  // the GPU, this test on the host.
+  course::test::add_case(
+      "ch10 split_packs: the scalar head, the whole packs and the tail cover 0 to n-1 once, for any n, head and width",
+      "[ch10][exercise]", [] {
+        const std::size_t kMax = std::numeric_limits<std::size_t>::max();
+        std::vector<std::size_t> sizes;
+        for (std::size_t n = 0; n <= 70; ++n) sizes.push_back(n);
+        for (std::size_t n : {std::size_t{1} << 20, (std::size_t{1} << 31) + 3, (std::size_t{1} << 32) + 5, kMax - 17, kMax})
+          sizes.push_back(n);
+        for (int V : {2, 4, 8, 16})
+          for (std::size_t n : sizes) {
+            std::vector<long long> heads = {-1};
+            for (long long h = 0; h < V; ++h) heads.push_back(static_cast<long long>(std::min<std::size_t>(h, n)));
+            for (long long head : heads) {
+              const ch10::PackSplit s = ch10::split_packs(n, head, V);
+              const std::size_t v = static_cast<std::size_t>(V);
+              INFO("split_packs(n = " << n << ", head = " << head << ", V = " << V << ") = {head_end " << s.head_end
+                                      << ", packs " << s.packs << ", tail " << s.tail
+                                      << "}. split_packs (exercise 1): the elements before head one by one, then as "
+                                         "many whole packs of V as fit in [0, n), then the rest one by one; head -1: "
+                                         "every element one by one, no pack.");
+              if (head < 0) {
+                REQUIRE(s.head_end == n);  // everything one by one
+                REQUIRE(s.packs == 0);
+                REQUIRE(s.tail == n);
+                continue;
+              }
+              REQUIRE(s.head_end == static_cast<std::size_t>(head));  // the packs start where both inputs do
+              REQUIRE(s.packs <= (n - s.head_end) / v);               // never a pack past n
+              REQUIRE(s.tail == s.head_end + s.packs * v);            // the tail starts after the last pack
+              REQUIRE(n - s.tail < v);                                 // every whole pack that fits is one
+            }
+          }
+      });
+
   // Host only: the rule.
   course::test::add_case("ch10 promotion: every pair accumulates in the type the rule gives", "[ch10][exercise][promote]", [] {
     for (const auto& p : ch10::pairs()) {

@@ -133,7 +133,8 @@ __device__ __forceinline__ Acc thread_dot(const X* __restrict__ x, const Y* __re
   // over threads 0 … threads−1, every index in [0, n) is read exactly once, and nothing outside
   // it; each element is widened to Acc before the multiply (widen<T, Acc>); a pack is read with
   // one load_pack, and only where it is legal: at x + head + k·V and y + head + k·V for whole packs
-  // inside [0, n) (head < 0: nowhere); the sum depends only on n, head, thread and threads (the
+  // inside [0, n) (head < 0: nowhere; split_packs, below, says where: "ch10 split_packs: *"
+  // checks it without a GPU); the sum depends only on n, head, thread and threads (the
   // same bits on every run); at least U packs of each input are in flight before any is used.
   // Tests: "ch10 <pair>: matches the reference at awkward sizes and alignments" (five offset
   // pairs, guard bytes around the inputs), "ch10 <pair>: the same bits on every run",
@@ -156,7 +157,7 @@ __device__ __forceinline__ long long thread_dot_i8(const i8* __restrict__ x, con
   // [hole 3 begin]
   // TODO(student): exercise 3 (think). Return this thread's share of Σ x[i]·y[i], exact for
   // every n and every grid size, with the same contract as thread_dot (every index once, packs
-  // only where legal), the whole packs through __dp4a, whose sum is an int32. A uint4's lanes are
+  // only where legal: split_packs), the whole packs through __dp4a, whose sum is an int32. A uint4's lanes are
   // unsigned: see the text before you call __dp4a on them. Tests: "ch10 i8_i8: exact where the
   // sum leaves int32 (worst case)", "ch10 i8_i8: exact when one thread's share leaves int32 (one
   // block)", and the i8_i8 pair tests.
@@ -165,6 +166,27 @@ __device__ __forceinline__ long long thread_dot_i8(const i8* __restrict__ x, con
   return total;
 }
 // [thread_dot_i8]
+
+}  // namespace
+
+// [split_packs]
+// Exercise 1's index arithmetic (and exercise 3's): which elements a thread loop reads one by one,
+// and which as whole packs. __host__ __device__, so the host tests check it without a GPU.
+COURSE_HOST_DEVICE PackSplit split_packs(std::size_t n, long long head, int V) {
+  // [hole 4 begin]
+  // TODO(student): exercise 1 (its index arithmetic). Return the split dtypes.hpp states above
+  // split_packs: the elements before head one by one, then as many whole packs of V as fit
+  // in [0, n), then the rest one by one; with head < 0 no pack at all. Test: "ch10 split_packs:
+  // *" (host only: runs without a GPU).
+  (void)n;
+  (void)head;
+  (void)V;
+  return PackSplit{};
+  // [hole 4 end]
+}
+// [split_packs]
+
+namespace {
 
 template <class X, class Y, class Acc>
 __device__ __forceinline__ Acc thread_share(const X* __restrict__ x, const Y* __restrict__ y, std::size_t n,

@@ -24,6 +24,24 @@ namespace ch10 {
 /// Threads per block of the course kernel (chapter 06's version 12: 1024 threads, two blocks per SM).
 constexpr unsigned kBlock = 1024;
 
+/// Where a thread loop reads packs and where it reads single elements (exercise 1's index
+/// arithmetic, and exercise 3's): elements [0, head_end) one by one, then `packs` whole packs of V
+/// elements from head_end, then elements [tail, n) one by one.
+struct PackSplit {
+  std::size_t head_end = 0;
+  std::size_t packs = 0;
+  std::size_t tail = 0;
+};
+
+/// The split of n elements whose first whole pack of V starts at `head` (the launcher's
+/// course::kernels::vector_head: 0 <= head <= n, or -1 when x and y never start a pack at the same
+/// index). Packs follow each other from head, as many as fit whole in [0, n); the elements before
+/// head and after the last whole pack are read one by one; with head -1, every element is (no
+/// pack). So tail = head_end + packs * V, and fewer than V elements are left after it. No overflow
+/// for any n. __host__ __device__: thread_dot and thread_dot_i8 call it on the GPU, and the test
+/// "ch10 split_packs: *" on the host, without a GPU.
+COURSE_HOST_DEVICE PackSplit split_packs(std::size_t n, long long head, int V);
+
 /// Everything a call needs besides its inputs, made once for inputs of up to `max_n` elements: the
 /// tagged partial slots of the single pass, CUB's scratch memory, the buffers of "convert, then
 /// cuBLAS", and the device's facts and cuBLAS handle (the Context's). One stream at a time.

@@ -129,17 +129,12 @@ __device__ __forceinline__ Acc thread_dot(const X* __restrict__ x, const Y* __re
   constexpr int U = kUnroll<X, Y>;
   Acc sum = zero<Acc>();
   // BEGIN SOLUTION
-  if (head < 0) {
-    for (std::size_t i = thread; i < n; i += threads) sum += widen<X, Acc>(x[i]) * widen<Y, Acc>(y[i]);
-    return sum;
-  }
-  const std::size_t h = static_cast<std::size_t>(head);
-  const std::size_t packs = (n - h) / V;
-  const std::size_t tail = h + packs * V;
-  for (std::size_t i = thread; i < h; i += threads) sum += widen<X, Acc>(x[i]) * widen<Y, Acc>(y[i]);
-  for (std::size_t i = tail + thread; i < n; i += threads) sum += widen<X, Acc>(x[i]) * widen<Y, Acc>(y[i]);
-  const auto* px = reinterpret_cast<const Pack<X, V>*>(x + h);
-  const auto* py = reinterpret_cast<const Pack<Y, V>*>(y + h);
+  const PackSplit split = split_packs(n, head, V);
+  const std::size_t packs = split.packs;
+  for (std::size_t i = thread; i < split.head_end; i += threads) sum += widen<X, Acc>(x[i]) * widen<Y, Acc>(y[i]);
+  for (std::size_t i = split.tail + thread; i < n; i += threads) sum += widen<X, Acc>(x[i]) * widen<Y, Acc>(y[i]);
+  const auto* px = reinterpret_cast<const Pack<X, V>*>(x + split.head_end);
+  const auto* py = reinterpret_cast<const Pack<Y, V>*>(y + split.head_end);
   std::size_t p = thread;
   for (; p + (U - 1) * threads < packs; p += U * threads) {
     Pack<X, V> a[U];
@@ -165,7 +160,8 @@ __device__ __forceinline__ Acc thread_dot(const X* __restrict__ x, const Y* __re
   //> // over threads 0 … threads−1, every index in [0, n) is read exactly once, and nothing outside
   //> // it; each element is widened to Acc before the multiply (widen<T, Acc>); a pack is read with
   //> // one load_pack, and only where it is legal: at x + head + k·V and y + head + k·V for whole packs
-  //> // inside [0, n) (head < 0: nowhere); the sum depends only on n, head, thread and threads (the
+  //> // inside [0, n) (head < 0: nowhere; split_packs, below, says where: "ch10 split_packs: *"
+  //> // checks it without a GPU); the sum depends only on n, head, thread and threads (the
   //> // same bits on every run); at least U packs of each input are in flight before any is used.
   //> // Tests: "ch10 <pair>: matches the reference at awkward sizes and alignments" (five offset
   //> // pairs, guard bytes around the inputs), "ch10 <pair>: the same bits on every run",
@@ -190,17 +186,12 @@ __device__ __forceinline__ long long thread_dot_i8(const i8* __restrict__ x, con
   // int32 (U·2^18 ≤ 2^20); the trip's sum is added to the 64-bit total. Elements read one by one go
   // straight into the total.
   auto scalar = [&](std::size_t i) { total += static_cast<int>(x[i]) * static_cast<int>(y[i]); };
-  if (head < 0) {
-    for (std::size_t i = thread; i < n; i += threads) scalar(i);
-    return total;
-  }
-  const std::size_t h = static_cast<std::size_t>(head);
-  const std::size_t packs = (n - h) / V;
-  const std::size_t tail = h + packs * V;
-  for (std::size_t i = thread; i < h; i += threads) scalar(i);
-  for (std::size_t i = tail + thread; i < n; i += threads) scalar(i);
-  const auto* px = reinterpret_cast<const uint4*>(x + h);
-  const auto* py = reinterpret_cast<const uint4*>(y + h);
+  const PackSplit split = split_packs(n, head, V);
+  const std::size_t packs = split.packs;
+  for (std::size_t i = thread; i < split.head_end; i += threads) scalar(i);
+  for (std::size_t i = split.tail + thread; i < n; i += threads) scalar(i);
+  const auto* px = reinterpret_cast<const uint4*>(x + split.head_end);
+  const auto* py = reinterpret_cast<const uint4*>(y + split.head_end);
   auto dp16 = [](uint4 a, uint4 b, int c) {
     c = __dp4a(static_cast<int>(a.x), static_cast<int>(b.x), c);
     c = __dp4a(static_cast<int>(a.y), static_cast<int>(b.y), c);
@@ -224,7 +215,7 @@ __device__ __forceinline__ long long thread_dot_i8(const i8* __restrict__ x, con
   // STUB
   //> // TODO(student): exercise 3 (think). Return this thread's share of Σ x[i]·y[i], exact for
   //> // every n and every grid size, with the same contract as thread_dot (every index once, packs
-  //> // only where legal), the whole packs through __dp4a, whose sum is an int32. A uint4's lanes are
+  //> // only where legal: split_packs), the whole packs through __dp4a, whose sum is an int32. A uint4's lanes are
   //> // unsigned: see the text before you call __dp4a on them. Tests: "ch10 i8_i8: exact where the
   //> // sum leaves int32 (worst case)", "ch10 i8_i8: exact when one thread's share leaves int32 (one
   //> // block)", and the i8_i8 pair tests.
@@ -233,6 +224,34 @@ __device__ __forceinline__ long long thread_dot_i8(const i8* __restrict__ x, con
   return total;
 }
 // [thread_dot_i8]
+
+}  // namespace
+
+// [split_packs]
+// Exercise 1's index arithmetic (and exercise 3's): which elements a thread loop reads one by one,
+// and which as whole packs. __host__ __device__, so the host tests check it without a GPU.
+COURSE_HOST_DEVICE PackSplit split_packs(std::size_t n, long long head, int V) {
+  // BEGIN SOLUTION
+  if (head < 0) return PackSplit{n, 0, n};  // no index starts a pack in both inputs: all one by one
+  PackSplit s;
+  s.head_end = static_cast<std::size_t>(head);
+  s.packs = (n - s.head_end) / static_cast<std::size_t>(V);  // whole packs only: rounded down
+  s.tail = s.head_end + s.packs * static_cast<std::size_t>(V);
+  return s;
+  // STUB
+  //> // TODO(student): exercise 1 (its index arithmetic). Return the split dtypes.hpp states above
+  //> // split_packs: the elements before head one by one, then as many whole packs of V as fit
+  //> // in [0, n), then the rest one by one; with head < 0 no pack at all. Test: "ch10 split_packs:
+  //> // *" (host only: runs without a GPU).
+  //> (void)n;
+  //> (void)head;
+  //> (void)V;
+  //> return PackSplit{};
+  // END SOLUTION
+}
+// [split_packs]
+
+namespace {
 
 template <class X, class Y, class Acc>
 __device__ __forceinline__ Acc thread_share(const X* __restrict__ x, const Y* __restrict__ y, std::size_t n,
