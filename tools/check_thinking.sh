@@ -5,7 +5,8 @@
 # tree), and every negative case written for them is caught. tools/gpu_check.sh covers the same
 # through the grader (the manifests hold these tests); this script is the quick, focused proof.
 #   tools/check_thinking.sh [--out DIR] [--cpu-only] [--build-prefix P]
-#   --cpu-only: no GPU here: the host-only exercises (01-03, 06-09) and their negative cases only.
+#   --cpu-only: no GPU here: the host-only exercises (01-03, 06-09), chapter 05's host test of its
+#   tree's steps, and their negative cases only.
 #   --build-prefix P: build in P-solutions and P-chapters (default build/think; reuses what is there).
 #   Environment: CUDA_ARCHS (default native; 90-real without a GPU), JOBS (default nproc).
 set -uo pipefail
@@ -19,7 +20,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --cpu-only) cpu_only=1; shift ;;
     --build-prefix) prefix=$2; shift 2 ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "check_thinking: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -30,18 +31,18 @@ if [ $cpu_only = 1 ]; then archs=${CUDA_ARCHS:-90-real}; else archs=${CUDA_ARCHS
 
 # The exercises' tests, by name (each is also a rule of tools/grading/NN_*.json), and their cases.
 cpu_tests='^ch01 predicted_add_ms: |^ch02 compensated: |^ch03 chunk_owner: |^ch06 wave_efficiency: |^ch07 covers: '
-cpu_tests+='|^ch08 staged_copy_ms: |^ch09 pipeline_ms: '
+cpu_tests+='|^ch08 staged_copy_ms: |^ch09 pipeline_ms: |^ch05 index: tree_steps_any '
 gpu_tests='^ch04 max_product: |^ch05 block_sum_any: '
 cpu_cases="01_predicted_add_reads_only 02_compensated_kahan_original 03_chunk_owner_equal_chunks 06_wave_efficiency_no_rounding
            07_covers_start_only 07_covers_next_range 08_staged_no_fill_term 08_staged_full_last_chunk
-           09_pipeline_yardstick 09_pipeline_no_latency"
+           09_pipeline_yardstick 09_pipeline_no_latency 05_tree_any_pow2_only"
 gpu_cases="04_max_product_int_bits 04_max_product_no_retry 05_block_sum_any_pow2_tree"
 targets="test_01_timing test_02_cpu_dot test_03_one_thread test_04_one_block test_05_many_blocks test_06_ladder
          test_07_library test_08_pinned test_09_streams"
 regex=$cpu_tests
 cases=$cpu_cases
 if [ $cpu_only = 0 ]; then regex="$cpu_tests|$gpu_tests"; cases="$cpu_cases $gpu_cases"; fi
-expected=$(( $cpu_only == 1 ? 12 : 17 ))  # 1 + 3 + 2 + 1 + 2 + 1 + 2 host tests; 3 + 2 GPU tests
+expected=$(( $cpu_only == 1 ? 13 : 18 ))  # 1 + 3 + 2 + 1 + 1 + 2 + 1 + 2 host tests (05: tree_steps_any); 3 + 2 GPU tests
 
 summary=()
 overall=0
