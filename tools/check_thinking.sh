@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --cpu-only) cpu_only=1; shift ;;
     --build-prefix) prefix=$2; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "check_thinking: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
