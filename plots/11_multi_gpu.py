@@ -40,7 +40,7 @@ def split(rows):
         ax.plot([r["n"] for r in pts], [r["kernel_ms"] * 1e3 for r in pts], "o-", color=cs.PALETTE[ci],
                 label=f"partial kernel, {int(g)} GPU{'s' if g > 1 else ''}")
         ax.plot([r["n"] for r in pts], [r["combine_ms"] * 1e3 for r in pts], "s--", color=cs.PALETTE[ci],
-                label=f"combine (allgather + rank-order add), {int(g)} GPU{'s' if g > 1 else ''}")
+                label=f"combine (allgather + pairwise add), {int(g)} GPU{'s' if g > 1 else ''}")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("n (all GPUs together)")
