@@ -4,7 +4,7 @@
 // needed) and on one block of the GPU; every combine gives the fp64 answer within the bound on one
 // GPU and on two (skipped, with the reason, where fewer GPUs exist); the deterministic combines
 // give the same bits on every GPU and on every run, whichever GPU finishes first; bad input is
-// refused. The MPI form is tested by CTest with 1 and 2 processes (chapters/11_multi_gpu/multi_gpu.cmake).
+// refused. The MPI form is tested by CTest with 1 and 2 processes (cmake/MultiGpu.cmake).
 // Without a GPU, "ch11 slices: *" and "ch11 pairwise: *" run; the others are skipped.
 
 #include <algorithm>

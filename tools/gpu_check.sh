@@ -104,13 +104,13 @@ if ! skipped tests; then
   line=$(grep -E "tests passed|tests failed" "$out/ctest-solutions.log" | tail -1)
   nskip=$(grep -c "(Skipped)" "$out/ctest-solutions.log")
   # Tests that need more GPUs than this machine has (chapter 11's 2-GPU and 2-process tests) skip
-  # with COURSE-FEW-GPUS: reported, not failed; chapters/11_multi_gpu/run_multi.sh runs them on two.
+  # with COURSE-FEW-GPUS: reported, not failed; tools/run_multi.sh runs them on two.
   nfew=$(grep -c "COURSE-FEW-GPUS" build/gpu-solutions/Testing/Temporary/LastTest.log 2>/dev/null)
   nfew=${nfew:-0}
   [ "$nfew" -gt "$nskip" ] && nfew=$nskip
   if [ $rc -eq 0 ] && [ "$((nskip - nfew))" -eq 0 ]; then note "tests (solutions)" ok "$line, $((SECONDS - t0)) s"
   else note "tests (solutions)" FAIL "$line; $nskip skipped"; grep -E "Failed|Skipped|\*\*\*" "$out/ctest-solutions.log" | head -30; fi
-  [ "$nfew" -gt 0 ] && note "tests needing more GPUs" info "$nfew skipped (COURSE-FEW-GPUS): run chapters/11_multi_gpu/run_multi.sh on 2 GPUs"
+  [ "$nfew" -gt 0 ] && note "tests needing more GPUs" info "$nfew skipped (COURSE-FEW-GPUS): run tools/run_multi.sh on 2 GPUs"
 fi
 
 if ! skipped tests && { checking 07 || checking 10; }; then

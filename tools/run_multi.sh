@@ -3,8 +3,8 @@
 # one script. Written for the two-GPU machine (nvidia-h200-x2); runs on one GPU too (then the
 # 2-GPU tests report as skipped with the reason, and the scaling rows stop at one GPU).
 #
-#   chapters/11_multi_gpu/run_multi.sh                      into results/reference/<gpu>x<count>/ (h100x2)
-#   chapters/11_multi_gpu/run_multi.sh --out DIR [--build DIR] [--arch 90] [--quick]
+#   tools/run_multi.sh                      into results/reference/<gpu>x<count>/ (h100x2)
+#   tools/run_multi.sh --out DIR [--build DIR] [--arch 90] [--quick]
 #
 # Steps (each logged in OUT/logs/, a summary printed last): build the solutions of chapter 11 (and
 # its MPI form), GPU topology, ctest -L ch11 (with 2 GPUs: the 2-GPU tests and MPI with 2
@@ -20,7 +20,7 @@
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-root=$(cd "$(dirname "$0")/../.." && pwd)
+root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 out=
 build=build/multi
