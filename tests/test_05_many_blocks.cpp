@@ -497,26 +497,12 @@ TEST_CASE("ch05 index: for_each_in_tile around 2^31 and 2^32 elements (exercise 
 }
 
 TEST_CASE("ch05 index: warp_sum_steps on a simulated warp (exercise 3)", "[ch05][exercise][index]") {
-  for (std::uint64_t trial = 0; trial < 8; ++trial) {
-    course::test::Warp warp;
-    std::uint64_t expected = 0;
-    for (std::size_t l = 0; l < 32; ++l) expected += warp.lane[l] = course::mix64(course::test::seed(5300) + trial, l);
-    int calls = 0;
-    std::string problem;
-    try {
-      const course::test::Warp out = ch05::warp_sum_steps(warp, course::test::ShflDown{&calls});
-      if (out.lane[0] != expected) problem = "lane 0 does not end with the sum of the 32 lanes' values";
-      else if (calls > 5) problem = std::to_string(calls) + " shuffles; offsets 16, 8, 4, 2, 1 take five";
-    } catch (const course::test::RunsAway&) {
-      problem = "more than 64 shuffles: a loop that never ends";
-    }
-    INFO("warp_sum_steps, " << calls << " shuffles: " << problem
-                            << "\nHint: the stub returns each lane's own value. For offset = 16, 8, 4, 2, 1: value += "
-                               "shfl_down(value, offset) (shfl_down, not __shfl_down_sync: the tests run it on the "
-                               "host).");
-    CHECK(problem.empty());
-    if (!problem.empty()) break;
-  }
+  const std::string problem = course::test::check_warp_sum(
+      [](const course::test::Warp& w, course::test::ShflDown shfl) { return ch05::warp_sum_steps(w, shfl); },
+      course::test::seed(5300));
+  INFO(problem << "\nHint: the stub returns each lane's own value. For offset = 16, 8, 4, 2, 1: value += "
+                  "shfl_down(value, offset) (shfl_down, not __shfl_down_sync: the tests run it on the host).");
+  CHECK(problem.empty());
 }
 
 TEST_CASE("ch05 index: tree_steps_any reduces every count from 1 to 1024 (exercise 4)", "[ch05][exercise][index]") {

@@ -164,4 +164,27 @@ struct ShflDown {
   }
 };
 
+/// Runs warp_sum_steps(warp, shfl_down) of a chapter on 8 simulated warps of random 64-bit lanes
+/// (seed from the caller) and checks that lane 0 ends with the sum of the 32 lanes in at most five
+/// shuffles. Returns "" or the first problem, in words, with the shuffles counted.
+template <class WarpSum>
+std::string check_warp_sum(WarpSum warp_sum_steps, std::uint64_t seed) {
+  for (std::uint64_t trial = 0; trial < 8; ++trial) {
+    Warp warp;
+    std::uint64_t expected = 0;
+    for (std::size_t l = 0; l < 32; ++l) expected += warp.lane[l] = course::mix64(seed + trial, l);
+    int calls = 0;
+    std::string problem;
+    try {
+      const Warp out = warp_sum_steps(warp, ShflDown{&calls});
+      if (out.lane[0] != expected) problem = "lane 0 does not end with the sum of the 32 lanes' values";
+      else if (calls > 5) problem = std::to_string(calls) + " shuffles; offsets 16, 8, 4, 2, 1 take five";
+    } catch (const RunsAway&) {
+      problem = "more than 64 shuffles: a loop that never ends";
+    }
+    if (!problem.empty()) return "warp_sum_steps, " + std::to_string(calls) + " shuffles: " + problem;
+  }
+  return "";
+}
+
 }  // namespace course::test
