@@ -20,7 +20,7 @@ add_library(course_nccl INTERFACE)
 target_include_directories(course_nccl INTERFACE "${COURSE_NCCL_INCLUDE_DIR}")
 target_link_libraries(course_nccl INTERFACE "${COURSE_NCCL_LIBRARY}")
 
-course_chapter(11_multi_gpu SOURCES multi.cu LIBS course_nccl Threads::Threads)
+course_chapter(11_multi_gpu SOURCES dot.cu LIBS course_nccl Threads::Threads)
 
 find_package(MPI COMPONENTS CXX QUIET)
 if(NOT MPI_CXX_FOUND)

@@ -1,7 +1,7 @@
 # libdotcourse in the course build: included from the top-level CMakeLists.txt after chapter 07's
 # course_chapter line (this file is the course's, never the student's: it is not generated from
 # solutions/). The library compiles the tree's copies of the lesson's files (chapters/07_library or
-# solutions/07_library: c_api.cpp, dotcourse.h, library.cu/hpp) and the course's own src/.
+# solutions/07_library: c_api.cpp, dotcourse.h, dot.cu/hpp) and the course's own src/.
 #
 #   dotcourse            libdotcourse.so in build/<preset>/lib: the C ABI (dotcourse.h) over the
 #                        chapter's engine (07_library_lib); only dotcourse_* is exported; installed

@@ -13,7 +13,7 @@
 #include "course/device.hpp"
 #include "course/random.hpp"
 #include "support/course_test.hpp"
-#include "vector_add.hpp"
+#include "add.hpp"
 
 namespace {
 

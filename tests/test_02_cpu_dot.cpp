@@ -14,7 +14,7 @@
 
 #include "course/random.hpp"
 #include "course/reference.hpp"
-#include "cpu_dot.hpp"
+#include "dot.hpp"
 #include "support/course_test.hpp"
 
 namespace {

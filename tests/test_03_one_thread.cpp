@@ -15,7 +15,7 @@
 #include "course/check.hpp"
 #include "course/context.hpp"
 #include "course/device.hpp"
-#include "one_thread.hpp"
+#include "dot.hpp"
 #include "support/course_test.hpp"
 
 namespace {

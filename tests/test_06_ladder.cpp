@@ -22,7 +22,7 @@
 #include "course/context.hpp"
 #include "course/random.hpp"
 #include "course/reference.hpp"
-#include "ladder.hpp"
+#include "dot.hpp"
 #include "support/course_test.hpp"
 #include "support/index_check.hpp"
 
@@ -38,17 +38,17 @@ std::string hint_for(const Version& v) {
        "sequential addressing halves s from blockDim.x / 2 down to 1; only threads with tid < s add "
        "s_data[tid + s] into s_data[tid], and every thread of the block (not only the adders) must reach the "
        "__syncthreads() after each step. A result equal to one product per block means the loop is missing. "
-       "The steps are sequential_steps's (ladder.hpp): its host test, `ch06 index: sequential_steps ...`, needs "
+       "The steps are sequential_steps's (dot.hpp): its host test, `ch06 index: sequential_steps ...`, needs "
        "no GPU; dot_kernel3 passes it the add in s_data and __syncthreads()."},
       {"v4_first_add",
        "block b covers elements [2·b·blockDim.x, 2·(b+1)·blockDim.x): thread tid adds x[i]·y[i] and "
        "x[i + blockDim.x]·y[i + blockDim.x], each only if its index is below n (NaN: a read past the end). "
-       "The indices are first_add_elements's (ladder.hpp; host tests `ch06 index: first_add_elements ...`)."},
+       "The indices are first_add_elements's (dot.hpp; host tests `ch06 index: first_add_elements ...`)."},
       {"v8_shuffle",
        "all 32 lanes must call __shfl_down_sync(0xffffffff, sum, offset) for offsets 16, 8, 4, 2, 1 (no lane may "
        "skip it); only lane 0 then holds the warp's total; after __syncthreads(), warp 0 reads one value per warp "
        "(0 for lanes >= Block / 32) and reduces again. Thread 0 must end with the block's total. The shuffles "
-       "are warp_sum_steps's (ladder.hpp; host test `ch06 index: warp_sum_steps ...`)."},
+       "are warp_sum_steps's (dot.hpp; host test `ch06 index: warp_sum_steps ...`)."},
       {"v11_single_pass",
        "NaN means nobody wrote *result: the block whose fetch_add returns gridDim.x - 1 is the last one and must add "
        "partials[0 .. gridDim.x) and write *result. Right on the first call and NaN on the next means *counter was "
@@ -417,7 +417,7 @@ TEST_CASE("ch06 wave_efficiency: the share of slot-time that holds a block", "[c
 
 // ---------------------------------------------------------------------------------------------
 // The index arithmetic of exercises 1–3, host only (no GPU needed, never skipped): the functions
-// of ladder.hpp that versions 3, 4 and 8 call for their indices, called here with recorders and a
+// of dot.hpp that versions 3, 4 and 8 call for their indices, called here with recorders and a
 // simulated warp (tests/support/index_check.hpp). Exercise 4 (the single pass) is a protocol, not
 // index arithmetic: its tests need a GPU, and the hole scan (`ch06 integrity`, no GPU) checks its
 // ticket's memory order.

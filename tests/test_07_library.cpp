@@ -29,7 +29,7 @@
 #include "course/check.hpp"
 #include "course/device.hpp"
 #include "dotcourse.h"
-#include "library.hpp"
+#include "dot.hpp"
 #include "support/course_test.hpp"
 
 namespace {

@@ -22,7 +22,7 @@
 #include "course/context.hpp"
 #include "course/pinned.hpp"
 #include "course/random.hpp"
-#include "paths.hpp"
+#include "dot.hpp"
 #include "support/course_test.hpp"
 
 namespace {
@@ -109,7 +109,7 @@ void check_bytes(const Version& v) {
 }
 
 const bool registered = [] {
-  for (const auto& v : ch08::paths()) {
+  for (const auto& v : ch08::versions()) {
     const std::string name(v.name);
     const std::string tags = std::string("[ch08][gpu]") + (v.exercise ? "[exercise]" : "");
     course::test::add_case("ch08 " + name + ": moves every byte at awkward sizes", tags, [&v] {
@@ -271,7 +271,7 @@ TEST_CASE("ch08 pinned check: an unregistered pointer and a destroyed pinned buf
 TEST_CASE("ch08 paths: a size beyond prepare() is refused", "[ch08][gpu]") {
   COURSE_REQUIRE_GPU();
   course::Context ctx;
-  for (const auto& v : ch08::paths()) {
+  for (const auto& v : ch08::versions()) {
     auto path = v.run(ctx);
     path->prepare(4096);
     INFO(v.name);
@@ -281,7 +281,7 @@ TEST_CASE("ch08 paths: a size beyond prepare() is refused", "[ch08][gpu]") {
 }
 
 TEST_CASE("ch08 registry: unique names, pageable first, the staged path is the exercise", "[ch08]") {
-  const auto& reg = ch08::paths();
+  const auto& reg = ch08::versions();
   std::set<std::string> names;
   for (const auto& v : reg) {
     CHECK(names.insert(std::string(v.name)).second);

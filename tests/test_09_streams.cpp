@@ -24,7 +24,7 @@
 #include "course/check.hpp"
 #include "course/context.hpp"
 #include "course/random.hpp"
-#include "pipeline.hpp"
+#include "dot.hpp"
 #include "support/course_test.hpp"
 
 namespace {
@@ -41,7 +41,7 @@ std::uint32_t bits(float f) {
 std::string hint(const Version& v) {
   std::string h =
       "combine_partials (a result of 0: its TODO is still empty; a wrong sum: are the partials where you read them, "
-      "and as many? see Pipeline in pipeline.hpp). ";
+      "and as many? see Pipeline in dot.hpp). ";
   if (v.name == "breadth_first")
     h += "issue_breadth_first (its TODO states what must hold): a sum too small by whole chunks means a chunk never "
          "issued (the last group, when the chunks are not a multiple of the streams?).";

@@ -20,7 +20,7 @@
 #include "course/device.hpp"
 #include "course/dtype.hpp"
 #include "course/random.hpp"
-#include "dtypes.hpp"
+#include "dot.hpp"
 #include "support/course_test.hpp"
 
 namespace {
@@ -155,7 +155,7 @@ const bool registered = [] {
 
   // Host only: the rule.
   course::test::add_case("ch10 promotion: every pair accumulates in the type the rule gives", "[ch10][exercise][promote]", [] {
-    for (const auto& p : ch10::pairs()) {
+    for (const auto& p : ch10::versions()) {
       INFO(p.name << ": Promote gives " << course::dtype_name(p.acc) << ", the rule says "
                   << course::dtype_name(expected_acc(p))
                   << ". Two integer inputs -> long long; a float64 input -> double; otherwise float (float16, "
@@ -164,7 +164,7 @@ const bool registered = [] {
     }
   });
 
-  for (const auto& pr : ch10::pairs()) {
+  for (const auto& pr : ch10::versions()) {
     const ch10::Pair* p = &pr;
     const std::string tags = std::string("[ch10][gpu]") + (p->exercise ? "[exercise]" : "");
     course::test::add_case("ch10 " + p->name + ": matches the reference at awkward sizes and alignments", tags, [p] {
@@ -342,7 +342,7 @@ TEST_CASE("ch10 speed_of_light: every pair's floor runs at awkward sizes and ali
   course::Context ctx;
   ch10::Workspace ws(ctx, n_max);
   course::test::Guarded<double> result(1);
-  for (const auto& p : ch10::pairs()) {
+  for (const auto& p : ch10::versions()) {
     REQUIRE(p.speed_of_light != nullptr);
     for (std::size_t n : sizes) {
       const TypedInputs in = make_inputs(p, n, 300 + n);
@@ -359,6 +359,6 @@ TEST_CASE("ch10 speed_of_light: every pair's floor runs at awkward sizes and ali
       }
     }
   }
-  CHECK_THROWS_AS(ch10::pairs().front().speed_of_light(nullptr, nullptr, n_max + 1, result.data(), ws, ctx.stream()),
+  CHECK_THROWS_AS(ch10::versions().front().speed_of_light(nullptr, nullptr, n_max + 1, result.data(), ws, ctx.stream()),
                   course::UsageError);
 }

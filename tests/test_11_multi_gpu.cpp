@@ -24,7 +24,7 @@
 #include "course/check.hpp"
 #include "course/context.hpp"
 #include "course/random.hpp"
-#include "multi.hpp"
+#include "dot.hpp"
 #include "support/course_test.hpp"
 
 // A test that needs more GPUs than the machine has: skipped with the reason, never passed. Same

@@ -229,8 +229,8 @@ elif what == "repeats":  # every run at full performance marks
     runs, full = r["scores"], r["max_score"]
     print(("ok" if all(s == full for s in runs) else "FAIL") + f" {sum(s == full for s in runs)}/{len(runs)} runs at {full:g}/{full:g}")
 elif what == "tamper":  # refused, and the output names the file and line
-    m = re.search(r"06_ladder/ladder\.cu:\d+", d.get("output", ""))
-    print(("ok " if x.get("refused") and m else "FAIL ") + (m.group(0) if m else "no 06_ladder/ladder.cu:LINE in the output"))
+    m = re.search(r"06_ladder/dot\.cu:\d+", d.get("output", ""))
+    print(("ok " if x.get("refused") and m else "FAIL ") + (m.group(0) if m else "no 06_ladder/dot.cu:LINE in the output"))
 PY
 }
 
@@ -268,7 +268,7 @@ if ! skipped tamper && checking 06; then
   # with --strict before anything is built, and the report names the file and line.
   tamper="$out/tamper-tree"
   rm -rf "$tamper"; cp -r chapters "$tamper"
-  sed -i 's/{"v3_sequential", \(.*\), run_v3, true}/{"v3_sequential", \1, run_cublas, true}/' "$tamper/06_ladder/ladder.cu"
+  sed -i 's/{"v3_sequential", \(.*\), run_v3, true}/{"v3_sequential", \1, run_cublas, true}/' "$tamper/06_ladder/dot.cu"
   tools/grade --tree "$tamper" --chapter 06 --strict --no-performance --build-dir build/gpu-grade-tamper \
     --out "$out/grade-tamper" >"$out/grade-tamper.log" 2>&1
   rc=$?

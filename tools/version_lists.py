@@ -2,7 +2,7 @@
 """One source for every list of versions: each chapter's registry.
 
 A chapter's versions are listed once, in its registry (solutions/NN_name/*.cu|cpp, the
-`static const std::vector<course::Version<...>> registry = {...}` of `versions()` or `paths()`).
+`static const std::vector<course::Version<...>> registry = {...}` of `versions()`).
 The command line's --list and --kernel, the tests and the benchmark read it at run time. The other
 lists are made from it or checked against it here:
 
@@ -34,7 +34,7 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # course::Version<Fn> entries are braced initializers {"name", "description", launcher[, exercise]};
 # chapter 10's pairs are make_pair<X, Y>("name", "description", ..., exercise) calls.
-REGISTRY = re.compile(r"(\w+)\(\)\s*\{\s*(?://[^\n]*\n\s*)*static const std::vector<(?:course::Version<\w+>|Pair)> registry = \{",
+REGISTRY = re.compile(r"(\w+)\(\)\s*\{\s*(?://[^\n]*\n\s*)*static const std::vector<(course::Version<\w+>|Pair)> registry = \{",
                       re.S)
 MAKE_PAIR = re.compile(r"\bmake_pair<[^<>()]*>\s*\(")
 TABLE = re.compile(r"(<!-- versions: begin[^>]*-->\n)(.*?)(<!-- versions: end -->)", re.S)
@@ -157,6 +157,7 @@ class Chapter:
         self.source = sources[0]
         self.text = self.source.read_text()
         self.function, self.versions = parse_registry(self.text, str(self.source.relative_to(ROOT)))
+        self.element = REGISTRY.search(self.text).group(2)  # course::Version<Fn>, or chapter 10's Pair
 
     @property
     def names(self):
@@ -174,7 +175,7 @@ def chapters(root=None):
 
 def readme_table(ch):
     """The README's version table, made from the registry."""
-    first = "path" if ch.function == "paths" else "version"
+    first = "path" if ch.element == "course::Version<PathFactory>" else "version"  # chapter 08's paths
     lines = [f"| {first} | what it does | run it |", "| --- | --- | --- |"]
     for v in ch.versions:
         what = v.description.replace("|", "/")
@@ -215,9 +216,9 @@ def check_manifest(ch, manifest, where):
         # "X_paired" is version X timed alternately with its baseline (chapter 07's graded pair).
         if version is not None and version.endswith("_paired"):
             version = version[:-len("_paired")]
-        # A pairs registry (chapter 10) keeps the pair in the CSV's dtype column; its `version` column
+        # A registry of Pair (chapter 10) keeps the pair in the CSV's dtype column; its `version` column
         # names the implementation (course, cuBLAS, CUB), which --kernel does not select.
-        if version is not None and version not in names and ch.function != "pairs":
+        if version is not None and version not in names and ch.element != "Pair":
             problems.append(f"{where}: performance rule '{rule.get('name')}' reads the row of version '{version}', "
                             f"which is not a version of {ch.name}")
     globs = {c.get("tests", "") for c in manifest.get("correctness", [])}

@@ -1,4 +1,4 @@
-// Generated from solutions/01_timing/vector_add.cu by tools/make_exercises.py. Fill the TODO(student) holes: your code
+// Generated from solutions/01_timing/add.cu by tools/make_exercises.py. Fill the TODO(student) holes: your code
 // goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
 // code is graded; the rest of the file is taken from the course.
 // Chapter 01 — timing, and when the GPU wins.
@@ -19,7 +19,7 @@
 #include "course/check.hpp"
 #include "course/device.hpp"
 #include "course/random.hpp"
-#include "vector_add.hpp"
+#include "add.hpp"
 
 namespace ch01 {
 

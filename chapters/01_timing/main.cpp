@@ -26,7 +26,7 @@
 #include "course/stats.hpp"
 #include "course/thread_pool.hpp"
 #include "course/timer.hpp"
-#include "vector_add.hpp"
+#include "add.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Generated from solutions/02_cpu_dot/cpu_dot.cpp by tools/make_exercises.py. Fill the TODO(student) holes: your code
+// Generated from solutions/02_cpu_dot/dot.cpp by tools/make_exercises.py. Fill the TODO(student) holes: your code
 // goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
 // code is graded; the rest of the file is taken from the course.
 // Chapter 02: the dot product on the CPU, and what "correct" means.
@@ -12,9 +12,9 @@
 //   bug_shared_accumulator  threads add into one shared float: lost updates, and slow
 //   threads_partials        one partial sum per thread, added at the end: right, and fast
 //
-// Exercises (holes in chapters/02_cpu_dot/cpu_dot.cpp): unrolled, pairwise, threads_partials.
+// Exercises (holes in chapters/02_cpu_dot/dot.cpp): unrolled, pairwise, threads_partials.
 
-#include "cpu_dot.hpp"
+#include "dot.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -35,7 +35,7 @@
 #include "course/reference.hpp"
 #include "course/stats.hpp"
 #include "course/timer.hpp"
-#include "cpu_dot.hpp"
+#include "dot.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Generated from solutions/03_one_thread/one_thread.cu by tools/make_exercises.py. Fill the TODO(student) holes: your code
+// Generated from solutions/03_one_thread/dot.cu by tools/make_exercises.py. Fill the TODO(student) holes: your code
 // goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
 // code is graded; the rest of the file is taken from the course.
 // Chapter 03: one GPU thread.
@@ -21,7 +21,7 @@
 
 #include "course/check.hpp"
 #include "course/cublas_check.hpp"
-#include "one_thread.hpp"
+#include "dot.hpp"
 
 namespace ch03 {
 namespace {

@@ -35,7 +35,7 @@
 #include "course/reference.hpp"
 #include "course/stats.hpp"
 #include "course/timer.hpp"
-#include "one_thread.hpp"
+#include "dot.hpp"
 
 namespace {
 

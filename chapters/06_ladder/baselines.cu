@@ -14,7 +14,7 @@
 
 #include "course/check.hpp"
 #include "course/cublas_check.hpp"
-#include "ladder.hpp"
+#include "dot.hpp"
 
 namespace ch06 {
 namespace {

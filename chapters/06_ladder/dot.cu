@@ -1,4 +1,4 @@
-// Generated from solutions/06_ladder/ladder.cu by tools/make_exercises.py. Fill the TODO(student) holes: your code
+// Generated from solutions/06_ladder/dot.cu by tools/make_exercises.py. Fill the TODO(student) holes: your code
 // goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
 // code is graded; the rest of the file is taken from the course.
 // Chapter 06 — the reduction ladder: from the classic seven reduction kernels to the bandwidth
@@ -38,12 +38,12 @@
 #include "course/check.hpp"
 #include "course/kernels/block_sum.cuh"
 #include "course/kernels/vec4_dot.cuh"
-#include "ladder.hpp"
+#include "dot.hpp"
 
 namespace ch06 {
 namespace {
 
-// Every lane of the warp (kWarp, 32 lanes, is in ladder.hpp). ([[maybe_unused]]: the student's file uses
+// Every lane of the warp (kWarp, 32 lanes, is in dot.hpp). ([[maybe_unused]]: the student's file uses
 // it only once the v8 hole is filled.)
 [[maybe_unused]] constexpr unsigned kFullMask = 0xffffffffu;
 /// Versions 7 and 9 give each thread about log2(n) elements (Brent's theorem, the 2007 text's
@@ -114,7 +114,7 @@ __global__ void dot_kernel3(const float* x, const float* y, std::size_t n, float
   __syncthreads();
   // [hole 1 begin]
   // TODO(student): add the block's blockDim.x products in s_data into s_data[0] by sequential
-  // addressing: sequential_steps(tid, blockDim.x, add, barrier) (ladder.hpp, its other hole) says
+  // addressing: sequential_steps(tid, blockDim.x, add, barrier) (dot.hpp, its other hole) says
   // which thread adds what; here add(to, from) adds s_data[from] into s_data[to] and barrier() is
   // __syncthreads(). Lambdas: [&](unsigned to, unsigned from) { ... } and [] { ... }.
   // [hole 1 end]
@@ -132,7 +132,7 @@ __global__ void dot_kernel4(const float* x, const float* y, std::size_t n, float
   const unsigned tid = threadIdx.x;
   // [hole 2 begin]
   // TODO(student): this block covers the 2·blockDim.x elements from 2·blockIdx.x·blockDim.x on.
-  // Add this thread's two products into sum: first_add_elements (ladder.hpp, its other hole)
+  // Add this thread's two products into sum: first_add_elements (dot.hpp, its other hole)
   // calls visit(i) for each of their indices; visit adds x[i]·y[i].
   float sum = 0.0f;
   // [hole 2 end]
@@ -260,7 +260,7 @@ __global__ void __launch_bounds__(Block) dot_kernel8(const float* x, const float
   static_assert(Block % kWarp == 0 && Block <= kWarp * kWarp, "Block: a multiple of 32, at most 1024");
   float sum = thread_dot_pairs<Block>(x, y, n);
   // [hole 3 begin]
-  // TODO(student): reduce `sum` over the block with warp_sum_steps (ladder.hpp, its other hole),
+  // TODO(student): reduce `sum` over the block with warp_sum_steps (dot.hpp, its other hole),
   // whose shfl_down(v, offset) is __shfl_down_sync(0xffffffff, v, offset) (a lambda):
   // 1. in every warp, warp_sum_steps leaves the warp's total in lane 0 (threadIdx.x % 32);
   // 2. lane 0 of each warp stores it in a __shared__ float s_warp[Block / 32]; __syncthreads();

@@ -1,8 +1,8 @@
-// Generated from solutions/06_ladder/ladder.hpp by tools/make_exercises.py. Fill the TODO(student) holes: your code
+// Generated from solutions/06_ladder/dot.hpp by tools/make_exercises.py. Fill the TODO(student) holes: your code
 // goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
 // code is graded; the rest of the file is taken from the course.
 #pragma once
-/// \file ladder.hpp
+/// \file
 /// \brief Chapter 06 — the reduction ladder: declarations shared by the driver and the tests.
 ///
 /// Every version computes the dot product of two float vectors that already live on the device,

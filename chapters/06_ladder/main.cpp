@@ -38,7 +38,7 @@
 #include "course/random.hpp"
 #include "course/stats.hpp"
 #include "course/timer.hpp"
-#include "ladder.hpp"
+#include "dot.hpp"
 
 namespace {
 

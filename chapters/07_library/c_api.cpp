@@ -23,7 +23,7 @@
 #include "course/check.hpp"
 #include "dotcourse.h"
 #include "host_auto.hpp"
-#include "library.hpp"
+#include "dot.hpp"
 #include "typed.hpp"
 
 // A GPU context: an Engine, and the CPU side (library/src/host_auto.hpp) for dotcourse_dot_ex. A

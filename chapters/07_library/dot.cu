@@ -1,4 +1,4 @@
-// Generated from solutions/07_library/library.cu by tools/make_exercises.py. Fill the TODO(student) holes: your code
+// Generated from solutions/07_library/dot.cu by tools/make_exercises.py. Fill the TODO(student) holes: your code
 // goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
 // code is graded; the rest of the file is taken from the course.
 // Chapter 07 — memory reuse, and the course's dot as a library.
@@ -27,7 +27,7 @@
 
 #include "course/check.hpp"
 #include "course/kernels/two_pass.cuh"
-#include "library.hpp"
+#include "dot.hpp"
 
 namespace ch07 {
 namespace {
@@ -122,10 +122,10 @@ Engine::Engine(int device, std::size_t n_max, int stage_threads)
   // TODO(student): exercise 1a, the plan. What must hold when the constructor returns: d_x(),
   // d_y(), d_partials() and d_result() (they read off_x_, off_y_, off_partials_, off_result_ and
   // bytes_) are disjoint regions of ONE reservation on gpu_, made here and never again, each large
-  // enough for any call with n <= n_max and for any grid launch_dot may use (library.hpp says what
+  // enough for any call with n <= n_max and for any grid launch_dot may use (dot.hpp says what
   // it needs); bytes_ is that reservation's size (0 means "not planned"); h_result() is pinned
   // host memory for the result that the device can write into (d_h_result() maps it: see
-  // library.hpp). Plan with a course::ScratchLayout (common/course/context.hpp).
+  // dot.hpp). Plan with a course::ScratchLayout (common/course/context.hpp).
   // Tests: "ch07 context: create dot destroy and a destroyed handle is refused", "ch07 context:
   // two hundred create and destroy cycles leak nothing"; every other ch07 test uses the plan.
   // [hole 1 end]

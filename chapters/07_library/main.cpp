@@ -47,7 +47,7 @@
 #include "course/table.hpp"
 #include "course/timer.hpp"
 #include "dotcourse.h"
-#include "library.hpp"
+#include "dot.hpp"
 
 namespace {
 

@@ -1,9 +1,9 @@
-// Generated from solutions/08_pinned/paths.cu by tools/make_exercises.py. Fill the TODO(student) holes: your code
+// Generated from solutions/08_pinned/dot.cu by tools/make_exercises.py. Fill the TODO(student) holes: your code
 // goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
 // code is graded; the rest of the file is taken from the course.
 // Chapter 08 — pinned memory: every path from host memory to the GPU.
 //
-// Paths (ch08::paths(); one with `08_pinned --kernel NAME`, all with `08_pinned`):
+// Paths (ch08::versions(); one with `08_pinned --kernel NAME`, all with `08_pinned`):
 //   pageable          cudaMemcpy from std::vector: the driver stages it for you     08_pinned --kernel pageable
 //   pinned            the data lives in cudaMallocHost memory: DMA straight from it 08_pinned --kernel pinned
 //   registered        the caller's std::vector page-locked with cudaHostRegister    08_pinned --kernel registered
@@ -30,7 +30,7 @@
 #include "course/check.hpp"
 #include "course/device.hpp"
 #include "course/kernels/two_pass.cuh"
-#include "paths.hpp"
+#include "dot.hpp"
 
 namespace ch08 {
 namespace {
@@ -200,7 +200,7 @@ void Stager::parallel_copy(void* dst, const void* src, std::size_t bytes) { para
 // [staged_h2d]
 void Stager::h2d(void* d_dst, const void* h_src, std::size_t bytes, cudaStream_t stream) {
   // [hole 1 begin]
-  // TODO(student): the staged copy. What must hold (see the class comment in paths.hpp):
+  // TODO(student): the staged copy. What must hold (see the class comment in dot.hpp):
   //   - for any bytes (0, 1, a chunk +- 1, many chunks, the last one short), d_dst holds exactly
   //     h_src's bytes once `stream` reaches the point where h2d returns, and h_src may be
   //     overwritten as soon as h2d returns;
@@ -232,7 +232,7 @@ double staged_copy_ms(std::size_t bytes, std::size_t chunk_bytes, double host_gb
                              std::to_string(per_chunk_us) + " (need chunk_bytes > 0, positive rates, per_chunk_us >= 0)");
   // [hole 2 begin]
   // TODO(student): the time from the first host copy to the last byte on the device, in ms,
-  // for the model paths.hpp states above staged_copy_ms; 0 for no bytes. Test: "ch08
+  // for the model dot.hpp states above staged_copy_ms; 0 for no bytes. Test: "ch08
   // staged_copy_ms: matches a chunk-by-chunk simulation" (many sizes, chunk sizes, rates and
   // per-chunk costs; the last chunk shorter or not; the host faster and slower than the link).
   (void)bytes;
@@ -249,7 +249,7 @@ StagedChunk staged_chunk(std::size_t bytes, std::size_t chunk_bytes, int buffers
     throw course::UsageError("staged_chunk: chunk_bytes " + std::to_string(chunk_bytes) + ", buffers " +
                              std::to_string(buffers) + " (need both > 0)");
   // [hole 3 begin]
-  // TODO(student): exercise 1 (its arithmetic). Return chunk k as paths.hpp states above
+  // TODO(student): exercise 1 (its arithmetic). Return chunk k as dot.hpp states above
   // staged_chunk: where it starts, how long it is (the last one shorter), which buffer it uses,
   // and len 0 once k is past the last chunk, for any bytes up to SIZE_MAX. Test: "ch08
   // staged_chunk: *" (host only: runs without a GPU).
@@ -566,7 +566,7 @@ std::unique_ptr<Path> make_managed_prefetch(course::Context& ctx) { return std::
 
 }  // namespace
 
-const std::vector<course::Version<PathFactory>>& paths() {
+const std::vector<course::Version<PathFactory>>& versions() {
   static const std::vector<course::Version<PathFactory>> registry = {
       {"pageable", "cudaMemcpy from std::vector: the driver stages it through its own pinned buffers", make<Pageable>},
       {"pinned", "the data lives in cudaMallocHost memory: the copy engine reads it directly", make<Pinned>},

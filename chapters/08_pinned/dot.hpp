@@ -7,7 +7,7 @@
 /// reused pinned buffers, managed memory with and without prefetch. Each path owns the host memory
 /// a caller of that path would have (a std::vector for pageable data, a pinned block, managed
 /// memory), so the benchmark, the tests and the end-to-end dot all use it the same way. The
-/// registry, paths(), is the only list of them.
+/// registry, versions(), is the only list of them.
 
 #include <cuda_runtime.h>
 
@@ -156,7 +156,7 @@ class Path {
 using PathFactory = std::unique_ptr<Path> (*)(course::Context& ctx);
 
 /// The chapter's registry: pageable first (what a plain program does), then the pinned paths.
-const std::vector<course::Version<PathFactory>>& paths();
+const std::vector<course::Version<PathFactory>>& versions();
 
 /// The deterministic device dot of n floats at d_x, d_y (device, mapped or managed pointers), on
 /// the context's stream; copies the result to `h_result` (pinned) and waits for it. Uses the

@@ -40,7 +40,7 @@
 #include "course/table.hpp"
 #include "course/thread_pool.hpp"
 #include "course/timer.hpp"
-#include "paths.hpp"
+#include "dot.hpp"
 
 namespace {
 
@@ -175,7 +175,7 @@ data end to end.
                   std::size_t{1} << 20, 20, 3);
   bool full = false;
   app.cli().add_flag("--full", full, "The complete sweep: transfers and pinning costs up to 1 GiB (default 256 MiB)");
-  app.set_versions(ch08::paths());
+  app.set_versions(ch08::versions());
 
   return app.run(argc, argv, [&](const course::Options& opt) {
     course::Context ctx(opt.device);
@@ -184,7 +184,7 @@ data end to end.
     const ch08::LinkInfo link = ch08::link_info(ctx.device());
     std::printf("Host link: %s\n", link.text.c_str());
 
-    const std::vector<const Version*> selected = course::select_versions(ch08::paths(), opt.kernel);
+    const std::vector<const Version*> selected = course::select_versions(ch08::versions(), opt.kernel);
     std::vector<std::size_t> dot_sizes = {opt.n};
     if (!opt.n_given) dot_sizes = {std::size_t{1} << 20, std::size_t{1} << 26};
     const std::size_t n_max = *std::max_element(dot_sizes.begin(), dot_sizes.end());
@@ -207,7 +207,7 @@ data end to end.
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     {
       const std::size_t bytes = 256 * MiB;
-      auto pinned = course::find_version(ch08::paths(), "pinned")->run(ctx);
+      auto pinned = course::find_version(ch08::versions(), "pinned")->run(ctx);
       pinned->prepare(bytes);
       int reps = 0;
       pinned_h2d_gbps = course::gbps(static_cast<double>(bytes), time_transfer(*pinned, "h2d", bytes, ctx, second, flag.data(), reps));

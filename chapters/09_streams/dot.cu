@@ -1,4 +1,4 @@
-// Generated from solutions/09_streams/pipeline.cu by tools/make_exercises.py. Fill the TODO(student) holes: your code
+// Generated from solutions/09_streams/dot.cu by tools/make_exercises.py. Fill the TODO(student) holes: your code
 // goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
 // code is graded; the rest of the file is taken from the course.
 // Chapter 09 — streams and overlap: host data in chunks, the copy of one chunk under the kernel
@@ -23,7 +23,7 @@
 #include "course/pinned.hpp"
 #include "course/stats.hpp"
 #include "course/timer.hpp"
-#include "pipeline.hpp"
+#include "dot.hpp"
 
 namespace ch09 {
 namespace {
@@ -310,7 +310,7 @@ float combine_partials_of(const P& p, const Job& job) {
   // [hole 2 begin]
   // TODO(student): `sum` must end as the sum of every partial the chunks' kernels left, so that:
   //   - the result is the dot within the fp64 bound for any n, chunk length and stream count
-  //     (where chunk k's partials are, and how many it has: Pipeline in pipeline.hpp);
+  //     (where chunk k's partials are, and how many it has: Pipeline in dot.hpp);
   //   - it has the same bits whichever stream finished first, run after run, and the same bits
   //     for every chunked issue order.
   //   Tests: "ch09 combine_partials: *" (host only, no GPU: partials laid out as the pipeline
@@ -384,7 +384,7 @@ double pipeline_ms(double h2d_ms, double kernel_ms, double d2h_ms, std::size_t c
   if (chunks == 0) throw course::UsageError("pipeline_ms: chunks must be at least 1");
   // [hole 3 begin]
   // TODO(student): the wall time from the first copy in to the last copy out, in ms, for the
-  // model pipeline.hpp states above pipeline_ms. Tests: "ch09 pipeline_ms: matches an
+  // model dot.hpp states above pipeline_ms. Tests: "ch09 pipeline_ms: matches an
   // operation-by-operation simulation of three engines" and "ch09 pipeline_ms: its best chunk
   // count is the simulation's".
   (void)h2d_ms, (void)kernel_ms, (void)d2h_ms, (void)latency_us;

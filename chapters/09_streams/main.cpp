@@ -35,7 +35,7 @@
 #include "course/table.hpp"
 #include "course/thread_pool.hpp"
 #include "course/timer.hpp"
-#include "pipeline.hpp"
+#include "dot.hpp"
 
 namespace {
 

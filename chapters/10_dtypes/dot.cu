@@ -1,9 +1,9 @@
-// Generated from solutions/10_dtypes/dtypes.cu by tools/make_exercises.py. Fill the TODO(student) holes: your code
+// Generated from solutions/10_dtypes/dot.cu by tools/make_exercises.py. Fill the TODO(student) holes: your code
 // goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
 // code is graded; the rest of the file is taken from the course.
 // Chapter 10 — the dot of any two types, at the speed of their bytes.
 //
-// Pairs (ch10::pairs(); one with `10_dtypes --kernel NAME --n 2^28`, the report with `10_dtypes`):
+// Pairs (ch10::versions(); one with `10_dtypes --kernel NAME --n 2^28`, the report with `10_dtypes`):
 //   f32_f32    float32 · float32   -> float32 accumulator   10_dtypes --kernel f32_f32
 //   f64_f64    float64 · float64   -> float64               10_dtypes --kernel f64_f64
 //   f32_f64    float32 · float64   -> float64               10_dtypes --kernel f32_f64
@@ -31,7 +31,7 @@
 
 #include "course/check.hpp"
 #include "course/kernels/typed_dot.cuh"
-#include "dtypes.hpp"
+#include "dot.hpp"
 
 namespace ch10 {
 namespace {
@@ -174,7 +174,7 @@ __device__ __forceinline__ long long thread_dot_i8(const i8* __restrict__ x, con
 // and which as whole packs. __host__ __device__, so the host tests check it without a GPU.
 COURSE_HOST_DEVICE PackSplit split_packs(std::size_t n, long long head, int V) {
   // [hole 4 begin]
-  // TODO(student): exercise 1 (its index arithmetic). Return the split dtypes.hpp states above
+  // TODO(student): exercise 1 (its index arithmetic). Return the split dot.hpp states above
   // split_packs: the elements before head one by one, then as many whole packs of V as fit
   // in [0, n), then the rest one by one; with head < 0 no pack at all. Test: "ch10 split_packs:
   // *" (host only: runs without a GPU).
@@ -256,7 +256,7 @@ Pair make_pair(const char* name, const char* description, const char* library_na
 }  // namespace
 
 // [registry]
-const std::vector<Pair>& pairs() {
+const std::vector<Pair>& versions() {
   static const std::vector<Pair> registry = {
       make_pair<float, float>("f32_f32", "float32 . float32, float32 accumulator (chapter 06's case)", "cublasSdot",
                               run_cublas_f32, 0, true),
@@ -282,7 +282,7 @@ const std::vector<Pair>& pairs() {
 // [registry]
 
 const Pair* find_pair(const std::string& name) {
-  for (const auto& p : pairs())
+  for (const auto& p : versions())
     if (p.name == name) return &p;
   return nullptr;
 }

@@ -1,5 +1,5 @@
 #pragma once
-/// \file dtypes.hpp
+/// \file
 /// \brief Chapter 10 — the dot of any two types: declarations shared by the driver and the tests.
 ///
 /// One kernel family dot<X, Y, Acc> reads each input at its own width and accumulates in the type the
@@ -98,7 +98,7 @@ struct Pair {
   std::string name;            ///< "f32_bool": the command line's --kernel
   std::string description;
   course::Dtype x, y;
-  course::Dtype acc;           ///< from the promotion rule (Promote<X, Y>) in dtypes.cu
+  course::Dtype acc;           ///< from the promotion rule (Promote<X, Y>) in dot.cu
   Launcher run;                ///< the course kernel dot<X, Y, Acc>
   std::string library_name;    ///< "cublasSdot", "convert+cublasDdot", ...
   Launcher library;
@@ -112,7 +112,7 @@ struct Pair {
 };
 
 /// The pairs, in the order the text discusses them.
-const std::vector<Pair>& pairs();
+const std::vector<Pair>& versions();
 
 /// The pair called `name`, or nullptr.
 const Pair* find_pair(const std::string& name);

@@ -35,7 +35,7 @@
 #include "course/random.hpp"
 #include "course/stats.hpp"
 #include "course/timer.hpp"
-#include "dtypes.hpp"
+#include "dot.hpp"
 
 namespace {
 
@@ -118,7 +118,7 @@ cuBLAS) and CUB in the same run.
   std::string sizes_text;
   app.add_sizes_option(sizes_text, "Comma list of sizes, e.g. 2^20,2^28 (default 2^20, 2^24, 2^28)");
   std::vector<std::pair<std::string, std::string>> names;
-  for (const auto& p : ch10::pairs()) names.emplace_back(p.name, p.description);
+  for (const auto& p : ch10::versions()) names.emplace_back(p.name, p.description);
   app.set_versions(names);
 
   return app.run(argc, argv, [&](const course::Options& opt) {
@@ -133,7 +133,7 @@ cuBLAS) and CUB in the same run.
     course::print_gpu(ctx, "\n\n");
 
     std::vector<const ch10::Pair*> chosen;
-    for (const auto& p : ch10::pairs())
+    for (const auto& p : ch10::versions())
       if (opt.kernel.empty() || p.name == opt.kernel) chosen.push_back(&p);
 
     std::size_t need = 0;

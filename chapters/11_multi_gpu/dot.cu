@@ -1,4 +1,4 @@
-// Generated from solutions/11_multi_gpu/multi.cu by tools/make_exercises.py. Fill the TODO(student) holes: your code
+// Generated from solutions/11_multi_gpu/dot.cu by tools/make_exercises.py. Fill the TODO(student) holes: your code
 // goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
 // code is graded; the rest of the file is taken from the course.
 // Chapter 11 — the dot product on many GPUs with NCCL.
@@ -11,7 +11,7 @@
 //   host       partials gathered through the host, copied back, added pairwise on each GPU  11_multi_gpu --kernel host
 // Every version runs the same partial kernel on each GPU first: chapter 06's version 12, copied
 // here (a chapter depends only on common/), and every version but allreduce adds the partials with
-// the same function, add_pairwise (multi.hpp, exercise 3). The same code runs under MPI: 11_multi_gpu_mpi.
+// the same function, add_pairwise (dot.hpp, exercise 3). The same code runs under MPI: 11_multi_gpu_mpi.
 
 #include <cuda/atomic>
 
@@ -36,7 +36,7 @@
 #include "course/reference.hpp"
 #include "course/thread_pool.hpp"
 #include "course/timer.hpp"
-#include "multi.hpp"
+#include "dot.hpp"
 
 namespace ch11 {
 

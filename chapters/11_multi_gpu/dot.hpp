@@ -1,4 +1,4 @@
-// Generated from solutions/11_multi_gpu/multi.hpp by tools/make_exercises.py. Fill the TODO(student) holes: your code
+// Generated from solutions/11_multi_gpu/dot.hpp by tools/make_exercises.py. Fill the TODO(student) holes: your code
 // goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
 // code is graded; the rest of the file is taken from the course.
 #pragma once
@@ -162,7 +162,7 @@ struct Team {
   std::vector<std::pair<void (*)(Team&), std::vector<GraphExec>>> graphs;
   /// The whole calls captured by dot() for allgather_graph, one list per n (the latest 16).
   std::vector<std::pair<std::size_t, std::vector<GraphExec>>> call_graphs;
-  /// The p2p combine's inboxes and tag, made on its first use (multi.cu).
+  /// The p2p combine's inboxes and tag, made on its first use (dot.cu).
   struct PeerState;
   std::unique_ptr<PeerState> peers;
   /// p2p: launch every GPU's kernel from its own host thread, all at once (true), or one after
@@ -256,7 +256,7 @@ void launch_combine(Gpu& gpu, const float* d_partials, int count, float* d_resul
 /// one value is left: that value is the sum. Five partials a..e give ((a + b) + (c + d)) + e.
 ///
 /// The values live in the caller's memory, work[0, count) (on the GPU, shared memory: combine_kernel
-/// and the p2p combine in multi.cu), and this function only decides who adds what, when: add(to,
+/// and the p2p combine in dot.cu), and this function only decides who adds what, when: add(to,
 /// from) does work[to] += work[from], and barrier() returns once every thread has called it (on
 /// the GPU __syncthreads()). `threads` threads call the function at once, each with its own
 /// `thread` in [0, threads) and the same count (0 <= count <= kMaxPartials). What must hold once

@@ -38,7 +38,7 @@
 #include "course/stats.hpp"
 #include "course/table.hpp"
 #include "course/timer.hpp"
-#include "multi.hpp"
+#include "dot.hpp"
 
 namespace {
 

@@ -31,7 +31,7 @@
 #include "course/reference.hpp"
 #include "course/stats.hpp"
 #include "course/table.hpp"
-#include "multi.hpp"
+#include "dot.hpp"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #   dotcourse_add_library(TREE dir ENGINE target)
 #       the target `dotcourse`: the C ABI (TREE/c_api.cpp and TREE/dotcourse.h, the lesson's files of
 #       chapters/07_library or solutions/07_library; src/typed.cu and src/host_auto.cpp, the library's
-#       own) over the chapter's engine (ENGINE, a static library of TREE/library.cu); only
+#       own) over the chapter's engine (ENGINE, a static library of TREE/dot.cu); only
 #       dotcourse_* is exported; its version is DOTCOURSE_VERSION (version.cmake); the build tree
 #       gets lib/pkgconfig/dotcourse.pc too
 #   dotcourse_install()
@@ -23,9 +23,9 @@ function(dotcourse_add_library)
   add_library(dotcourse SHARED "${DC_TREE}/c_api.cpp" "${library_dir}/src/host_auto.cpp" "${library_dir}/src/typed.cu")
   target_link_libraries(dotcourse PRIVATE ${DC_ENGINE})
   # src/ holds the parts no exercise touches (host_auto.hpp, typed.hpp, for c_api.cpp); they include
-  # the tree's library.hpp and dotcourse.h, which the engine's include folder gives.
+  # the tree's dot.hpp and dotcourse.h, which the engine's include folder gives.
   target_include_directories(dotcourse PRIVATE "${library_dir}/src")
-  # In the build tree the whole chapter folder (library.hpp for the driver and the tests); installed,
+  # In the build tree the whole chapter folder (dot.hpp for the driver and the tests); installed,
   # only dotcourse.h.
   target_include_directories(dotcourse INTERFACE "$<BUILD_INTERFACE:${DC_TREE}>"
                                                  "$<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>")

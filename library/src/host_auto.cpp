@@ -1,6 +1,6 @@
 // libdotcourse: the fastest path for a dot of two host arrays (host_auto.hpp): the plan, the choice,
 // the CPU and the split paths, and the calibration that measures the crossovers. Library code, not
-// an exercise: it calls the lesson's engine (chapter 07's library.hpp) and adds no hole.
+// an exercise: it calls the lesson's engine (chapter 07's dot.hpp) and adds no hole.
 
 #include "host_auto.hpp"
 

@@ -15,7 +15,7 @@
 
 #include "course/thread_pool.hpp"
 #include "dotcourse.h"
-#include "library.hpp"
+#include "dot.hpp"
 
 namespace ch07 {
 

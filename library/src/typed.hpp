@@ -5,7 +5,7 @@
 #include <functional>
 
 #include "dotcourse.h"
-#include "library.hpp"
+#include "dot.hpp"
 
 namespace ch07 {
 

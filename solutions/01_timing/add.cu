@@ -16,7 +16,7 @@
 #include "course/check.hpp"
 #include "course/device.hpp"
 #include "course/random.hpp"
-#include "vector_add.hpp"
+#include "add.hpp"
 
 namespace ch01 {
 

@@ -6,7 +6,7 @@
 // second, give the GPU time of exactly what was enqueued between them.
 
 #include "course/check.hpp"
-#include "vector_add.hpp"
+#include "add.hpp"
 
 namespace ch01 {
 

@@ -9,9 +9,9 @@
 //   bug_shared_accumulator  threads add into one shared float: lost updates, and slow
 //   threads_partials        one partial sum per thread, added at the end: right, and fast
 //
-// Exercises (holes in chapters/02_cpu_dot/cpu_dot.cpp): unrolled, pairwise, threads_partials.
+// Exercises (holes in chapters/02_cpu_dot/dot.cpp): unrolled, pairwise, threads_partials.
 
-#include "cpu_dot.hpp"
+#include "dot.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -18,7 +18,7 @@
 
 #include "course/check.hpp"
 #include "course/cublas_check.hpp"
-#include "one_thread.hpp"
+#include "dot.hpp"
 
 namespace ch03 {
 namespace {

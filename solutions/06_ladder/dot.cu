@@ -35,12 +35,12 @@
 #include "course/check.hpp"
 #include "course/kernels/block_sum.cuh"
 #include "course/kernels/vec4_dot.cuh"
-#include "ladder.hpp"
+#include "dot.hpp"
 
 namespace ch06 {
 namespace {
 
-// Every lane of the warp (kWarp, 32 lanes, is in ladder.hpp). ([[maybe_unused]]: the student's file uses
+// Every lane of the warp (kWarp, 32 lanes, is in dot.hpp). ([[maybe_unused]]: the student's file uses
 // it only once the v8 hole is filled.)
 [[maybe_unused]] constexpr unsigned kFullMask = 0xffffffffu;
 /// Versions 7 and 9 give each thread about log2(n) elements (Brent's theorem, the 2007 text's
@@ -114,7 +114,7 @@ __global__ void dot_kernel3(const float* x, const float* y, std::size_t n, float
                    [] { __syncthreads(); });
   // STUB
   //> // TODO(student): add the block's blockDim.x products in s_data into s_data[0] by sequential
-  //> // addressing: sequential_steps(tid, blockDim.x, add, barrier) (ladder.hpp, its other hole) says
+  //> // addressing: sequential_steps(tid, blockDim.x, add, barrier) (dot.hpp, its other hole) says
   //> // which thread adds what; here add(to, from) adds s_data[from] into s_data[to] and barrier() is
   //> // __syncthreads(). Lambdas: [&](unsigned to, unsigned from) { ... } and [] { ... }.
   // END SOLUTION
@@ -135,7 +135,7 @@ __global__ void dot_kernel4(const float* x, const float* y, std::size_t n, float
   first_add_elements(blockIdx.x, tid, blockDim.x, n, [&](std::size_t i) { sum += x[i] * y[i]; });
   // STUB
   //> // TODO(student): this block covers the 2·blockDim.x elements from 2·blockIdx.x·blockDim.x on.
-  //> // Add this thread's two products into sum: first_add_elements (ladder.hpp, its other hole)
+  //> // Add this thread's two products into sum: first_add_elements (dot.hpp, its other hole)
   //> // calls visit(i) for each of their indices; visit adds x[i]·y[i].
   //> float sum = 0.0f;
   // END SOLUTION
@@ -272,7 +272,7 @@ __global__ void __launch_bounds__(Block) dot_kernel8(const float* x, const float
   __syncthreads();
   if (warp == 0) sum = warp_sum_steps(lane < Block / kWarp ? s_warp[lane] : 0.0f, shfl_down);
   // STUB
-  //> // TODO(student): reduce `sum` over the block with warp_sum_steps (ladder.hpp, its other hole),
+  //> // TODO(student): reduce `sum` over the block with warp_sum_steps (dot.hpp, its other hole),
   //> // whose shfl_down(v, offset) is __shfl_down_sync(0xffffffff, v, offset) (a lambda):
   //> // 1. in every warp, warp_sum_steps leaves the warp's total in lane 0 (threadIdx.x % 32);
   //> // 2. lane 0 of each warp stores it in a __shared__ float s_warp[Block / 32]; __syncthreads();

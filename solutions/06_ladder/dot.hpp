@@ -1,5 +1,5 @@
 #pragma once
-/// \file ladder.hpp
+/// \file
 /// \brief Chapter 06 — the reduction ladder: declarations shared by the driver and the tests.
 ///
 /// Every version computes the dot product of two float vectors that already live on the device,

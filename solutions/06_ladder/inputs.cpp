@@ -7,7 +7,7 @@
 // beyond-2^32 test uses the same function.
 
 #include "course/reference.hpp"
-#include "ladder.hpp"
+#include "dot.hpp"
 
 namespace ch06 {
 

@@ -20,7 +20,7 @@
 
 #include "course/check.hpp"
 #include "course/cublas_check.hpp"
-#include "dtypes.hpp"
+#include "dot.hpp"
 
 namespace ch10 {
 namespace {

@@ -8,7 +8,7 @@
 //   host       partials gathered through the host, copied back, added pairwise on each GPU  11_multi_gpu --kernel host
 // Every version runs the same partial kernel on each GPU first: chapter 06's version 12, copied
 // here (a chapter depends only on common/), and every version but allreduce adds the partials with
-// the same function, add_pairwise (multi.hpp, exercise 3). The same code runs under MPI: 11_multi_gpu_mpi.
+// the same function, add_pairwise (dot.hpp, exercise 3). The same code runs under MPI: 11_multi_gpu_mpi.
 
 #include <cuda/atomic>
 
@@ -33,7 +33,7 @@
 #include "course/reference.hpp"
 #include "course/thread_pool.hpp"
 #include "course/timer.hpp"
-#include "multi.hpp"
+#include "dot.hpp"
 
 namespace ch11 {
 

@@ -124,7 +124,7 @@ def ticket_order(code):
 
 # (chapter, file, hole) -> a function of the hole's code giving [(offset, what, why)].
 HOLE_RULES = {
-    ("06_ladder", "ladder.cu", 4): ("memory_order", ticket_order),
+    ("06_ladder", "dot.cu", 4): ("memory_order", ticket_order),
 }
 
 

@@ -642,7 +642,7 @@ class Runner(unittest.TestCase):
 class BuildFailure(unittest.TestCase):
     def test_zero_points_and_the_compiler_error(self):
         log = "\n".join([f"[ {i}%] Building CUDA object x{i}.o" for i in range(60)]
-                        + ["/s/chapters/01_timing/vector_add.cu(31): error: identifier \"i\" is undefined",
+                        + ["/s/chapters/01_timing/add.cu(31): error: identifier \"i\" is undefined",
                            "1 error detected"] + [f"make line {i}" for i in range(50)]
                         + ["make: *** [Makefile:146: all] Error 2"])
         tail = cli.build_log_excerpt(log)
@@ -747,7 +747,7 @@ class CommandLine(unittest.TestCase):
 
 ME = splice.load_make_exercises()
 COURSE = ME.course_files(REPO)
-LADDER = "06_ladder/ladder.cu"
+LADDER = "06_ladder/dot.cu"
 
 
 def student_tree(root, edit=None):

@@ -38,6 +38,7 @@ class FakeChapter:
         self.text, self.name, self.number = text, name, name[:2]
         self.source = ROOT / "solutions" / name / "x.cu"
         self.function, self.versions = vl.parse_registry(text)
+        self.element = vl.REGISTRY.search(text).group(2)
 
     @property
     def names(self):
@@ -54,7 +55,7 @@ class Registry(unittest.TestCase):
         self.assertEqual([v.exercise for v in versions], [False, True, False])
 
     def test_a_pairs_registry_of_make_pair_calls_is_parsed(self):
-        text = """const std::vector<Pair>& pairs() {
+        text = """const std::vector<Pair>& versions() {
   static const std::vector<Pair> registry = {
       make_pair<float, float>("f32_f32", "float32 . float32, float32", "cublasSdot", run_a, 0, true),
       make_pair<float, bool>("f32_bool", "float32 . bool (a mask)", "convert y, cublasSdot",
@@ -63,7 +64,7 @@ class Registry(unittest.TestCase):
   return registry;
 }"""
         function, versions = vl.parse_registry(text)
-        self.assertEqual(function, "pairs")
+        self.assertEqual(function, "versions")
         self.assertEqual([(v.name, v.description, v.exercise) for v in versions],
                          [("f32_f32", "float32 . float32, float32", True), ("f32_bool", "float32 . bool (a mask)", False)])
 

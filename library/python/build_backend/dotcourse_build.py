@@ -2,7 +2,7 @@
 
 The CMake project that builds libdotcourse.so (library/packaging/CMakeLists.txt) reads the course
 kit (common/), the library's own sources (library/src/) and chapter 07's lesson files (c_api.cpp,
-dotcourse.h, library.cu/hpp) from the repository, outside this folder, where an sdist cannot reach. So before every hook, from inside the course repository, the files it needs
+dotcourse.h, dot.cu/hpp) from the repository, outside this folder, where an sdist cannot reach. So before every hook, from inside the course repository, the files it needs
 are copied into _vendor/ in the repository's own layout (git-ignored, and included in the sdist by
 pyproject.toml's sdist.include). An unpacked sdist has _vendor/ already and no repository around
 it: then nothing is copied. `pip install library/python`, `python -m build` and
@@ -23,7 +23,7 @@ SOURCES = ["LICENSE", "common/course/**/*", "common/src/**/*", "library/src/*",
            "library/dotcourse.map", "library/packaging/*.cmake",
            "library/packaging/*.in", "library/packaging/CMakeLists.txt"]
 # Chapter 07's lesson files the library compiles, from solutions/07_library (else chapters/07_library).
-ENGINE = ["c_api.cpp", "dotcourse.h", "library.cu", "library.hpp"]
+ENGINE = ["c_api.cpp", "dotcourse.h", "dot.cu", "dot.hpp"]
 
 
 def _repository() -> Optional[pathlib.Path]:
@@ -42,7 +42,7 @@ def vendor() -> None:
             raise RuntimeError(f"{HERE} is neither library/python of the course repository nor an "
                                "unpacked dotcourse sdist (no _vendor/): build from the repository or the sdist")
         return
-    tree = "solutions" if (root / "solutions" / "07_library" / "library.cu").is_file() else "chapters"
+    tree = "solutions" if (root / "solutions" / "07_library" / "dot.cu").is_file() else "chapters"
     files: List[pathlib.Path] = []
     for pattern in SOURCES:
         files += sorted(p for p in root.glob(pattern) if p.is_file())
