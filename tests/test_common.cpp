@@ -827,6 +827,8 @@ TEST_CASE("common: the stopping rule ends a host measurement once its mean is kn
   REQUIRE_FALSE(time.enough({100.0, 900.0}));              // a second spent, but two samples
   REQUIRE(time.enough({100.0, 800.0, 200.0}));             // 1.1 s
   REQUIRE_FALSE(time.enough({100.0, 200.0, 300.0}));       // 0.6 s
+  REQUIRE_FALSE(time.enough({4000.0}));                    // one sample: no spread yet
+  REQUIRE(time.enough({1600.0, 1600.0}));                  // 3.2 s: three budgets spent, two samples
   // In time_cpu_ms: work of at least 1 ms against a 2 ms budget stops at min_samples (the sum of
   // three samples passes 2 ms, of two may not); with the rule off every rep is taken.
   int runs = 0;

@@ -89,7 +89,8 @@ std::vector<double> time_gpu_each_ms(Work&& work, int warmup, int reps, cudaStre
 
 /// When a host measurement has enough samples (nvbench's stopping criterion): at least
 /// `min_samples`, and then either the relative noise of the mean (standard deviation / mean /
-/// sqrt(samples)) at most `max_noise`, or `max_seconds` of timed work spent. `reps` stays the most
+/// sqrt(samples)) at most `max_noise`, or `max_seconds` of timed work spent; and, as nvbench's
+/// timeout, two samples once 3 × `max_seconds` are spent, whatever `min_samples` says. `reps` stays the most
 /// samples ever taken. The rule comes from the environment, so that a whole course run is given a
 /// budget without touching a driver (tools/run_course.sh sets COURSE_MAX_SECONDS=2 and
 /// COURSE_MAX_NOISE=0.005): COURSE_MIN_SAMPLES (default 3), COURSE_MAX_NOISE and COURSE_MAX_SECONDS
