@@ -10,6 +10,8 @@ chapter it lacks is drawn from the sibling that has it (chapter 11 is measured o
 results/reference/h200x2).
 """
 import argparse
+import concurrent.futures
+import os
 import pathlib
 import subprocess
 import sys
@@ -78,6 +80,7 @@ def main(argv=None):
             print(f"plots: no folder {args.results} (--results: where the chapters wrote their CSVs)", file=sys.stderr)
         return 2
     failed, skipped, done = [], [], 0
+    jobs = []  # (chapter, results folder): each chapter's script is its own process, all at once
     for script in only or scripts:
         results = args.results
         if not (results / f"{script.stem}.csv").is_file():
@@ -93,11 +96,22 @@ def main(argv=None):
             else:
                 skipped.append(script.stem)
                 continue
-        r = subprocess.run([sys.executable, str(script), "--results", str(results), "--out", str(out)])
-        if r.returncode != 0:
-            failed.append(script.stem)
-        else:
-            done += 1
+        jobs.append((script, results))
+
+    def render(job):
+        script, results = job
+        return subprocess.run([sys.executable, str(script), "--results", str(results), "--out", str(out)],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    # Matplotlib spends most of a chapter's seconds in one core: the chapters render side by side,
+    # and each one's output is printed whole, in chapter order.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+        for (script, _), r in zip(jobs, pool.map(render, jobs)):
+            sys.stdout.write(r.stdout)
+            if r.returncode != 0:
+                failed.append(script.stem)
+            else:
+                done += 1
     if skipped:
         print(f"render_all: no CSV in {args.results} for: {', '.join(skipped)} (skipped)")
     print(f"render_all: {done} chapter(s) plotted into {out}" + (f"; FAILED: {', '.join(failed)}" if failed else ""))

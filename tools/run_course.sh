@@ -30,6 +30,9 @@ export NCCL_NVLS_ENABLE=0  # NVLink multicast off in every process (chapter 11 s
 export COURSE_MAX_SECONDS=${COURSE_MAX_SECONDS:-2} COURSE_MAX_NOISE=${COURSE_MAX_NOISE:-0.005}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+# Wall-clock seconds of each phase, for the summary (the main job's budget is five minutes).
+job_start=$(date +%s.%N)
+since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }'; }
 
 # Chapters by number ("05") or by name ("05_many_blocks"), checked before the build.
 chapters=()
@@ -44,16 +47,20 @@ if [ ${#chapters[@]} -eq 0 ]; then
   for dir in chapters/[0-9][0-9]_*/; do chapters+=("$(basename "$dir")"); done
 fi
 
+phase_start=$(date +%s.%N)
 source tools/setup.sh
+setup_seconds=$(since "$phase_start")
 jobs=$(nproc 2>/dev/null || echo 2)
 preset=solutions
 [ -d solutions ] || preset=student  # a student repository: your own tree
 echo "== Building the course ($preset) =="
+phase_start=$(date +%s.%N)
 cmake --preset $preset >/dev/null
 # The programs only (course_programs: every chapter's executable, course_info, libdotcourse): the
 # tests are tools/test.sh's job, and building them would double the main job's time.
 cmake --build --preset $preset -j "$jobs" --target course_programs
 bin=build/$preset/bin
+build_seconds=$(since "$phase_start")
 # A chapter whose dependency is missing (11_multi_gpu without NCCL) is left out of the build with
 # a message at configure time: skipped here when running every chapter, an error when asked for.
 built=()
@@ -130,6 +137,7 @@ done
 # Plots: only the chapters of this run. Those that ran from this run's CSVs; without a GPU, those
 # skipped from the shipped reference results (chapter 11's come from results/reference/h200x2).
 declare -A plots
+phase_start=$(date +%s.%N)
 chapter_args() { local ch; for ch in "$@"; do printf -- '--chapter\n%s\n' "$ch"; done; }
 if [ ${#ran_chapters[@]} -gt 0 ]; then
   echo
@@ -154,6 +162,8 @@ if [ ${#skipped_chapters[@]} -gt 0 ]; then
   fi
 fi
 
+plot_seconds=$(since "$phase_start")
+
 echo
 echo "== Summary =="
 printf '%-16s %-11s %8s  %-32s %s\n' chapter result seconds CSVs plots
@@ -166,5 +176,5 @@ done
 failed=$(( ${#chapters[@]} - ${#ran_chapters[@]} - ${#skipped_chapters[@]} ))
 line="${#ran_chapters[@]} ran, ${#skipped_chapters[@]} skipped, $failed failed"
 if [ $gpu = 0 ] && [ ${#skipped_chapters[@]} -gt 0 ]; then line+=" (skipped: they need a GPU, and this machine has none: see the top)"; fi
-echo "run_course: $line"
+echo "run_course: $line; $(since "$job_start") s in all (set-up $setup_seconds s, build $build_seconds s, plots $plot_seconds s)"
 exit $status
