@@ -138,7 +138,7 @@ const bool registered = [] {
                                       << ", packs " << s.packs << ", tail " << s.tail
                                       << "}. split_packs (exercise 1): the elements before head one by one, then as "
                                          "many whole packs of V as fit in [0, n), then the rest one by one; head -1: "
-                                         "every element one by one, no pack.");
+                                         "no pack, every element in the head (head_end == tail == n).");
               if (head < 0) {
                 REQUIRE(s.head_end == n);  // everything one by one
                 REQUIRE(s.packs == 0);

@@ -176,8 +176,8 @@ COURSE_HOST_DEVICE PackSplit split_packs(std::size_t n, long long head, int V) {
   // [hole 4 begin]
   // TODO(student): exercise 1 (its index arithmetic). Return the split dot.hpp states above
   // split_packs: the elements before head one by one, then as many whole packs of V as fit
-  // in [0, n), then the rest one by one; with head < 0 no pack at all. Test: "ch10 split_packs:
-  // *" (host only: runs without a GPU).
+  // in [0, n), then the rest one by one; with head < 0 no pack, and the head is every element
+  // (head_end == tail == n). Test: "ch10 split_packs: *" (host only: runs without a GPU).
   (void)n;
   (void)head;
   (void)V;

@@ -36,10 +36,12 @@ struct PackSplit {
 /// The split of n elements whose first whole pack of V starts at `head` (the launcher's
 /// course::kernels::vector_head: 0 <= head <= n, or -1 when x and y never start a pack at the same
 /// index). Packs follow each other from head, as many as fit whole in [0, n); the elements before
-/// head and after the last whole pack are read one by one; with head -1, every element is (no
-/// pack). So tail = head_end + packs * V, and fewer than V elements are left after it. No overflow
-/// for any n. __host__ __device__: thread_dot and thread_dot_i8 call it on the GPU, and the test
-/// "ch10 split_packs: *" on the host, without a GPU.
+/// head and after the last whole pack are read one by one. What must hold, as the test "ch10
+/// split_packs: *" checks it: with 0 <= head <= n, head_end == head, tail == head_end + packs * V,
+/// tail <= n and n - tail < V (no whole pack left after tail); with head -1 (no pack), packs == 0
+/// and head_end == tail == n (the head reads every element). No overflow for any n.
+/// __host__ __device__: thread_dot and thread_dot_i8 call it on the GPU, the test on the host,
+/// without a GPU.
 COURSE_HOST_DEVICE PackSplit split_packs(std::size_t n, long long head, int V);
 
 /// Everything a call needs besides its inputs, made once for inputs of up to `max_n` elements: the
