@@ -1,7 +1,11 @@
 """Tests of tools/progress: no GPU, no build. A hole counts as filled only when its body differs
-from the course's stub; tests are counted per chapter from a JUnit file; the next step follows."""
+from the course's stub; tests are counted per chapter from a JUnit file; the next step follows; a
+run of one chapter keeps the results of the chapters run before it."""
+import contextlib
 import importlib.machinery
 import importlib.util
+import io
+import os
 import pathlib
 import sys
 import tempfile
@@ -65,6 +69,102 @@ class Progress(unittest.TestCase):
 
     def test_unknown_chapter_is_a_usage_error(self):
         self.assertEqual(progress.main(["--tree", str(self.tree), "99"]), 2)
+
+
+def junit_of(cases):
+    """A JUnit file in CTest's form: cases are (name, 'pass' | 'fail')."""
+    rows = "".join(f'  <testcase name="{name}" status="{"run" if r == "pass" else "fail"}" time="0.1">'
+                   + ("" if r == "pass" else '<failure message=""/>') + "</testcase>\n" for name, r in cases)
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuite tests="{len(cases)}">\n{rows}</testsuite>\n'
+
+
+class KeptResults(unittest.TestCase):
+    """tools/test.sh rewrites its JUnit file at every run: `-L ch11` leaves only chapter 11 in it."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = pathlib.Path(self.tmp.name)
+        self.junit = self.root / "build" / "student" / "ctest-junit.xml"
+        self.junit.parent.mkdir(parents=True)
+        self.tree = self.root / "chapters"
+        for chapter in ("07_library", "08_pinned", "11_multi_gpu"):
+            (self.tree / chapter).mkdir(parents=True)
+        self.runs = 0
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def run_tests(self, cases):
+        """What one tools/test.sh run leaves: the JUnit file of that run alone, newer than the last."""
+        self.junit.write_text(junit_of(cases))
+        self.runs += 1
+        os.utime(self.junit, ns=(self.runs * 10**9, self.runs * 10**9))
+
+    def progress_rows(self):
+        out = io.StringIO()
+        old_root = progress.ROOT
+        progress.ROOT = self.root  # the default JUnit file and its kept results under this root
+        try:
+            with contextlib.redirect_stdout(out):
+                self.assertEqual(progress.main(["--tree", str(self.tree)]), 0)
+        finally:
+            progress.ROOT = old_root
+        return {line.split()[0]: line for line in out.getvalue().splitlines() if line[:2].isdigit()}
+
+    def test_a_run_of_one_chapter_keeps_the_others(self):
+        self.run_tests([("ch07 a: works", "pass"), ("ch07 b: works", "pass"), ("ch08 a: fails", "fail")])
+        rows = self.progress_rows()
+        self.assertRegex(rows["07_library"], r"\s2\s+0\s+0\s+done")
+        self.run_tests([("ch11 a: works", "pass")])  # tools/test.sh --student -L ch11
+        rows = self.progress_rows()
+        self.assertRegex(rows["07_library"], r"\s2\s+0\s+0\s+done")  # not "run tools/test.sh -L ch07"
+        self.assertIn("fix: ch08 a: fails", rows["08_pinned"])
+        self.assertRegex(rows["11_multi_gpu"], r"\s1\s+0\s+0\s+done")
+
+    def test_the_newer_run_of_a_test_wins(self):
+        store = self.junit.with_name(progress.STORE)
+        self.run_tests([("ch08 a: fails", "fail"), ("ch08 b: works", "pass")])
+        progress.merge_run(store, self.junit)
+        self.run_tests([("ch08 a: fails", "pass")])  # -R "ch08 a": the fix, and only that test
+        counts, _, failed, _ = progress.count_tests(progress.merge_run(store, self.junit))
+        self.assertEqual((counts["08"]["passed"], counts["08"]["failed"]), (2, 0))
+        # An older run read late does not undo the newer result.
+        old = self.root / "old.xml"
+        old.write_text(junit_of([("ch08 a: fails", "fail")]))
+        os.utime(old, ns=(10**9, 10**9))
+        counts, _, _, _ = progress.count_tests(progress.merge_run(store, old))
+        self.assertEqual(counts["08"]["failed"], 0)
+
+    def test_record_keeps_a_run_without_showing_anything(self):
+        self.run_tests([("ch07 a: works", "pass")])
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            self.assertEqual(progress.main(["--record", str(self.junit)]), 0)
+        self.assertEqual(out.getvalue(), "")
+        self.run_tests([("ch11 a: works", "pass")])
+        self.assertEqual(progress.main(["--record", str(self.junit)]), 0)
+        kept = progress.load_store(self.junit.with_name(progress.STORE))
+        self.assertEqual(sorted(kept), ["ch07 a: works", "ch11 a: works"])
+        self.assertEqual(progress.main(["--record", str(self.root / "missing.xml")]), 2)
+
+    def test_kept_results_survive_a_run_that_wrote_no_junit(self):
+        self.run_tests([("ch07 a: works", "pass")])
+        self.progress_rows()
+        self.junit.unlink()  # tools/test.sh removes it first; a failed build writes none
+        self.assertRegex(self.progress_rows()["07_library"], r"\s1\s+0\s+0\s+done")
+
+    def test_explicit_junit_is_that_file_alone(self):
+        self.run_tests([("ch07 a: works", "pass")])
+        self.progress_rows()
+        other = self.root / "other.xml"
+        other.write_text(junit_of([("ch11 a: works", "pass")]))
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            progress.main(["--tree", str(self.tree), "--junit", str(other)])
+        rows = {line.split()[0]: line for line in out.getvalue().splitlines() if line[:2].isdigit()}
+        self.assertRegex(rows["07_library"], r"\s-\s+-\s+-\s")  # the kept run is not shown
+        self.assertRegex(rows["11_multi_gpu"], r"\s1\s+0\s+0\s")
+        self.assertFalse(other.with_name(progress.STORE).exists())
 
 
 if __name__ == "__main__":
