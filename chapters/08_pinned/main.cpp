@@ -305,7 +305,8 @@ data end to end.
           }
         }
         const course::Verdict after = course::check_dot(last, ref);
-        // roofline_gbps: this run's pinned H2D bandwidth (pct_link), not device memory's
+        // roofline_gbps: the pinned H2D bandwidth timed at the start (pct_link's denominator), not
+        // device memory's. One reading, taken before anything else: if it comes in low, pct_link passes 100.
         const course::Measurement m = course::measured(v->name, "host data, result on the host", n,
                                                        2.0 * n * sizeof(float), samples, pinned_h2d_gbps,
                                                        after.rel_error, before.ok && after.ok);
@@ -399,7 +400,8 @@ data end to end.
                  "summed for 'both'; link rate after line coding; pct_wire = % of it):\n\n";
     fits.print(std::cout);
     std::cout << "\nThe dot of host data end to end (result on the host, every cost counted); pct_link = % of "
-                 "this run's pinned H2D bandwidth:\n\n";
+                 "the pinned H2D bandwidth timed at the start (256 MiB, the first ceiling above; a yardstick, not a "
+                 "bound):\n\n";
     table.print(std::cout, course::measurement_screen_columns(course::Share::link));
     std::cout << "\nWhat pinning costs:\n\n";
     pinning.print(std::cout);
