@@ -75,9 +75,9 @@ void launch_dot(const float* d_x, const float* d_y, std::size_t n, float* d_part
 // ---- The engine: everything planned once for n_max ------------------------------------------
 
 namespace {
-// Three quarters of the cores, at most 12; DOTCOURSE_STAGE_THREADS overrides it. On the 16-core
-// H100 machine 12 threads staged fresh 2^26-float arrays in 13.7 ms a call, 8 threads in 17.6 ms
-// and 16 in 14.3 ms (one run of bench_peers.py each; 07_library_staging.csv sweeps one vector).
+// Three quarters of the cores, at most 12; DOTCOURSE_STAGE_THREADS overrides it. A call stages
+// two vectors at once, which is why 12 and not 8, where one vector stops gaining: the chapter's
+// appendix ("The link and the staging threads") and 07_library_staging.csv give the measurements.
 int default_stage_threads() {
   if (const char* env = std::getenv("DOTCOURSE_STAGE_THREADS"); env != nullptr && std::atoi(env) > 0)
     return std::min(std::atoi(env), 64);

@@ -217,8 +217,9 @@ floats) against a CPU loop.
 
       // The graded pair at the program's size, timed alternately (alloc_per_call, reuse, reuse,
       // alloc_per_call, ...) so that both see the same moments of a host whose pageable copies
-      // can run at half speed for seconds at a time: one such stretch made reuse's own median
-      // above 1.4x alloc_per_call's in one H100 run, while the phases, timed later, were normal.
+      // can run at half speed for seconds at a time; timed one after the other, such a stretch
+      // can fall on one version alone and reverse the ratio (the appendix, "Timed one after
+      // another, or in turns").
       if (n == kProgramN && std::find(selected.begin(), selected.end(), reuse) != selected.end()) {
         std::vector<double> t_alloc, t_reuse;
         float got_alloc = 0, got_reuse = 0;

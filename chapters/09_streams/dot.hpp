@@ -155,21 +155,25 @@ void book_reference(const float* a, const float* b, float* c, std::size_t n, std
 /// contiguous slice, several float accumulators, the slices' sums added in a fixed order).
 float cpu_dot(course::ThreadPool& pool, const float* x, const float* y, std::size_t n);
 
-/// Exercise 3 (*think*): the predicted wall time of a chunked pipeline, host only. The job needs
-/// h2d_ms, kernel_ms and d2h_ms of its three engines for the whole input; cut into `chunks` equal
-/// chunks, each operation costs latency_us µs plus its engine's time / chunks. Each engine takes the
-/// chunks in order, one at a time; a chunk's kernel starts once its copy in is done, its copy out
-/// once its kernel is done, and no engine waits for a free stream. Milliseconds from the first copy
-/// in to the last copy out. Throws UsageError for chunks 0.
+/// Exercise 3 (*think*): the predicted wall time of a chunked pipeline, host only. h2d_ms,
+/// kernel_ms and d2h_ms are its three engines' times for the whole input's bytes, with no
+/// operation's latency in them; cut into `chunks` equal chunks, each operation costs latency_us µs
+/// plus its engine's time / chunks. Each engine takes the chunks in order, one at a time; a chunk's
+/// kernel starts once its copy in is done, its copy out once its kernel is done, and no engine
+/// waits for a free stream. Milliseconds from the first copy in to the last copy out. Throws
+/// UsageError for chunks 0.
 double pipeline_ms(double h2d_ms, double kernel_ms, double d2h_ms, std::size_t chunks, double latency_us);
 
 /// What a pipeline is planned from, measured on this machine for one job (measure_engines): each
-/// engine's time for the whole input, alone, and one operation's fixed cost.
+/// engine alone over the whole input cut into `chunks` chunks, and one operation's fixed cost.
+/// Unlike pipeline_ms's engine times, each of the three is `chunks` operations one after another,
+/// so it holds `chunks` operations' fixed cost besides the bytes.
 struct Engines {
-  double h2d_ms = 0;      ///< every chunk's copy in, one after another on one stream
-  double kernel_ms = 0;   ///< every chunk's kernel
-  double d2h_ms = 0;      ///< every chunk's copy out
-  double latency_us = 0;  ///< one copy of one float: what an operation costs beyond its bytes
+  double h2d_ms = 0;       ///< every chunk's copy in (x and y), one after another on one stream
+  double kernel_ms = 0;    ///< every chunk's kernel, the same way
+  double d2h_ms = 0;       ///< every chunk's copy out, the same way
+  std::size_t chunks = 0;  ///< how many chunks (operations per engine) the three times above hold
+  double latency_us = 0;   ///< one copy in of one float: what an operation costs beyond its bytes
 };
 
 /// A pipeline's shape: the chunk size (elements) and the number of streams.
@@ -178,8 +182,9 @@ struct Plan {
   int streams = 0;
 };
 
-/// Each engine alone over job's chunks, event-timed (median of a few runs), and the cost of an
-/// operation that moves one float. Needs the job's inputs pinned and on p's device's host.
+/// Each engine alone over job's chunks, event-timed (median of a few runs), with chunks =
+/// chunk_count(job), and the cost of an operation that moves one float. Needs the job's inputs
+/// pinned and on p's device's host.
 Engines measure_engines(Pipeline& p, const Job& job);
 
 /// Exercise 4 (*design*): the chunk size and stream count for a job of n elements on these

@@ -275,8 +275,9 @@ every core beside it.
     }
     if (best_large > 0) {
       // The ceiling: the faster of the run's first copy and the copies alone timed beside the
-      // pipelines (the host's memory bandwidth drifts within a run; a ceiling measured while the
-      // host was busy once gave 131% here). Never the slower: that would flatter the pipeline.
+      // pipelines (the host's memory bandwidth drifts within a run, so pct_link, against the
+      // first copy alone, can exceed 100: the appendix, "Method"). Never the slower: that would
+      // flatter the pipeline.
       const double g = course::gbps(2.0 * large * sizeof(float), best_large);
       const double ceiling = std::max(h2d_gbps, h2d_alone_gbps);
       std::printf("Pinned H2D ceiling for the target: %.1f GB/s (first copy %.1f GB/s, copies alone beside the pipelines %.1f GB/s)\n",
@@ -436,7 +437,8 @@ every core beside it.
     progress.done();
 
     std::cout << "\nThe dot of pinned host data, then the book's program (n = 20 x 2^20; bytes = a, b in and c out); "
-                 "result on the host, every cost counted; pct_link = % of this run's pinned H2D bandwidth; 'bound' is the "
+                 "result on the host, every cost counted; pct_link = % of the first pinned H2D copy (a reading, "
+                 "not a limit: it can exceed 100); 'bound' is the "
                  "yardstick 1.10 x the busiest engine + one chunk's share, a target and not a lower bound:\n\n";
     table.print(std::cout, course::measurement_screen_columns(course::Share::link));
     if (!predictions.rows().empty()) {
