@@ -43,4 +43,7 @@ rc=$?
 set -e
 echo
 python3 tools/test_summary.py "$junit" || true
+# Each chapter's latest results, kept across runs for tools/progress (a run of one chapter keeps
+# the others' results).
+python3 tools/progress --record "$junit" >/dev/null 2>&1 || true
 exit $rc
