@@ -31,8 +31,10 @@ __global__ void add_kernel(const T* __restrict__ a, const T* __restrict__ b, T* 
   const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) out[i] = a[i] + b[i];
   // STUB
-  //> // TODO(student): compute this thread's global index i (as std::size_t: blockIdx.x * blockDim.x
-  //> // + threadIdx.x) and, if i < n, write out[i] = a[i] + b[i].
+  //> // TODO(student): afterwards out[i] == a[i] + b[i] for every i < n, and nothing at or past
+  //> // out[n] is written, however far the grid overshoots n. Each thread owns the element at its
+  //> // global index, which must stay exact past 2^32 elements. Tests: ch01 add_gpu: * (bitwise at
+  //> // awkward sizes, guard zones, beyond 2^32). See README §Exercise 1.
   // END SOLUTION
 }
 // [add_kernel]
@@ -45,8 +47,10 @@ void launch_add(const T* d_a, const T* d_b, T* d_out, std::size_t n, cudaStream_
   const unsigned block = 256;                        // a multiple of the warp size (32)
   const std::size_t grid = (n + block - 1) / block;  // round up: every element gets a thread
   // STUB
-  //> // TODO(student): choose the threads per block (a multiple of 32, at most 1024) and enough
-  //> // blocks that block * grid >= n (round up).
+  //> // TODO(student): set block (threads per block: a multiple of 32, at most 1024) and grid so
+  //> // that the launch below gives each of the n elements a thread, for every n >= 1, with less
+  //> // than one block of threads to spare. Tests: ch01 add_gpu: *, ch01 add_gpu_copies: *.
+  //> // See README §Exercise 1.
   //> const unsigned block = 1;
   //> const std::size_t grid = 1;
   // END SOLUTION
@@ -187,8 +191,10 @@ double predicted_add_ms(std::size_t n, std::size_t elem_bytes, double gbps) {
   const double bytes = 3.0 * static_cast<double>(n) * static_cast<double>(elem_bytes);
   return bytes / (gbps * 1e9) * 1e3;
   // STUB
-  //> // TODO(student): how many bytes cross the memory bus when launch_add runs on n elements? At
-  //> // gbps GB/s (1 GB = 10^9 bytes), how many milliseconds does that take?
+  //> // TODO(student): how many bytes cross the memory bus when launch_add runs on n elements of
+  //> // elem_bytes each? Return the milliseconds they take at gbps GB/s (1 GB = 10^9 bytes), exact
+  //> // to rounding for every n, past 2^32 too. Test: ch01 predicted_add_ms: * (host only).
+  //> // See README §Exercise 3.
   //> (void)n, (void)elem_bytes;
   //> return -1.0;
   // END SOLUTION

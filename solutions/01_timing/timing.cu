@@ -26,8 +26,10 @@ float time_with_events_ms(const std::function<void()>& launch, cudaStream_t stre
   CUDA_CHECK(cudaEventDestroy(stop));
   return ms;
   // STUB
-  //> // TODO(student): create two events, record the first on `stream`, call launch(), record the
-  //> // second, wait for it (cudaEventSynchronize), and return cudaEventElapsedTime. Destroy both.
+  //> // TODO(student): return the milliseconds the GPU spends on exactly the work launch() enqueues
+  //> // on `stream`, read on the GPU's clock (a host clock sees only the enqueue) and final when this
+  //> // returns; leak nothing. Test: ch01 time_with_events_ms: * (filling 1.5 GiB takes at least its
+  //> // bytes over the card's peak bandwidth). See README §Exercise 2.
   //> launch();
   //> return 0.0f;
   // END SOLUTION

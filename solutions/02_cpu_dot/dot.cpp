@@ -100,8 +100,10 @@ float dot_unrolled(const float* x, const float* y, std::size_t n, const CpuConfi
   for (; i + kLanes <= n; i += kLanes)
     for (std::size_t k = 0; k < kLanes; ++k) acc[k] += x[i + k] * y[i + k];
   // STUB
-  //> // TODO(student): walk x and y kLanes elements at a time; lane k adds x[i + k] * y[i + k]
-  //> // into acc[k]. Stop before the last incomplete group (the tail loop below adds it).
+  //> // TODO(student): walk x and y kLanes elements at a time. Afterwards i == n - n % kLanes (the
+  //> // tail loop adds the rest) and acc[k] is the sum of x[j] * y[j] over the j < i with
+  //> // j % kLanes == k: kLanes independent float chains, no compiler flag or pragma.
+  //> // Tests: ch02 unrolled: *, ch02 unrolled lanes: * (packed adds). See README §Exercise 1.
   //> acc[0] = kUnfilled;
   // END SOLUTION
   float tail = 0.0f;
@@ -124,8 +126,10 @@ float dot_pairwise(const float* x, const float* y, std::size_t n, const CpuConfi
   const std::size_t half = n / 2;
   return dot_pairwise(x, y, half, config) + dot_pairwise(x + half, y + half, n - half, config);
   // STUB
-  //> // TODO(student): up to kPairwiseBase elements, return dot_sequential(x, y, n, config);
-  //> // above, split [0, n) into two halves, sum each with dot_pairwise and return their sum.
+  //> // TODO(student): return the dot product of [0, n) summed as a binary tree whose leaves hold at
+  //> // most kPairwiseBase elements, each summed by dot_sequential, so that every product meets about
+  //> // log2(n) additions; any n, odd too. Tests: ch02 pairwise: * (2^24 positive products to 1e-6).
+  //> // See README §Exercise 2.
   //> (void)x, (void)y, (void)n, (void)config;
   //> return kUnfilled;
   // END SOLUTION
@@ -166,8 +170,10 @@ float dot_threads_partials(const float* x, const float* y, std::size_t n, const 
     partial[t] = local;  // one write per thread, to its own slot
   });
   // STUB
-  //> // TODO(student): call for_each_chunk(threads, n, ...) with a lambda (unsigned t, begin, end)
-  //> // that sums x[i] * y[i] over [begin, end) in a local float and writes it once to partial[t].
+  //> // TODO(student): afterwards partial[t] holds the dot product of chunk t of [0, n) as
+  //> // for_each_chunk splits it, summed by thread t itself. The threads share no accumulator, and
+  //> // each writes its own slot once (false sharing). Same inputs and thread count: same bits.
+  //> // Tests: ch02 threads_partials: * (1, 2, 3, 7 threads; 5 runs bitwise). See README §Exercise 3.
   // END SOLUTION
   float sum = 0.0f;
   for (const float p : partial) sum += p;
@@ -218,9 +224,10 @@ float dot_compensated(const float* x, const float* y, std::size_t n) {
   }
   return sum + lost;
   // STUB
-  //> // TODO(student): sum x[i] * y[i] in a float, and in a second float gather what each addition
-  //> // lost to rounding; return the sum with the losses given back. Work out the formula for one
-  //> // addition's loss yourself (it has two cases); with exact arithmetic it would always be 0.
+  //> // TODO(student): return the dot product within two roundings of the exact result, in float
+  //> // only: a running sum, and a second float to gather what each addition lost to rounding, given
+  //> // back at the end. One addition's loss is yours to derive (two cases; exact arithmetic makes it
+  //> // 0). Tests: ch02 compensated: * (lopsided and random data). See README §Exercise 4.
   //> (void)x, (void)y, (void)n;
   //> return kUnfilled;
   // END SOLUTION
