@@ -38,7 +38,9 @@ __global__ void dot_race(const float* x, const float* y, std::size_t n, float* r
 __global__ void dot_atomic_each(const float* x, const float* y, std::size_t n, float* result) {
   for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) {
     // [hole 1 begin]
-    // TODO(student): add the product x[i] * y[i] to *result so that no other thread's update is lost.
+    // TODO(student): make x[i] * y[i] reach *result while every other thread updates it too, losing
+    // no update: after the kernel *result is x·y within the error bound, at every n.
+    // Tests: `ch04 atomic_each: *`. See README §The race and §atomicAdd on every product.
     // [hole 1 end]
   }
 }
@@ -50,9 +52,10 @@ __global__ void dot_atomic_each(const float* x, const float* y, std::size_t n, f
 // runs on one of the GPU's SMs; the others sit idle (chapter 05).
 __global__ void dot_atomic_once(const float* x, const float* y, std::size_t n, float* result) {
   // [hole 2 begin]
-  // TODO(student): sum this thread's products in a float register (for_each_block_stride, in
-  // dot.hpp, visits its elements: i = threadIdx.x, + blockDim.x, ... while i < n), then add that
-  // sum to *result with one atomicAdd.
+  // TODO(student): sum this thread's products, over the indices for_each_block_stride (dot.hpp)
+  // gives it, privately, then make that sum reach *result: one atomic per thread, none per
+  // product, no update lost. Tests: `ch04 atomic_once: *` (GPU), `ch04 index: *` (host, the
+  // indices). See README §A register sum per thread.
   // [hole 2 end]
 }
 // [atomic_once_kernel]
@@ -66,8 +69,9 @@ __global__ void dot_atomic_once(const float* x, const float* y, std::size_t n, f
 // larger of itself and value, losing no other thread's update.
 __device__ void atomic_max_float(float* address, float value) {
   // [hole 3 begin]
-  // TODO(student): make *address the larger of itself and value so that no other thread's update
-  // is lost when many threads do this at once. atomicCAS is the tool; what if it fails?
+  // TODO(student): afterwards *address is the larger of its old value and value, for any floats
+  // (all negative too), and no update of another thread calling this at once is lost.
+  // atomicCAS is the tool; what if it fails? Tests: `ch04 max_product: *`. See README §Exercise 3.
   // [hole 3 end]
 }
 // [atomic_max]

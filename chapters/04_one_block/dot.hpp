@@ -51,15 +51,16 @@ const std::vector<course::Version<GpuDot>>& versions();
 int one_block_threads(course::Context& ctx);
 
 // [for_each_block_stride]
-/// Exercise 2: the elements thread `tid` of a block of `threads` threads takes in the block-stride
-/// loop: tid, tid + threads, tid + 2 * threads, ... while below n; visit(i) for each, in that order.
+/// Exercise 2: thread `tid`'s share of [0, n) in the block-stride split among `threads` threads.
 /// dot_atomic_once calls it on the GPU (visit adds x[i] * y[i] to the thread's sum); the host tests
 /// `ch04 index: ...` call it with a recorder, no GPU needed. It is compiled for the host too: use
 /// its arguments only, no threadIdx or blockDim.
 template <class Visit>
 COURSE_HOST_DEVICE inline void for_each_block_stride(unsigned tid, unsigned threads, std::size_t n, Visit visit) {
   // [hole 1 begin]
-  // TODO(student): call visit(i) for i = tid, tid + threads, tid + 2 * threads, ... while i < n.
+  // TODO(student): call visit(i) for i = tid and every other i < n with i % threads == tid: each
+  // once, in increasing order, nothing at or past n. n may exceed 2^32, so no index may wrap.
+  // Tests (host, no GPU): `ch04 index: for_each_block_stride *`. See README §One block, many threads.
   (void)tid, (void)threads, (void)n, (void)visit;
   // [hole 1 end]
 }

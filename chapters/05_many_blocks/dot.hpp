@@ -100,14 +100,16 @@ constexpr int kWarp = 32;
 
 // [tree_steps]
 /// Exercise 1: the tree of block_sum_tree over `count` values (count a power of two), as thread
-/// `tid` takes part in it. At each step, for stride = count / 2, ..., 2, 1, the threads below the
-/// stride add the value `stride` places above their own: add(tid, tid + stride) adds value
-/// tid + stride into value tid. Every thread, adding or not, calls barrier() after every step.
+/// `tid` takes part in it. add(to, from) adds value `from` into value `to`; barrier() is the
+/// block's barrier (on the GPU __syncthreads(), in the host test a recorder that plays every thread).
 template <class Add, class Barrier>
 COURSE_HOST_DEVICE inline void tree_steps(unsigned tid, unsigned count, Add add, Barrier barrier) {
   // [hole 1 begin]
-  // TODO(student): for stride = count / 2, ..., 2, 1: thread tid < stride calls add(tid, tid + stride);
-  // every thread calls barrier() after every step (outside the if).
+  // TODO(student): once all count threads have run this, value 0 holds the sum of all count values,
+  // each once, after log2(count) steps. In a step: at most one add per thread, the adders contiguous
+  // from thread 0, no value written by one thread and touched by another; every thread calls
+  // barrier() after every step, the same number of times. Tests: `ch05 index: tree_steps *` (host),
+  // then `ch05 block_tree: *`. See README §The tree.
   (void)tid, (void)count, (void)add, (void)barrier;
   // [hole 1 end]
 }
@@ -115,16 +117,15 @@ COURSE_HOST_DEVICE inline void tree_steps(unsigned tid, unsigned count, Add add,
 
 // [for_each_in_tile]
 /// Exercise 2: the elements thread `tid` of block `block` takes in two_level, where each block of
-/// `block_dim` threads sums its own tile of block_dim * per_thread elements: visit(i) for the tile's
-/// start + tid + k * block_dim, k = 0, ..., per_thread - 1, skipping those >= n. The tile of block b
-/// starts at b * block_dim * per_thread: compute it as std::size_t (n may exceed 2^32).
+/// `block_dim` threads sums its own tile of block_dim * per_thread consecutive elements.
 template <class Visit>
 COURSE_HOST_DEVICE inline void for_each_in_tile(unsigned block, unsigned tid, unsigned block_dim, int per_thread,
                                                 std::size_t n, Visit visit) {
   // [hole 2 begin]
-  // TODO(student): call visit(i) for this thread's per_thread elements: the block's tile starts at
-  // block * block_dim * per_thread (compute it as std::size_t); the thread takes start + tid +
-  // k * block_dim for k = 0, ..., per_thread - 1, skipping those >= n.
+  // TODO(student): call visit(i) for this thread's per_thread elements, each once: exactly the i < n
+  // with i / tile == block and (i - block * tile) % block_dim == tid, tile = block_dim * per_thread.
+  // n and the tiles' starts pass 2^32: no product may wrap. Tests: `ch05 index: for_each_in_tile *`
+  // (host), `ch05 two_level: *`. See README §Two levels.
   (void)block, (void)tid, (void)block_dim, (void)per_thread, (void)n, (void)visit;
   // [hole 2 end]
 }
@@ -132,14 +133,16 @@ COURSE_HOST_DEVICE inline void for_each_in_tile(unsigned block, unsigned tid, un
 
 // [warp_sum_steps]
 /// Exercise 3: the sum of a warp's 32 values by shuffles. shfl_down(value, offset) gives every lane
-/// the value held by lane + offset (a lane past the warp's end gets its own back): on the GPU it is
-/// __shfl_down_sync(kFullMask, value, offset), in the host tests a simulated warp, whose values are
-/// all 32 lanes' at once. At each step lane l adds what lane l + offset holds, for offset = 16, 8, 4,
-/// 2, 1; lane 0 ends with the warp's sum.
+/// the value held by lane + offset (a lane past the warp's end gets its own back): on the GPU the
+/// warp's shuffle down (warp_sum passes it), in the host tests a simulated warp, whose values are
+/// all 32 lanes' at once.
 template <class T, class ShflDown>
 COURSE_HOST_DEVICE inline T warp_sum_steps(T value, ShflDown shfl_down) {
   // [hole 3 begin]
-  // TODO(student): for offset = 16, 8, 4, 2, 1: value += shfl_down(value, offset).
+  // TODO(student): lane 0 returns the sum of the 32 lanes' values, each counted once, after at most
+  // five shfl_down calls (log2 of the warp); other lanes may return partial sums. Combine values
+  // with + only, exchange them with shfl_down only (this runs on the host too). Tests: `ch05 index:
+  // warp_sum_steps *` (host), `ch05 warp_shuffle: *`. See README §Warp shuffles.
   (void)shfl_down;
   // [hole 3 end]
   return value;
@@ -154,8 +157,10 @@ COURSE_HOST_DEVICE inline T warp_sum_steps(T value, ShflDown shfl_down) {
 template <class Add, class Barrier>
 COURSE_HOST_DEVICE inline void tree_steps_any(unsigned tid, unsigned count, Add add, Barrier barrier) {
   // [hole 4 begin]
-  // TODO(student): reduce values [0, count) into value 0 for any count, calling add(to, from) and
-  // barrier() (between steps, EVERY thread the same number of times), with no index >= count.
+  // TODO(student): reduce values [0, count) into value 0 for any count from 1 to 1024, in about
+  // log2(count) steps; no index >= count, no value touched by two threads in one step, barrier()
+  // between steps, EVERY thread the same number of times. Tests: `ch05 index: tree_steps_any *`
+  // (host), `ch05 block_sum_any: *`. See README §Exercise 4.
   (void)tid, (void)count, (void)add, (void)barrier;
   // [hole 4 end]
 }

@@ -82,8 +82,8 @@ __global__ void dot_block_serial(const float* __restrict__ x, const float* __res
 // The block's sum in log2(blockDim.x) steps: at each step the lower half of the active threads
 // adds the upper half's values to its own, and a barrier separates the steps. Thread tid reads
 // tid + stride: neighbouring threads touch neighbouring words, one per bank, no bank conflicts.
-// Which thread adds what, and when, is tree_steps (dot.hpp, exercise 1); here an add is one in
-// shared memory and a barrier is __syncthreads(). blockDim.x must be a power of two, and every
+// Which thread adds what, and when, is tree_steps (dot.hpp, exercise 1); this function gives it
+// the block's shared memory and barrier. blockDim.x must be a power of two, and every
 // thread of the block must call this (the barriers). Returns the block's sum, in every thread.
 __device__ float block_sum_tree(float value, float* s_partial) {
   const unsigned tid = threadIdx.x;
@@ -94,9 +94,10 @@ __device__ float block_sum_tree(float value, float* s_partial) {
       tid, blockDim.x, [&](unsigned to, unsigned from) { s_partial[to] += s_partial[from]; },
       [] { __syncthreads(); });
   // STUB
-  //> // TODO(student): run the tree of tree_steps (dot.hpp, its other hole) over the block's values:
-  //> // tree_steps(tid, blockDim.x, add, barrier), where add(to, from) adds s_partial[from] into
-  //> // s_partial[to] and barrier() is __syncthreads(). Lambdas: [&](unsigned to, unsigned from) {...}.
+  //> // TODO(student): run the tree of tree_steps (dot.hpp, its other hole) over s_partial[0, blockDim.x)
+  //> // so that s_partial[0] ends as the block's sum, safe for every thread to read on return: adds in
+  //> // shared memory, each step separated from the next by a real block barrier (no step reads a sum
+  //> // not yet written). Tests: `ch05 block_tree: *` (racecheck when graded). See README §The tree.
   // END SOLUTION
   return s_partial[0];
 }
@@ -142,8 +143,10 @@ __global__ void dot_two_level(const float* __restrict__ x, const float* __restri
   // BEGIN SOLUTION
   for_each_in_tile(blockIdx.x, threadIdx.x, blockDim.x, per_thread, n, [&](std::size_t i) { sum += x[i] * y[i]; });
   // STUB
-  //> // TODO(student): add this thread's per_thread products into sum: for_each_in_tile (dot.hpp, its
-  //> // other hole) calls visit(i) for each of its elements; visit adds x[i] * y[i].
+  //> // TODO(student): add this thread's per_thread products into sum: x[i] * y[i] for exactly the
+  //> // indices for_each_in_tile (dot.hpp, its other hole) gives it, so that the tree below yields
+  //> // the tile's partial. Tests: `ch05 two_level: *`, `ch05 beyond 2^32 elements: *`. See README
+  //> // §Two levels.
   // END SOLUTION
   sum = block_sum_tree(sum, s_partial);
   if (threadIdx.x == 0) partials[blockIdx.x] = sum;
@@ -151,16 +154,17 @@ __global__ void dot_two_level(const float* __restrict__ x, const float* __restri
 // [two_level_kernel]
 
 // [warp_sum]
-// The 32 lanes of a warp add their values through registers: at each step lane l adds the value
-// held by lane l + offset, for offset = 16, 8, 4, 2, 1 (warp_sum_steps, dot.hpp, exercise 3). No
-// shared memory and no barrier: the _sync shuffle itself waits for the lanes named in the mask.
-// Lane 0 ends with the warp's sum.
+// The 32 lanes of a warp add their values through registers, in five shuffle steps (warp_sum_steps,
+// dot.hpp, exercise 3). No shared memory and no barrier: the _sync shuffle itself waits for the
+// lanes named in the mask. Lane 0 ends with the warp's sum.
 __device__ float warp_sum(float value) {
   // BEGIN SOLUTION
   value = warp_sum_steps(value, [](float v, int offset) { return __shfl_down_sync(kFullMask, v, offset); });
   // STUB
-  //> // TODO(student): value = warp_sum_steps(value, shfl_down) (dot.hpp, its other hole), where
-  //> // shfl_down(v, offset) is __shfl_down_sync(kFullMask, v, offset): a lambda [](float v, int offset).
+  //> // TODO(student): lane 0's value becomes the sum of the 32 lanes' values, by warp_sum_steps
+  //> // (dot.hpp, its other hole) given the GPU's shuffle down, with every lane of the warp named in
+  //> // its mask (kFullMask); no shared memory, no barrier. Tests: `ch05 warp_shuffle: *` (memcheck,
+  //> // racecheck when graded). See README §Warp shuffles.
   // END SOLUTION
   return value;
 }
@@ -221,8 +225,10 @@ __device__ float block_sum_any(float value, float* s_partial) {
       tid, blockDim.x, [&](unsigned to, unsigned from) { s_partial[to] += s_partial[from]; },
       [] { __syncthreads(); });
   // STUB
-  //> // TODO(student): run the steps of tree_steps_any (dot.hpp, its other hole) over the block's
-  //> // values, with an add in shared memory and __syncthreads() as the barrier.
+  //> // TODO(student): s_partial[0] ends as the sum of the block's blockDim.x values for any blockDim.x
+  //> // from 1 to 1024, by tree_steps_any (dot.hpp, its other hole); nothing read or written at or past
+  //> // s_partial[blockDim.x] (the test puts NaN there), no race between steps. Tests:
+  //> // `ch05 block_sum_any: *`. See README §Exercise 4.
   // END SOLUTION
   return s_partial[0];
 }
