@@ -142,31 +142,34 @@ std::size_t cub_temp_bytes_for(std::size_t n);
 constexpr unsigned kWarp = 32;
 
 // [sequential_steps]
-/// Exercise 1: version 3's tree over `count` values (a power of two) by sequential addressing,
-/// as thread `tid` takes part in it: for s = count / 2, then s / 2, ... down to 1, thread tid < s
-/// adds value tid + s into value tid, add(tid, tid + s); every thread calls barrier() after every
-/// step, adding or not.
+/// Exercise 1: version 3's tree over `count` values (a power of two, at most 1024), as thread
+/// `tid` takes part in it. add(to, from) adds value `from` into value `to`; barrier() is the
+/// block's barrier (__syncthreads() on the GPU, a step counter in the host tests).
 template <class Add, class Barrier>
 COURSE_HOST_DEVICE inline void sequential_steps(unsigned tid, unsigned count, Add add, Barrier barrier) {
   // [hole 1 begin]
-  // TODO(student): for s = count / 2, s / 2, ..., 1: thread tid < s calls add(tid, tid + s); every
-  // thread calls barrier() after each step (outside the if).
+  // TODO(student): once every thread has returned, value 0 holds the sum of all `count` values,
+  // in log2(count) steps of sequential addressing (the test checks that in the step of stride s,
+  // thread tid < s calls add(tid, tid + s)); no add reads a value still being written, and every
+  // thread passes the same barriers. Tests: `ch06 index: sequential_steps *` (host), then
+  // `ch06 v3_sequential: *`. See README §Steps 1–3.
   (void)tid, (void)count, (void)add, (void)barrier;
   // [hole 1 end]
 }
 // [sequential_steps]
 
 // [first_add_elements]
-/// Exercise 2: the two elements thread `tid` of block `block` adds during the load in version 4.
-/// Block b covers the 2 · block_dim elements from 2 · b · block_dim on; thread tid takes
-/// i = 2 · b · block_dim + tid and i + block_dim: visit(index) for each, only if it is below n.
-/// n may exceed 2^32: compute i as a std::size_t.
+/// Exercise 2: the elements thread `tid` of block `block` adds during the load in version 4. Block
+/// b covers the 2 · block_dim elements from 2 · b · block_dim on; each of its threads owns two of
+/// them, block_dim apart. n may exceed 2^32.
 template <class Visit>
 COURSE_HOST_DEVICE inline void first_add_elements(unsigned block, unsigned tid, unsigned block_dim, std::size_t n,
                                                   Visit visit) {
   // [hole 2 begin]
-  // TODO(student): with i = block · 2 · block_dim + tid (a std::size_t), visit(i) and
-  // visit(i + block_dim), each only if it is below n.
+  // TODO(student): visit is called exactly once for each of this thread's elements below n and
+  // for no other index (with i = block · 2 · block_dim + tid, its elements are i and
+  // i + block_dim), also past 2^32: no intermediate may wrap in 32 bits. Tests:
+  // `ch06 index: first_add_elements *` (host), then `ch06 v4_first_add: *`. See README §Steps 4–6.
   (void)block, (void)tid, (void)block_dim, (void)n, (void)visit;
   // [hole 2 end]
 }
@@ -176,11 +179,14 @@ COURSE_HOST_DEVICE inline void first_add_elements(unsigned block, unsigned tid, 
 /// Exercise 3: a warp's 32 values added into lane 0 by shuffles. shfl_down(value, offset) gives
 /// every lane the value held by lane + offset (a lane past the warp's end gets its own back): on the
 /// GPU __shfl_down_sync(0xffffffff, value, offset), in the host tests a simulated warp whose values
-/// are all 32 lanes' at once. Offsets 16, 8, 4, 2, 1, adding each time; lane 0 ends with the sum.
+/// are all 32 lanes' at once. Every lane calls it; only lane 0's result is specified.
 template <class T, class ShflDown>
 COURSE_HOST_DEVICE inline T warp_sum_steps(T value, ShflDown shfl_down) {
   // [hole 3 begin]
-  // TODO(student): for offset = 16, 8, 4, 2, 1: value += shfl_down(value, offset).
+  // TODO(student): lane 0 returns the sum of the 32 lanes' values, each counted once, after at
+  // most log2(32) = 5 shuffles, in an order that never changes (the same bits on every run).
+  // Tests: `ch06 index: warp_sum_steps *` (a simulated warp, host), then `ch06 v8_shuffle: *`.
+  // See README §Warp shuffles.
   (void)shfl_down;
   // [hole 3 end]
   return value;

@@ -113,10 +113,10 @@ __global__ void dot_kernel3(const float* x, const float* y, std::size_t n, float
   sequential_steps(tid, blockDim.x, [&](unsigned to, unsigned from) { s_data[to] += s_data[from]; },
                    [] { __syncthreads(); });
   // STUB
-  //> // TODO(student): add the block's blockDim.x products in s_data into s_data[0] by sequential
-  //> // addressing: sequential_steps(tid, blockDim.x, add, barrier) (dot.hpp, its other hole) says
-  //> // which thread adds what; here add(to, from) adds s_data[from] into s_data[to] and barrier() is
-  //> // __syncthreads(). Lambdas: [&](unsigned to, unsigned from) { ... } and [] { ... }.
+  //> // TODO(student): s_data[0] ends as the sum of the block's blockDim.x products, added by the
+  //> // sequential addressing of sequential_steps (dot.hpp, exercise 1's other hole), with no
+  //> // shared-memory race (racecheck) and no barrier that some threads skip. Tests:
+  //> // `ch06 v3_sequential: *` (GPU), after `ch06 index: sequential_steps *`. See README §Steps 1–3.
   // END SOLUTION
   if (tid == 0) partials[blockIdx.x] = s_data[0];
 }
@@ -134,9 +134,10 @@ __global__ void dot_kernel4(const float* x, const float* y, std::size_t n, float
   float sum = 0.0f;
   first_add_elements(blockIdx.x, tid, blockDim.x, n, [&](std::size_t i) { sum += x[i] * y[i]; });
   // STUB
-  //> // TODO(student): this block covers the 2·blockDim.x elements from 2·blockIdx.x·blockDim.x on.
-  //> // Add this thread's two products into sum: first_add_elements (dot.hpp, its other hole)
-  //> // calls visit(i) for each of their indices; visit adds x[i]·y[i].
+  //> // TODO(student): this block covers 2·blockDim.x elements; `sum` ends as the sum of x[i]·y[i]
+  //> // over this thread's indices i from first_add_elements (dot.hpp, exercise 2's other hole):
+  //> // no read at or past n, 64-bit indices. Tests: `ch06 v4_first_add: *` (GPU, memcheck), after
+  //> // `ch06 index: first_add_elements *`. See README §Steps 4–6.
   //> float sum = 0.0f;
   // END SOLUTION
   s_data[tid] = sum;
@@ -272,12 +273,10 @@ __global__ void __launch_bounds__(Block) dot_kernel8(const float* x, const float
   __syncthreads();
   if (warp == 0) sum = warp_sum_steps(lane < Block / kWarp ? s_warp[lane] : 0.0f, shfl_down);
   // STUB
-  //> // TODO(student): reduce `sum` over the block with warp_sum_steps (dot.hpp, its other hole),
-  //> // whose shfl_down(v, offset) is __shfl_down_sync(0xffffffff, v, offset) (a lambda):
-  //> // 1. in every warp, warp_sum_steps leaves the warp's total in lane 0 (threadIdx.x % 32);
-  //> // 2. lane 0 of each warp stores it in a __shared__ float s_warp[Block / 32]; __syncthreads();
-  //> // 3. warp 0 loads s_warp[lane] (0 for lane >= Block / 32) and reduces it the same way.
-  //> // Thread 0 must end with the block's total in `sum`.
+  //> // TODO(student): reduce `sum` over the block with shuffles (warp_sum_steps, exercise 3's other
+  //> // hole): thread 0 ends with the block's total, for any Block the static_assert allows. Shared
+  //> // memory carries one value per warp; no race under racecheck; same bits on every run.
+  //> // Tests: `ch06 v8_shuffle: *`, after `ch06 index: warp_sum_steps *`. See README §Warp shuffles.
   // END SOLUTION
   if (threadIdx.x == 0) partials[blockIdx.x] = sum;
 }
@@ -365,12 +364,11 @@ __global__ void __launch_bounds__(Block) dot_kernel11(const float* __restrict__ 
     cuda::atomic_ref<unsigned, cuda::thread_scope_device>(*counter).store(0, cuda::memory_order_relaxed);
   }
   // STUB
-  //> // TODO(student): thread 0 stores `sum` (the block's total) in partials[blockIdx.x] and then
-  //> // increments *counter with cuda::atomic_ref<unsigned, cuda::thread_scope_device> and
-  //> // fetch_add(1, cuda::memory_order_acq_rel). The block that draws ticket gridDim.x - 1 is the
-  //> // last: (all threads of) it adds partials[0 .. gridDim.x) with block_sum<Block>, thread 0
-  //> // writes *result and sets *counter back to 0 for the next call. Tell the block's threads
-  //> // whether they are the last one through a __shared__ bool and __syncthreads().
+  //> // TODO(student): thread 0 stores `sum` (the block's total) as this block's partial. Exactly one
+  //> // block, the last to finish, then reads every partial once all are visible to it (guaranteed
+  //> // by the C++ memory model, not by timing), adds them in a fixed order with all its threads,
+  //> // writes *result and leaves *counter ready for the next call; no race under racecheck. Tests:
+  //> // `ch06 v11_single_pass: *`, `ch06 integrity: *` (the ticket's order). See README §One launch.
   // END SOLUTION
 }
 // [v11_kernel]
