@@ -41,9 +41,10 @@ void check_version(const course::Version<ch01::Runner>& v, std::size_t n, int it
       << " of " << n << " elements wrong";
   if (wrong) {
     msg << "; the first at index " << first << " (got " << p.h_out[first] << ")."
-        << "\nHint: NaN means the element was never written. Check that every thread computes its global"
-           " index as blockIdx.x * blockDim.x + threadIdx.x, that the grid covers n (round up), and the"
-           " bounds check i < n.";
+        << "\nHint: NaN means the element was never written: every element below n needs a thread of its"
+           " own (the grid must cover n, also when n is not a multiple of the block), and each thread must"
+           " add the element at its global index, no other. See add_kernel and launch_add, README"
+           " §Exercise 1.";
   }
   INFO(msg.str());
   CHECK(wrong == 0);
@@ -86,8 +87,10 @@ TEST_CASE("ch01 time_with_events_ms: measures GPU time, not the launch", "[ch01]
   const float ms = ch01::time_with_events_ms(launch, stream);
   const double floor_ms = d.bytes() / (ctx.facts().peak_gbps * 1e9) * 1e3;
   INFO("time_with_events_ms reported " << ms << " ms; writing " << d.bytes() << " bytes takes at least "
-       << floor_ms << " ms on this card.\nHint: record the start event, call launch(), record the stop "
-          "event, then cudaEventSynchronize(stop) before cudaEventElapsedTime.");
+       << floor_ms << " ms on this card.\nHint: a time far below that is the enqueue, not the work: the "
+          "interval must be measured on the GPU's clock around exactly the work launch() puts on `stream`, "
+          "and be final before it is read. 0 or NaN: nothing was measured. See time_with_events_ms, README "
+          "§Exercise 2.");
   CHECK(std::isfinite(ms));
   CHECK(ms >= 0.9 * floor_ms);
   CHECK(ms < 1000.0 * floor_ms);
@@ -147,8 +150,9 @@ TEST_CASE("ch01 add_gpu: beyond 2^32 elements", "[ch01][gpu][exercise][huge]") {
     }
     INFO("launch_add at n = " << n << ": " << wrong << " of the " << count << " elements from index " << begin
                               << " are wrong, the first at " << first
-                              << ".\nHint: NaN past index 2^32 means the index wrapped: compute it as std::size_t "
-                                 "(static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x), never int or unsigned.");
+                              << ".\nHint: NaN past index 2^32 means the index wrapped: the global index must "
+                                 "stay exact past 2^32, so no part of its computation may happen in 32 bits (int "
+                                 "or unsigned). See add_kernel, README §Exercise 1.");
     CHECK(wrong == 0);
   };
   const std::size_t tail = (std::size_t{1} << 20) + 3;
@@ -186,7 +190,8 @@ TEST_CASE("ch01 predicted_add_ms: the time to move the add's bytes at the given 
     INFO("predicted_add_ms(n = " << c.n << ", elem_bytes = " << c.elem_bytes << ", gbps = " << c.gbps << ") returned "
          << got << " ms; the kernel's traffic at that bandwidth takes " << expected_ms << " ms."
          << "\nHint: count every array the kernel touches, read or written; 1 GB/s is 10^9 bytes per second; "
-            "the answer is in milliseconds; compute in double (a product of integers wraps past 2^32 in 32 bits).");
+            "the answer is in milliseconds; compute in double (a product of integers wraps past 2^32 in 32 bits). "
+            "See README §Exercise 3.");
     CHECK(std::fabs(got - expected_ms) <= 1e-9 * expected_ms + 1e-300);
   }
 }

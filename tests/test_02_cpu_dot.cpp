@@ -34,14 +34,17 @@ std::string hint_for(const Version& v) {
   static const std::map<std::string, std::string> hints = {
       {"unrolled",
        "NaN means the loop over groups of kLanes never ran (acc[0] still holds the poison). Wrong only at "
-       "sizes that are not a multiple of 8: the group loop must stop at i + kLanes <= n and leave the rest "
-       "to the tail loop."},
+       "sizes that are not a multiple of 8: when the hole ends, i must be the end of the last whole group "
+       "(n - n % kLanes), so that the tail loop adds each remaining element once and nothing is read past n. "
+       "See dot_unrolled, README §Exercise 1."},
       {"pairwise",
-       "NaN means dot_pairwise still returns the poison. Wrong at n > 32 only: check the split (the second "
-       "half starts at x + half and has n - half elements) and that both halves call dot_pairwise."},
+       "NaN means dot_pairwise still returns the poison. Wrong at n > 32 only: the two halves must cover "
+       "[0, n) exactly once, odd n too, and each half must be summed the same pairwise way down to the "
+       "leaves. See dot_pairwise, README §Exercise 2."},
       {"threads_partials",
-       "NaN means a partial[t] was never written: every thread must store its local sum in partial[t]. "
-       "Wrong with several threads only: each thread sums x[i] * y[i] for i in its own [begin, end)."},
+       "NaN means a partial[t] was never written: each thread must leave the sum of its own chunk in its own "
+       "slot. Wrong with several threads only: the chunks must cover [0, n) exactly once, as for_each_chunk "
+       "splits it (n not a multiple of the thread count too). See dot_threads_partials, README §Exercise 3."},
   };
   const auto it = hints.find(std::string(v.name));
   return it != hints.end() ? it->second : "compare with dot_sequential, which is known to be right";
@@ -132,8 +135,9 @@ TEST_CASE("ch02 pairwise: accurate on 2^24 positive products where the sequentia
   const float got = version("pairwise").run.dot(p.x.data(), p.y.data(), p.x.size(), {});
   const course::Verdict verdict = course::check_dot(got, p.ref);
   INFO(course::test::explain(verdict, p.x.size(), "pairwise",
-                             "the sum of each half must be computed by a recursive call, so that every product "
-                             "passes through about log2(n) additions; a loop that adds into one float does not"));
+                             "every product must pass through about log2(n) additions (the sum of each half "
+                             "summed the same pairwise way); a loop that adds into one float does not. See "
+                             "README §Exercise 2"));
   CHECK(verdict.ok);
   CHECK(verdict.rel_error < 1e-6);
 }
@@ -157,7 +161,8 @@ TEST_CASE("ch02 threads_partials: the same bits on every run", "[ch02][exercise]
   for (int run = 0; run < 5; ++run) {
     const float again = v.run.dot(in.x.data(), in.y.data(), in.x.size(), config);
     INFO("run " << run << ": " << again << " after " << first
-                << ". Each thread's partial and the final sum must be added in a fixed order.");
+                << ". Each thread's partial and the final sum must be added in a fixed order. See README "
+                   "§Exercise 3.");
     CHECK(std::memcmp(&again, &first, sizeof(float)) == 0);
   }
 }
@@ -290,9 +295,9 @@ void check_compensated(const std::vector<float>& x, const std::vector<float>& y,
   INFO("dot_compensated on " << what << " (n = " << x.size() << "): got " << got << ", exact " << exact
        << ", error " << err << ", allowed " << bound << ".\n"
        << "Hint: NaN means the function still returns the poison. An error like the plain loop's means the "
-          "losses are not gathered, or not given back. Right on random data but wrong here: the loss of a + b is "
-          "found by undoing the addition in float, starting from the larger of a and b; a large term added to a "
-          "small sum needs the other case.");
+          "losses are not gathered, or not given back. Right on random data but wrong here: the loss of an "
+          "addition must come out exact also when the term is larger than the running sum (Kahan's original "
+          "form assumes the opposite). See dot_compensated, README §Exercise 4.");
   CHECK(err <= bound);
 }
 

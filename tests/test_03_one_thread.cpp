@@ -31,9 +31,9 @@ void sync() { course::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize
 std::string hint_for(const Version& v) {
   static const std::map<std::string, std::string> hints = {
       {"one_thread",
-       "NaN means *result was never written: the kernel must end with *result = sum. A wrong value "
-       "means some elements were skipped: the loop runs i from 0 to n - 1 and adds x[i] * y[i], with i a "
-       "std::size_t."},
+       "NaN means *result was never written: when the kernel ends, *result must hold the sum. A wrong value "
+       "means products were skipped or added twice: every index in [0, n) once, in order, with an index that "
+       "cannot wrap at the largest n. See dot_kernel_one_thread, README §Exercise 1."},
   };
   const auto it = hints.find(std::string(v.name));
   return it != hints.end() ? it->second : "this version is given, not an exercise: report it";
@@ -79,10 +79,11 @@ const Version& baseline() {
 }
 
 const char* kRoundTripHint =
-    "round_trip must cudaMalloc d_x, d_y (n floats each) and d_result (one float), cudaMemcpy x and y "
-    "host-to-device, call version(d_x, d_y, n, d_result, ctx, nullptr), cudaMemcpy the result device-to-host "
-    "into h_result, and cudaFree all three. A CUDA error naming cudaMemset(d_result, ...) means d_result "
-    "was never allocated.";
+    "round_trip must return the version's answer for this call's x and y, and hold no device memory when it "
+    "returns: device arrays for x and y (n floats each) and the result (one float), the inputs on the device "
+    "before the version runs, the version run on the default stream, its result back on the host before it "
+    "is returned, every device array released. A CUDA error naming cudaMemset(d_result, ...) means d_result "
+    "was never allocated. See the holes of round_trip, README §Exercise 2.";
 
 }  // namespace
 
@@ -129,8 +130,9 @@ TEST_CASE("ch03 round_trip: frees what it allocates", "[ch03][gpu][exercise]") {
     const std::size_t after = course::free_device_bytes();
     const double leaked_mib = (static_cast<double>(before) - static_cast<double>(after)) / (1 << 20);
     INFO("three round trips of 2 x 4 MiB left " << leaked_mib
-                                                << " MiB less free device memory.\nHint: cudaFree d_x, d_y and d_result "
-                                                   "at the end of round_trip.");
+                                                << " MiB less free device memory.\nHint: every device array "
+                                                   "round_trip allocates must be released before it returns. See "
+                                                   "README §Exercise 2.");
     CHECK(leaked_mib < 4.0);
   } catch (const std::exception& e) {
     FAIL("round_trip threw: " << e.what() << "\nHint: " << kRoundTripHint);
@@ -191,9 +193,10 @@ void check_owner(std::size_t i, std::size_t threads, std::size_t n, std::size_t&
 
 void report(std::size_t wrong, const std::string& first) {
   INFO(wrong << " wrong answers; the first: " << first
-             << ".\nHint: a result equal to `threads` is the unfilled stub. The chunks have two sizes, q + 1 (the "
-                "first n % threads of them) and q = n / threads: find whether i falls among the long ones first. "
-                "With fewer elements than threads, q is 0.");
+             << ".\nHint: a result equal to `threads` is the unfilled stub. The answer t must satisfy "
+                "chunk_begin(t) <= i < chunk_begin(t + 1) for every split: chunks of two lengths (the first "
+                "n % threads are one longer), more threads than elements, and n past 2^32, where a 32-bit product "
+                "wraps. See chunk_owner, README §Exercise 3.");
   CHECK(wrong == 0);
 }
 

@@ -48,12 +48,14 @@ std::string hint(const Version& v, const course::Verdict& verdict) {
     return "0 is what the launcher's cudaMemsetAsync left: no product reached the result. Is the TODO in " +
            std::string(v.name) + " still empty?";
   if (v.name == "atomic_each")
-    return "every product must reach *result through atomicAdd(result, x[i] * y[i]); a plain += loses the "
-           "updates of other threads.";
+    return "every product must reach *result, while every other thread of the block updates it too, without "
+           "losing an update: a plain read-add-write loses the updates of other threads (a result far too small). "
+           "See dot_atomic_each, README §The race and §atomicAdd on every product.";
   if (v.name == "atomic_once")
-    return "each thread sums its products in a float register that starts at 0 (for_each_block_stride visits "
-           "i = threadIdx.x, threadIdx.x + blockDim.x, ... while i < n: its host tests, `ch04 index: ...`, need "
-           "no GPU), then calls atomicAdd(result, sum) once, after the loop.";
+    return "each thread's products, over exactly the indices for_each_block_stride gives it, must reach "
+           "*result once, as one private sum per thread, with no update lost. If the host tests `ch04 index: ...` "
+           "(no GPU needed) fail too, fix for_each_block_stride first. A result far too large: a thread's running "
+           "sum reached *result more than once. See dot_atomic_once, README §A register sum per thread.";
   return "compare with atomic_once: a strided loop over the whole vector, and one atomicAdd per thread.";
 }
 
@@ -180,9 +182,10 @@ void check_max_product(const std::vector<float>& x, const std::vector<float>& y,
   INFO("max_product on " << what << " at n = " << x.size() << " (one block of " << ws.block << " threads): got "
        << got << ", expected " << expected
        << ".\nHint: -inf means atomic_max_float never stored anything (is the TODO empty?). A value that is one of "
-          "the products but not the largest means an update was lost: atomicCAS fails when another thread changed "
-          "the value since you read it, and then you must compare again with what it returned. Wrong only when "
-          "every product is negative: the bits of negative floats do not order like integers.");
+          "the products but not the largest means an update was lost: another thread may change *address between "
+          "your read and your swap, and such a swap must not count as done. Wrong only when every product is "
+          "negative: the bits of negative floats do not order like integers. See atomic_max_float, README "
+          "§Exercise 3.");
   CHECK(((got == expected) || (std::isinf(got) && std::isinf(expected) && got < 0 && expected < 0)));
 }
 
@@ -278,8 +281,10 @@ std::string check_stride_thread(unsigned tid, unsigned threads, std::size_t n, s
 }
 
 const char* kStrideHint =
-    "\nHint: the stub visits nothing. for (std::size_t i = tid; i < n; i += threads) visit(i); with i a "
-    "std::size_t (an int or unsigned index wraps before the largest n).";
+    "\nHint: (the stub visits nothing.) Thread tid must visit every i < n with i % threads == tid, each once, "
+    "in increasing order, and nothing at or past n; the index must stay exact past 2^32 (an int or unsigned "
+    "index wraps before the largest n). See for_each_block_stride (dot.hpp), README §One block, many threads "
+    "and §A register sum per thread.";
 
 }  // namespace
 

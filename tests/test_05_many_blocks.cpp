@@ -65,17 +65,19 @@ std::string hint(const Version& v, const course::Verdict& verdict, const ch05::W
     h << "0: no product reached the result. Is a TODO still empty? ";
   if (v.name == "block_tree")
     h << "block_sum_tree's steps are tree_steps (dot.hpp; its host test, `ch05 index: tree_steps ...`, needs "
-         "no GPU): for stride = count/2 down to 1, threads tid < stride call add(tid, tid + stride), and EVERY "
-         "thread calls barrier() after each step (a barrier inside the if deadlocks or races).";
+         "no GPU and names the rule a tree breaks): value 0 must end with every value once, in log2(count) "
+         "steps, and EVERY thread must pass the same barriers (a barrier inside an if that some threads skip "
+         "deadlocks or races). See block_sum_tree, README §The tree.";
   else if (v.name == "two_level")
     h << "two_level uses block_sum_tree too (fill tree_steps first: the block_tree test). Its own indices are "
-         "for_each_in_tile's (dot.hpp; host tests `ch05 index: for_each_in_tile ...`): the block's tile starts "
-         "at block * block_dim * per_thread (std::size_t!), and thread t takes start + t + k * block_dim for "
-         "k < per_thread, skipping indices >= n. A sum that is too small by whole tiles means a wrong start.";
+         "for_each_in_tile's (dot.hpp; host tests `ch05 index: for_each_in_tile ...`, no GPU): each block sums "
+         "its own tile of block_dim * per_thread consecutive elements, every element below n exactly once, with "
+         "no index computed in 32 bits. A sum that is too small by whole tiles means a tile started in the wrong "
+         "place. See dot_two_level, README §Two levels.";
   else if (v.name == "warp_shuffle")
-    h << "warp_sum's steps are warp_sum_steps (dot.hpp; host test `ch05 index: warp_sum_steps ...`): offsets "
-         "16, 8, 4, 2, 1, each adding shfl_down(value, offset) to the lane's own value; lane 0 then holds the "
-         "warp's sum.";
+    h << "warp_sum's steps are warp_sum_steps (dot.hpp; host test `ch05 index: warp_sum_steps ...`, no GPU): "
+         "lane 0 must end with the sum of the 32 lanes' values, each once, in at most five shuffles, and every "
+         "lane of the warp must take part in every shuffle. See warp_sum, README §Warp shuffles.";
   else
     h << "this version is not an exercise: if it fails, the kit or the GPU is at fault; please report it.";
   return h.str();
@@ -152,7 +154,7 @@ const bool registered = [] {
       }
       if (v.run.deterministic) {
         INFO(report.str() << "\nHint: this version must add in a fixed order: no atomicAdd on the result, "
-                             "and the same launch shape every time.");
+                             "and the same launch shape every time. See README §Atomics and determinism.");
         CHECK(distinct.size() == 1);
       } else {
         // Different bits are allowed and likely, equal bits are possible: report, never assert.
@@ -256,8 +258,9 @@ TEST_CASE("ch05 beyond 2^32 elements: two_level", "[ch05][gpu][exercise][huge]")
   CUDA_CHECK(cudaMemcpy(&got, d_result.data(), sizeof got, cudaMemcpyDeviceToHost));
   const course::Verdict verdict = course::check_dot(got, ref);
   INFO(course::test::explain(verdict, n, "two_level beyond 2^32",
-                             "indices, counts and the number of partials must be 64-bit (std::size_t), "
-                             "never int or unsigned: an element past 2^31 or 2^32 was lost or read twice"));
+                             "an element past 2^31 or 2^32 was lost or read twice: indices, counts and the "
+                             "number of partials must stay exact past 2^32 (no int or unsigned on the way). "
+                             "See for_each_in_tile, README §Two levels"));
   CHECK(verdict.ok);
 }
 
@@ -311,10 +314,10 @@ TEST_CASE("ch05 block_sum_any: the block's sum for any block size", "[ch05][gpu]
     INFO(course::test::explain(
         verdict, b, "block_sum_any with " + std::to_string(b) + " threads",
         "the stub returns s_partial[0], thread 0's own value. NaN: a thread read s_partial at an index >= "
-        "blockDim.x (past the values). Right for powers of two only: with an odd count of values left, "
-        "the middle one has no partner in this step; halve the count rounding up, and let only the threads "
-        "whose partner index is below the count add. Every thread must reach every barrier(). The host test "
-        "`ch05 index: tree_steps_any ...` checks the steps without a GPU."));
+        "blockDim.x (past the values). Right for powers of two only: a step with an odd count of values left "
+        "loses or double-counts one of them. Every thread must reach every barrier(). The host test "
+        "`ch05 index: tree_steps_any ...` checks the steps without a GPU. See block_sum_any, README "
+        "§Exercise 4."));
     CHECK(verdict.ok);
   }
 }
@@ -406,7 +409,8 @@ std::string check_tile_thread(unsigned block, unsigned tid, unsigned block_dim, 
             << " elements): is the tile's start computed in 32 bits?";
       } else {
         msg << " visits element " << i << ", which is thread " << (i - block * tile) % block_dim
-            << "'s: thread t takes start + t + k * block_dim (neighbouring threads, neighbouring elements)";
+            << "'s: within a tile, element i belongs to thread (i - tile start) % block_dim (neighbouring "
+               "threads, neighbouring elements)";
       }
       problem = where.str() + msg.str();
     });
@@ -423,9 +427,10 @@ std::string check_tile_thread(unsigned block, unsigned tid, unsigned block_dim, 
 }
 
 const char* kTileHint =
-    "\nHint: the stub visits nothing. The tile of block b starts at b * block_dim * per_thread, computed as "
-    "std::size_t before it can pass 2^32; thread tid visits start + tid + k * block_dim for k = 0, ..., "
-    "per_thread - 1, each only if it is below n.";
+    "\nHint: (the stub visits nothing.) Block b's tile is the b-th run of block_dim * per_thread consecutive "
+    "elements; thread tid must visit exactly the elements of that tile below n whose offset from the tile's "
+    "start is tid modulo block_dim, each once, and no product on the way may wrap in 32 bits. See "
+    "for_each_in_tile (dot.hpp), README §Two levels.";
 
 }  // namespace
 
@@ -435,9 +440,10 @@ TEST_CASE("ch05 index: tree_steps reduces every power-of-two count up to 1024 (e
         [](unsigned tid, unsigned c, auto add, auto barrier) { ch05::tree_steps(tid, c, add, barrier); }, count,
         ceil_log2(count), course::test::seed(5100) + count);
     INFO("tree_steps: " << problem
-                        << "\nHint: the stub does nothing, so value 0 keeps its own value. For stride = count / 2 "
-                           "down to 1, thread tid < stride calls add(tid, tid + stride), and every thread calls "
-                           "barrier() after every step, outside the if.");
+                        << "\nHint: (the stub does nothing, so value 0 keeps its own value.) Value 0 must end "
+                           "with every value once after log2(count) steps, at most one add per thread per step, "
+                           "no value touched by two threads in one step, and every thread calling barrier() after "
+                           "every step, adding or not. See tree_steps (dot.hpp), README §The tree.");
     CHECK(problem.empty());
     if (!problem.empty()) break;
   }
@@ -500,8 +506,10 @@ TEST_CASE("ch05 index: warp_sum_steps on a simulated warp (exercise 3)", "[ch05]
   const std::string problem = course::test::check_warp_sum(
       [](const course::test::Warp& w, course::test::ShflDown shfl) { return ch05::warp_sum_steps(w, shfl); },
       course::test::seed(5300));
-  INFO(problem << "\nHint: the stub returns each lane's own value. For offset = 16, 8, 4, 2, 1: value += "
-                  "shfl_down(value, offset) (shfl_down, not __shfl_down_sync: the tests run it on the host).");
+  INFO(problem << "\nHint: (the stub returns each lane's own value.) Lane 0 must return the sum of the 32 "
+                  "lanes' values, each once, in at most five shuffles, combining with + and exchanging only "
+                  "through the shfl_down argument (not __shfl_down_sync: the tests run it on the host). See "
+                  "warp_sum_steps (dot.hpp), README §Warp shuffles.");
   CHECK(problem.empty());
 }
 
@@ -511,8 +519,9 @@ TEST_CASE("ch05 index: tree_steps_any reduces every count from 1 to 1024 (exerci
         [](unsigned tid, unsigned c, auto add, auto barrier) { ch05::tree_steps_any(tid, c, add, barrier); }, count,
         ceil_log2(count) + 1, course::test::seed(5400) + count);
     INFO("tree_steps_any: " << problem
-                            << "\nHint: the stub does nothing, so value 0 keeps its own value. A tree that is right "
-                               "for powers of two only loses a value whenever a step's count is odd.");
+                            << "\nHint: (the stub does nothing, so value 0 keeps its own value.) A tree that is "
+                               "right for powers of two only loses a value whenever a step's count is odd. See "
+                               "tree_steps_any (dot.hpp), README §Exercise 4.");
     CHECK(problem.empty());
     if (!problem.empty()) break;
   }

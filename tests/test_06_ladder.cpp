@@ -35,25 +35,28 @@ constexpr std::size_t kMaxTestN = (std::size_t{1} << 22) + 64;  // the awkward s
 std::string hint_for(const Version& v) {
   static const std::map<std::string, std::string> hints = {
       {"v3_sequential",
-       "sequential addressing halves s from blockDim.x / 2 down to 1; only threads with tid < s add "
-       "s_data[tid + s] into s_data[tid], and every thread of the block (not only the adders) must reach the "
-       "__syncthreads() after each step. A result equal to one product per block means the loop is missing. "
-       "The steps are sequential_steps's (dot.hpp): its host test, `ch06 index: sequential_steps ...`, needs "
-       "no GPU; dot_kernel3 passes it the add in s_data and __syncthreads()."},
+       "s_data[0] must end as the sum of the block's products by sequential addressing, and every thread of "
+       "the block (not only the adders) must pass every barrier: a barrier inside an if that some threads skip "
+       "hangs or races. A result equal to one product per block means the tree never ran. The steps are "
+       "sequential_steps's (dot.hpp): its host test, `ch06 index: sequential_steps ...`, needs no GPU. See "
+       "dot_kernel3, README §Steps 1–3 and §Exercise 1."},
       {"v4_first_add",
-       "block b covers elements [2·b·blockDim.x, 2·(b+1)·blockDim.x): thread tid adds x[i]·y[i] and "
-       "x[i + blockDim.x]·y[i + blockDim.x], each only if its index is below n (NaN: a read past the end). "
-       "The indices are first_add_elements's (dot.hpp; host tests `ch06 index: first_add_elements ...`)."},
+       "block b covers elements [2·b·blockDim.x, 2·(b+1)·blockDim.x): each thread must add the products of "
+       "its two elements there, each only if it is below n (NaN: a read past the end), with indices that stay "
+       "exact past 2^32. The indices are first_add_elements's (dot.hpp; host tests `ch06 index: "
+       "first_add_elements ...`, no GPU). See dot_kernel4, README §Steps 4–6 and §Exercise 2."},
       {"v8_shuffle",
-       "all 32 lanes must call __shfl_down_sync(0xffffffff, sum, offset) for offsets 16, 8, 4, 2, 1 (no lane may "
-       "skip it); only lane 0 then holds the warp's total; after __syncthreads(), warp 0 reads one value per warp "
-       "(0 for lanes >= Block / 32) and reduces again. Thread 0 must end with the block's total. The shuffles "
-       "are warp_sum_steps's (dot.hpp; host test `ch06 index: warp_sum_steps ...`)."},
+       "thread 0 must end with the block's total, for any Block that is a multiple of 32: every lane of a "
+       "warp takes part in every shuffle (none may skip it), only lane 0's warp total is specified, and the "
+       "warp totals pass through shared memory with no race, each counted once and nothing else "
+       "added. The shuffles are warp_sum_steps's (dot.hpp; host test `ch06 index: warp_sum_steps ...`, "
+       "no GPU). See dot_kernel8, README §Warp shuffles and §Exercise 3."},
       {"v11_single_pass",
-       "NaN means nobody wrote *result: the block whose fetch_add returns gridDim.x - 1 is the last one and must add "
-       "partials[0 .. gridDim.x) and write *result. Right on the first call and NaN on the next means *counter was "
-       "not set back to 0. Write the partial before taking the ticket, with memory_order_acq_rel, and tell the "
-       "whole block whether it is last through __shared__ memory and __syncthreads()."},
+       "NaN means nobody wrote *result: exactly one block, the last to finish, must add every block's partial "
+       "and write *result. Right on the first call and NaN on the next means the counter was not left ready for "
+       "the next call. A sum that is off on some runs only means the last block read a partial before it was "
+       "visible to it: that must follow from the memory model, not from timing, and the whole block must agree "
+       "on whether it is last. See dot_kernel11, README §One launch: the last block's ticket and §Exercise 4."},
   };
   const auto it = hints.find(std::string(v.name));
   if (it != hints.end()) return it->second;
@@ -184,7 +187,7 @@ void test_deterministic(const Version& v) {
                 << " of 19 repeated runs differ from the first bit for bit (first = " << first
                 << ").\nHint: the order of the additions must depend only on n, the grid and the thread "
                    "indices, never on which block finishes first; a NaN after the first run means "
-                   "state (a counter) left behind by the previous call.");
+                   "state (a counter) left behind by the previous call. See README §The same bits on every run.");
     CHECK(differ == 0);
   }
 }
@@ -411,7 +414,8 @@ TEST_CASE("ch06 wave_efficiency: the share of slot-time that holds a block", "[c
   }
   INFO(wrong << " wrong answers; the first: " << first
              << ".\nHint: -1 is the unfilled stub. Every wave lasts as long as a full one, however few blocks it "
-                "holds; how many waves does a grid of `blocks` need? Compute in std::size_t or double, never int.");
+                "holds; how many waves does a grid of `blocks` need? Compute in std::size_t or double, never int. "
+                "See wave_efficiency, README §Exercise 5.");
   CHECK(wrong == 0);
 }
 
@@ -471,7 +475,7 @@ std::string check_first_add_thread(unsigned block, unsigned tid, unsigned block_
           << " elements per block): is the index computed in 32 bits?";
     else
       msg << " visits element " << e << ", which is thread " << (e - block * span) % block_dim
-          << "'s: thread tid takes i = 2 * block * block_dim + tid and i + block_dim";
+          << "'s: within a block's span, element e belongs to thread (e - span start) % block_dim";
     problem = where.str() + msg.str();
   });
   if (!problem.empty()) return problem;
@@ -482,8 +486,10 @@ std::string check_first_add_thread(unsigned block, unsigned tid, unsigned block_
 }
 
 const char* kFirstAddHint =
-    "\nHint: the stub visits nothing. Block b covers the 2 * block_dim elements from 2 * b * block_dim on; with "
-    "i = b * (2 * std::size_t{block_dim}) + tid, visit i and i + block_dim, each only if it is below n.";
+    "\nHint: (the stub visits nothing.) Block b covers the 2 * block_dim elements from 2 * b * block_dim on; "
+    "thread tid must visit exactly its two of them (tid and tid + block_dim past that start), each once and "
+    "only if it is below n, with no intermediate that wraps in 32 bits. See first_add_elements (dot.hpp), "
+    "README §Steps 4–6 and §Exercise 2.";
 
 }  // namespace
 
@@ -495,9 +501,11 @@ TEST_CASE("ch06 index: sequential_steps reduces every power-of-two count by sequ
         course::test::ceil_log2(count), course::test::seed(6100) + count);
     if (problem.empty()) problem = check_sequential_addressing(count);
     INFO("sequential_steps: " << problem
-                              << "\nHint: the stub does nothing, so value 0 keeps its own value. For s = count / 2 "
-                                 "down to 1, thread tid < s calls add(tid, tid + s), and every thread calls barrier() "
-                                 "after every step, outside the if.");
+                              << "\nHint: (the stub does nothing, so value 0 keeps its own value.) Value 0 must "
+                                 "end with every value once after log2(count) steps of sequential addressing, no "
+                                 "value touched by two threads in one step, and every thread calling barrier() "
+                                 "after every step, adding or not. See sequential_steps (dot.hpp), README §Steps "
+                                 "1–3 and §Exercise 1.");
     CHECK(problem.empty());
     if (!problem.empty()) break;
   }
@@ -555,7 +563,9 @@ TEST_CASE("ch06 index: warp_sum_steps on a simulated warp (exercise 3)", "[ch06]
   const std::string problem = course::test::check_warp_sum(
       [](const course::test::Warp& w, course::test::ShflDown shfl) { return ch06::warp_sum_steps(w, shfl); },
       course::test::seed(6300));
-  INFO(problem << "\nHint: the stub returns each lane's own value. For offset = 16, 8, 4, 2, 1: value += "
-                  "shfl_down(value, offset) (shfl_down, not __shfl_down_sync: the tests run it on the host).");
+  INFO(problem << "\nHint: (the stub returns each lane's own value.) Lane 0 must return the sum of the 32 "
+                  "lanes' values, each once, in at most five shuffles, in an order that never changes, exchanging "
+                  "only through the shfl_down argument (not __shfl_down_sync: the tests run it on the host). See "
+                  "warp_sum_steps (dot.hpp), README §Warp shuffles and §Exercise 3.");
   CHECK(problem.empty());
 }

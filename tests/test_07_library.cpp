@@ -55,7 +55,7 @@ std::string hint(const Version& v, const course::Verdict& verdict) {
   if (v.name == "reuse")
     h << "reuse (exercise 2): the contract is the TODO in dot_reuse: every call reads this call's x and y, "
          "allocates nothing, and returns only once its result is on the host. Every version needs the "
-         "engine's set-up (exercise 1) too.";
+         "engine's set-up (exercise 1) too. See README §Exercise 2 — the reused dot.";
   else
     h << "this version is not an exercise, but it uses the engine's set-up (exercise 1: Engine::Engine). If "
          "that is filled and this still fails, please report it.";
@@ -152,8 +152,10 @@ TEST_CASE("ch07 n_max: reuse refuses n > n_max and the context still works after
   const auto big = course::test::make_dot_inputs(n_max + 1, 31);
   const auto ok = course::test::make_dot_inputs(n_max, 32);
   INFO("Hint (exercise 3): a call with more elements than the engine was planned for must not write past its "
-       "buffers, and must not quietly compute something else. Throw ch07::TooLargeError (the C API turns it "
-       "into DOTCOURSE_ERROR_TOO_LARGE) naming n and n_max, before touching the GPU.");
+       "buffers, and must not quietly compute something else. Expected: the call refused with a "
+       "ch07::TooLargeError whose message names n and n_max (the C API reports it as "
+       "DOTCOURSE_ERROR_TOO_LARGE), and the engine unchanged for the next call. See require_fits, README "
+       "§Exercise 3 — a call the context was not planned for.");
   bool threw = false;
   std::string what;
   try {
@@ -204,7 +206,8 @@ TEST_CASE("ch07 context: create dot destroy and a destroyed handle is refused", 
     float result = std::nanf("");
     s = dotcourse_dot(ctx, in.x.data(), in.y.data(), n, &result);
     INFO("dotcourse_dot at n = " << n << ": " << status_text(s)
-                                 << "\nHint (exercise 1): Engine::Engine must plan and reserve the device memory.");
+                                 << "\nHint (exercise 1): Engine::Engine must plan and reserve the device memory. "
+                                    "See README §Exercise 1 — the context's life.");
     CHECK(s == DOTCOURSE_OK);
     const course::Verdict verdict = course::check_dot(result, in.ref);
     INFO(course::test::explain(verdict, n, "dotcourse_dot", "exercise 1 (the engine's set-up) and 2 (reuse)"));
@@ -213,7 +216,8 @@ TEST_CASE("ch07 context: create dot destroy and a destroyed handle is refused", 
   s = dotcourse_destroy(ctx);
   CHECK(s == DOTCOURSE_OK);
   INFO("Hint (exercise 1b): once dotcourse_destroy has returned, the handle is no longer valid: every call "
-       "with it returns DOTCOURSE_ERROR_INVALID_HANDLE, and the context's memory is given back.");
+       "with it returns DOTCOURSE_ERROR_INVALID_HANDLE, and the context's memory is given back. See "
+       "dotcourse_destroy (c_api.cpp), README §Exercise 1 — the context's life.");
   float result = 0;
   std::vector<float> x(10, 1.0f);
   CHECK(dotcourse_dot(ctx, x.data(), x.data(), 10, &result) == DOTCOURSE_ERROR_INVALID_HANDLE);
@@ -229,7 +233,9 @@ TEST_CASE("ch07 context: two hundred create and destroy cycles leak nothing", "[
   }
   const std::size_t after = course::free_device_bytes();
   INFO("free device memory before " << before << " bytes, after 200 contexts of 2^22 " << after
-                                    << "\nHint (exercise 1b): dotcourse_destroy must delete the context.");
+                                    << "\nHint (exercise 1b): once the last reference to a context is gone, "
+                                       "nothing it held may remain. See dotcourse_destroy (c_api.cpp), README "
+                                       "§Exercise 1 — the context's life.");
   CHECK(after + (std::size_t{64} << 20) >= before);
 }
 
@@ -327,7 +333,7 @@ TEST_CASE("ch07 covers: a range inside one registration, and none that leaves it
   const std::vector<std::pair<std::size_t, std::size_t>> regs = {{1000, 1000}, {2000, 1000}, {5000, 100}};
   Ranges ranges;
   for (const auto& [start, len] : regs) ranges.emplace(b + start, len);
-  INFO("ch07::covers (exercise 4), " << describe(regs) << ".");
+  INFO("ch07::covers (exercise 4), " << describe(regs) << ". See README §Exercise 4.");
   struct Case {
     std::size_t offset, bytes;
     bool inside;
@@ -401,7 +407,7 @@ TEST_CASE("ch07 covers: agrees with a linear scan on random registrations", "[ch
     }
   }
   INFO("ch07::covers (exercise 4): " << wrong << " of " << queries << " answers differ from a scan of every "
-       "registration; the first: " << first << ".");
+       "registration; the first: " << first << ". See README §Exercise 4.");
   CHECK(wrong == 0);
 }
 
@@ -774,9 +780,10 @@ TEST_CASE("ch07 reuse: computed on the GPU from this call's input (the engine's 
     const auto dx = device_floats(engine.d_x(), n), dy = device_floats(engine.d_y(), n);
     const bool holds = (dx == in.x && dy == in.y) || (dx == in.y && dy == in.x);
     INFO("reuse at n = " << n << ": after the call, the engine's d_x() and d_y() "
-         << (holds ? "hold" : "do NOT hold") << " this call's x and y. Exercise 2 copies x and y into the engine's "
-         "planned buffers and runs the course's kernel (launch_dot) on them; an answer computed on the host, or "
-         "remembered from an earlier call, leaves them stale.");
+         << (holds ? "hold" : "do NOT hold") << " this call's x and y. Expected: after every call the engine's "
+         "planned buffers hold this call's x and y, and the result is the course's kernel's on them; an answer "
+         "computed on the host, or remembered from an earlier call, leaves them stale. See dot_reuse, README "
+         "§Exercise 2 — the reused dot.");
     CHECK(holds);
     const float expected = course_kernel_dot(engine, in.x, in.y);
     INFO("reuse returned " << got << " (bits 0x" << std::hex << bits(got) << "), the course's kernel on the same input "
@@ -828,8 +835,8 @@ TEST_CASE("ch07 reuse: does its GPU work on the engine's stream (a held stream h
   caller.finish();
   INFO("the engine's stream was held for 0.5 s and reuse " << (early ? "returned anyway" : "waited for it")
        << ". A call that returns while its stream is held did its work elsewhere: on another stream, the legacy "
-          "default stream (cudaMemcpy, a launch without a stream) or the host. Exercise 2 puts all its GPU work on "
-          "`stream` and waits for that stream.");
+          "default stream (cudaMemcpy, a launch without a stream) or the host. Exercise 2's contract: all its GPU "
+          "work on `stream`, and the result complete when it is read. See dot_reuse, README §Exercise 2.");
   CHECK_FALSE(early);
   CHECK_FALSE(gate.timed_out());
   const course::Verdict verdict = course::check_dot(got, next.ref);

@@ -40,7 +40,7 @@ std::string hint(const Version& v) {
   if (v.name == "staged")
     return "Stager::h2d (its TODO states what must hold). Nothing arrives: is the hole still empty? Bytes wrong "
            "at the end only: the last, shorter chunk. Wrong in the middle: a pinned buffer refilled while a copy out "
-           "of it could still be reading it.";
+           "of it could still be reading it. See README §Exercise 1 — the staged copy.";
   return "this path is not an exercise: if it fails, the kit or the GPU is at fault; please report it.";
 }
 
@@ -349,9 +349,10 @@ TEST_CASE("ch08 staged_chunk: every byte in one chunk, in order, the last one sh
     shapes.push_back({rng() % (chunk * 40), chunk});
   }
   const char* kHint =
-      " staged_chunk (exercise 1): chunk k starts at k * chunk_bytes and holds chunk_bytes bytes, the last one what is "
-      "left; buffer k % buffers; len 0 from the chunk after the last on. Compare k with the chunk count before "
-      "multiplying: near 2^64, k * chunk_bytes wraps around.";
+      " staged_chunk (exercise 1): the chunks must follow each other from offset 0 with no gap or overlap, each "
+      "chunk_bytes long but the last (what is left), the buffers in turn (chunk k through buffer k % buffers), and "
+      "len 0 for every k past the last chunk, also near 2^64, where a product with chunk_bytes wraps around. See "
+      "the contract above staged_chunk in dot.hpp, README §Exercise 1 — the staged copy.";
   for (const Shape& sh : shapes)
     for (int buffers : {1, 2, 4}) {
       const std::size_t chunks = sh.bytes / sh.chunk + (sh.bytes % sh.chunk != 0 ? 1 : 0);
@@ -425,7 +426,8 @@ TEST_CASE("ch08 staged_copy_ms: matches a chunk-by-chunk simulation", "[ch08][ex
   INFO(wrong << " of " << cases.size() << " predictions wrong; the first: " << first
              << ".\nHint: -1 is the unfilled stub. Draw the host's and the link's timelines for three chunks, with "
                 "the host faster, then slower, than the link: what does nothing overlap at the start and at the end? "
-                "Is the last chunk as long as the others? 1 GB/s is 10^6 bytes per millisecond.");
+                "Is the last chunk as long as the others? 1 GB/s is 10^6 bytes per millisecond. See README "
+                "§Exercise 2 — how long does a staged copy take?");
   CHECK(wrong == 0);
 
   // Impossible arguments are refused by name (kit code, outside the hole).

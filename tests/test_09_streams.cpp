@@ -41,10 +41,11 @@ std::uint32_t bits(float f) {
 std::string hint(const Version& v) {
   std::string h =
       "combine_partials (a result of 0: its TODO is still empty; a wrong sum: are the partials where you read them, "
-      "and as many? see Pipeline in dot.hpp). ";
+      "and as many? see Pipeline in dot.hpp, README §Exercise 2 — a deterministic combination). ";
   if (v.name == "breadth_first")
     h += "issue_breadth_first (its TODO states what must hold): a sum too small by whole chunks means a chunk never "
-         "issued (the last group, when the chunks are not a multiple of the streams?).";
+         "issued (the last group, when the chunks are not a multiple of the streams?). See README §Exercise 1 — the "
+         "breadth-first order.";
   return h;
 }
 
@@ -327,7 +328,8 @@ TEST_CASE("ch09 breadth_first order: every chunk once, S at a time, stage by sta
       const std::string problem = breadth_first_problem(ops, chunks, S);
       INFO(chunks << " chunks on " << S << " streams: " << problem << ".\nIssued: " << listing(ops)
                   << "\nHint: issue_breadth_first (exercise 1; its TODO states what must hold). A group is S "
-                     "consecutive chunks on S different streams; the last group may be short.");
+                     "consecutive chunks on S different streams; the last group may be short. See README "
+                     "§Exercise 1 — the breadth-first order.");
       REQUIRE(problem.empty());
     }
 }
@@ -357,9 +359,10 @@ TEST_CASE("ch09 combine_partials: every chunk's partials where the kernels leave
         const float got = ch09::combine_partials(ch09::Partials{partials.data(), stride}, job);
         INFO("n = " << n << ", chunk = " << chunk << " (" << chunks << " chunks), partials " << stride
                     << " floats apart: combine_partials gave " << got << ", the partials add up to " << exact
-                    << " (NaN: a slot no kernel wrote was read).\nHint: combine_partials (exercise 2): chunk k's "
-                       "partials start at host_partials() + k * partial_stride(), and there are dot_grid(len) of "
-                       "them, len the chunk's elements (the last chunk is shorter).");
+                    << " (NaN: a slot no kernel wrote was read).\nHint: combine_partials (exercise 2): every partial "
+                       "the chunks' kernels wrote must be added once, and no slot they did not write: where chunk k's "
+                       "partials start and how many it has (the last chunk is shorter) is stated by Pipeline in "
+                       "dot.hpp. See README §Exercise 2 — a deterministic combination.");
         REQUIRE(bits(got) == bits(static_cast<float>(exact)));
       }
 }
@@ -451,7 +454,7 @@ TEST_CASE("ch09 pipeline_ms: matches an operation-by-operation simulation of thr
   INFO(wrong << " of " << total << " predictions wrong; the first: " << first
              << ".\nHint: -1 is the unfilled stub. Draw the three engines' timelines for three chunks: when does "
                 "the first chunk's copy back start, and what keeps the last one waiting? Every operation pays the "
-                "latency, whatever its engine.");
+                "latency, whatever its engine. See pipeline_ms, README §Exercise 3 — how many chunks?");
   CHECK(wrong == 0);
   CHECK_THROWS_AS(ch09::pipeline_ms(1.0, 1.0, 1.0, 0, 1.0), course::UsageError);  // kit code, outside the hole
 }
@@ -480,7 +483,8 @@ TEST_CASE("ch09 pipeline_ms: its best chunk count is the simulation's", "[ch09][
     }
   }
   INFO(wrong << " of " << total << " jobs given the wrong chunk count; the first: " << first
-             << ".\nHint: more chunks shorten the fill and the drain, and every chunk adds a latency to each engine.");
+             << ".\nHint: more chunks shorten the fill and the drain, and every chunk adds a latency to each engine. "
+                "See README §Exercise 3 — how many chunks?");
   CHECK(wrong == 0);
 }
 
@@ -545,7 +549,8 @@ TEST_CASE("ch09 plan: the planned pipeline runs within 15% of the best shape mea
   const double planned = median_ms(plan.chunk, plan.streams);
   INFO("the plan takes " << planned << " ms; the best shape of the sweep (" << best_shape << ") " << best
        << " ms: " << planned / best << "x. Hint: exercise 3's model says what more chunks buy and cost; how "
-       "many streams does a chunk's copy in, kernel and copy out need to run at once?");
+       "many streams does a chunk's copy in, kernel and copy out need to run at once? See plan_pipeline, README "
+       "§Exercise 4 — plan the pipeline for your card.");
   CHECK(planned <= 1.15 * best);
 }
 

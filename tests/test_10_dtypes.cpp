@@ -37,10 +37,11 @@ Dtype expected_acc(const ch10::Pair& p) {
 
 std::string hint(const ch10::Pair& p) {
   std::string h = "thread_dot (exercise 1): every element exactly once, in the accumulator's type before the "
-                  "multiply, whatever n and however x and y are aligned (the stub's contract). Promote "
-                  "(exercise 2) picks the accumulator. ";
+                  "multiply, whatever n and however x and y are aligned (the stub's contract; README §Exercise 1). "
+                  "Promote (exercise 2) picks the accumulator. ";
   if (p.name == "i8_i8")
-    h += "int8 . int8 (exercise 3): exact for every n; no 32-bit sum may ever hold more than it can.";
+    h += "int8 . int8 (exercise 3): exact for every n; no 32-bit sum may ever hold more than it can (README "
+         "§Exercise 3).";
   return h;
 }
 
@@ -138,7 +139,8 @@ const bool registered = [] {
                                       << ", packs " << s.packs << ", tail " << s.tail
                                       << "}. split_packs (exercise 1): the elements before head one by one, then as "
                                          "many whole packs of V as fit in [0, n), then the rest one by one; head -1: "
-                                         "no pack, every element in the head (head_end == tail == n).");
+                                         "no pack, every element in the head (head_end == tail == n). See the "
+                                         "contract above split_packs in dot.hpp, README §Exercise 1.");
               if (head < 0) {
                 REQUIRE(s.head_end == n);  // everything one by one
                 REQUIRE(s.packs == 0);
@@ -159,7 +161,7 @@ const bool registered = [] {
       INFO(p.name << ": Promote gives " << course::dtype_name(p.acc) << ", the rule says "
                   << course::dtype_name(expected_acc(p))
                   << ". Two integer inputs -> long long; a float64 input -> double; otherwise float (float16, "
-                     "bfloat16, int8 and bool count as float32).");
+                     "bfloat16, int8 and bool count as float32). See README §The promotion rule and §Exercise 2.");
       CHECK(p.acc == expected_acc(p));
     }
   });
@@ -280,7 +282,7 @@ const bool registered = [] {
     ref.exact_value = static_cast<long long>(n) * 16384;
     const course::Verdict v = course::check_dot_typed(got, ref, 0);
     INFO(course::test::explain(v, n, "i8_i8 on one block (each thread ~2^17 elements of -128 . -128)",
-                               "one thread's own sum passes 2^31 here: an int32 may hold a few packs, never a whole share. " + hint(*p)));
+                               "one thread's own share passes 2^31 here: no 32-bit sum may hold a whole share. " + hint(*p)));
     CHECK(v.ok);
   });
 

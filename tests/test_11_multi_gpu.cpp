@@ -60,7 +60,8 @@ std::uint32_t bits(float f) {
 
 const char* kSliceHint =
     "slice_of (exercise 1): the slices follow each other in rank order from 0 (each begins where the previous "
-    "ended), cover all n elements, and the first n % ranks ranks hold one element more than the others.";
+    "ended), cover all n elements, and the first n % ranks ranks hold one element more than the others. See README "
+    "§Exercise 1 — slices for any n and any GPU count.";
 
 std::string slice_text(std::size_t n, int ranks, int rank, const ch11::Slice& s) {
   return "slice_of(n = " + std::to_string(n) + ", ranks = " + std::to_string(ranks) + ", rank = " + std::to_string(rank) +
@@ -329,8 +330,9 @@ TEST_CASE("ch11 slices: cover 0 to n-1 once, in rank order, sizes within one, fo
 TEST_CASE("ch11 pairwise: the adds of any count on any number of threads give the pairwise order, bit for bit",
           "[ch11][exercise][design]") {
   const char* kPairwiseHint =
-      " add_pairwise (exercise 3): each level pairs neighbours (0, 1), (2, 3), ... left + right and carries an odd "
-      "last value up; one step (between barriers) per level, its adds shared by the threads; work[0] ends with the sum.";
+      " add_pairwise (exercise 3): the contract above it in dot.hpp: each level pairs neighbours (0, 1), (2, 3), ... "
+      "left + right and carries an odd last value up; one step (between barriers) per level, its adds shared by the "
+      "threads; work[0] ends with the sum. See README §Exercise 3 — the pairwise combine for any rank count.";
   std::mt19937 rng(static_cast<unsigned>(course::test::seed(1102)));
   const std::vector<int> counts = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 31, 33, 64, 100, 127, 255, 257, 1000, 1023, 1024};
   for (int threads : {1, 2, 3, 7, 32, 64, 512}) {
@@ -474,9 +476,10 @@ TEST_CASE("ch11 allgather on 1 GPU: the gather waits for the GPU's own stream (n
   CUDA_CHECK(cudaMemcpyAsync(&after, g.gathered(), sizeof after, cudaMemcpyDeviceToHost, probe));
   probe.synchronize();
   INFO("while the GPU's stream was held, gathered()[0] became " << held << " (NaN: nothing landed); after it went on, "
-       << after << " (the partial is " << partial << "). Exercise 2 enqueues the collective on every GPU's own stream "
-       "(g.context().stream()): on any other stream (the legacy default stream 0, a stream of its own) nothing orders "
-       "it after the partial kernel or before the combine kernel, and the caller's timer does not wait for it.");
+       << after << " (the partial is " << partial << "). Exercise 2's collective must go on every GPU's own stream "
+       "(its context's): on any other stream (the legacy default stream 0, a stream of its own) nothing orders "
+       "it after the partial kernel or before the combine kernel, and the caller's timer does not wait for it. See "
+       "combine_allgather, README §Exercise 2 — the all-gather.");
   CHECK(std::isnan(held));
   CHECK_FALSE(gate.timed_out());
   CHECK(bits(after) == bits(partial));

@@ -144,7 +144,8 @@ class Guarded {
     if (changed == 0) return "";
     return std::to_string(changed) + " element(s) outside the " + std::to_string(n_) +
            " of the output were written, the first at index " + std::to_string(first) +
-           ": a thread wrote past the end (check the bounds test i < n, and the grid)";
+           ": a thread wrote past the end (every thread whose index is at or past n must write nothing, however "
+           "far the grid overshoots n)";
   }
 
  private:

@@ -178,7 +178,7 @@ std::string check_warp_sum(WarpSum warp_sum_steps, std::uint64_t seed) {
     try {
       const Warp out = warp_sum_steps(warp, ShflDown{&calls});
       if (out.lane[0] != expected) problem = "lane 0 does not end with the sum of the 32 lanes' values";
-      else if (calls > 5) problem = std::to_string(calls) + " shuffles; offsets 16, 8, 4, 2, 1 take five";
+      else if (calls > 5) problem = std::to_string(calls) + " shuffles; 32 lanes need at most five (log2 32)";
     } catch (const RunsAway&) {
       problem = "more than 64 shuffles: a loop that never ends";
     }
