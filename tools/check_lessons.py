@@ -21,6 +21,9 @@ For each chapter folder (chapters/NN_name/), its README.md is the LESSON and mus
     case-insensitive, with a plural s/es. Code blocks, code spans, <code> and HTML comments and
     link targets are not searched.
 and the folder must have APPENDIX.md whose first line starts `# Chapter NN — appendix`.
+Each hole's TODO in the chapter's sources (a comment block that starts `// TODO(student):`) states
+a contract, not the statements to type: no CUDA API call, intrinsic, atomic, memory order, loop
+header, compound assignment, return statement or launch (CODE_IN_TODO).
 
   tools/check_lessons.py                     strict: the ENFORCED chapters (exit 1 on any problem)
   tools/check_lessons.py --all               strict: every chapters/NN_*/
@@ -70,6 +73,31 @@ LINK_TARGET = re.compile(r"\]\([^)\s]*\)")
 WORD = re.compile(r"\S+")
 HAS_ALNUM = re.compile(r"[A-Za-z0-9]")
 CHAPTER_DIR = re.compile(r"^(\d\d)_")
+# What a hole's TODO must not spell out: the statements themselves (the course's rule: a hole
+# states a contract, and copying its TODO into code must not pass).
+CODE_IN_TODO = re.compile(r"\bcuda[A-Z]\w*\s*\(|__shfl\w*|__syncthreads\s*\(|\batomic[A-Z]\w*\s*\(|\.fetch_\w+\s*\("
+                          r"|\bmemory_order_\w+|\bfor\s*\(|\bwhile\s*\(|[\w\]]\s*(\+=|-=|\*=)|\breturn\s+[^;]*;|<<<")
+SOURCE_SUFFIXES = (".cu", ".cuh", ".hpp", ".h", ".cpp")
+
+
+def code_in_todos(folder):
+    """(file, line, what) for each piece of code written in a hole's TODO comment."""
+    found = []
+    for path in sorted(pathlib.Path(folder).iterdir()):
+        if path.suffix not in SOURCE_SUFFIXES or not path.is_file():
+            continue
+        lines = path.read_text(errors="replace").splitlines()
+        i = 0
+        while i < len(lines):
+            if not lines[i].strip().startswith("// TODO(student):"):
+                i += 1
+                continue
+            while i < len(lines) and lines[i].strip().startswith("//"):
+                m = CODE_IN_TODO.search(lines[i])
+                if m:
+                    found.append((path.name, i + 1, m.group(0).strip()))
+                i += 1
+    return found
 
 
 class Problem:
@@ -373,6 +401,9 @@ def check_chapter(folder, terms, root=ROOT):
                 more = f" ({len(hits)} uses)" if len(hits) > 1 else ""
                 problem(readme, line_of(searched, hits[0].start()),
                         f"glossary term '{term}' is introduced in chapter {k:02d}, after this one{more}")
+
+    for name, no, what in code_in_todos(folder):
+        problem(shown / name, no, f"a hole's TODO spells out code ('{what}'): state what must hold and which test checks it")
 
     problems.sort(key=lambda p: (str(p.path), p.line))
     return problems, facts

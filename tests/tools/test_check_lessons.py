@@ -123,6 +123,30 @@ class CheckLessons(unittest.TestCase):
         problems, _ = self.problems(readme=GOOD.replace("(think)", "(*think*)"))
         self.assertEqual(problems, [])
 
+    def test_a_todo_that_spells_code(self):
+        folder = self.chapter()
+        (folder / "dot.cu").write_text(
+            "// TODO(student) holes below (a header mentioning them is not a TODO block)\n"
+            "//   race: every thread adds with += into *result\n"
+            "void f() {\n"
+            "  // TODO(student): *result holds the dot of x and y for every n.\n"
+            "  // Tests: `ch03 one_thread: *`. See README §Exercise 1.\n"
+            "}\n")
+        problems, _ = cl.check_chapter(folder, self.terms, root=self.root)
+        self.assertEqual([str(p) for p in problems], [])
+        (folder / "dot.cu").write_text(
+            "void f() {\n"
+            "  // TODO(student): walk every element:\n"
+            "  // for (std::size_t i = 0; i < n; ++i) sum += x[i] * y[i];\n"
+            "  // then cudaMemcpy(h, d, 4, cudaMemcpyDeviceToHost).\n"
+            "}\n")
+        problems, _ = cl.check_chapter(folder, self.terms, root=self.root)
+        shown = [str(p) for p in problems]
+        self.assertEqual(len(shown), 2, shown)
+        self.assertIn("dot.cu:3", shown[0])
+        self.assertIn("for (", shown[0])
+        self.assertIn("cudaMemcpy", shown[1])
+
     def test_design_heading_from_chapter_07(self):
         # Chapter 03 needs none; chapter 07 needs exactly one.
         problems, _ = self.problems()
