@@ -113,12 +113,12 @@ def ticket_order(code):
             out.append((m.start(), m.group(0).strip(),
                         f"the ticket's {m.group(1)} is memory_order_{order[0]}: the partial stored before it may "
                         "not be visible to the last block (release) and the last block's reads may not see the "
-                        "others' partials (acquire); use acq_rel, or __threadfence() before and after"))
+                        "others' partials (acquire): the ticket must order both (chapter 06's README, One launch)"))
     for m in re.finditer(r"\batomic(?:Add|Inc)\w*\s*\(", code):
         if fences < 2:
             out.append((m.start(), m.group(0).strip(),
-                        "atomicAdd/atomicInc is relaxed: the ticket needs a __threadfence() before it (release) "
-                        "and after it (acquire), or cuda::atomic_ref with memory_order_acq_rel"))
+                        "atomicAdd/atomicInc is relaxed: nothing orders the partial before the ticket (release) or "
+                        "the last block's reads after it (acquire) (chapter 06's README, One launch)"))
     return out
 
 
