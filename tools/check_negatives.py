@@ -23,12 +23,10 @@ be clean under the same sanitizer), so that a test that always fails cannot "cat
     tools/check_negatives.py                 the CPU cases (CI)
     tools/check_negatives.py --gpu           every case (tools/gpu_check.sh, on a GPU machine)
     tools/check_negatives.py --case 02_skeleton --build-dir build/neg
-    tools/check_negatives.py --workers 2     the CPU cases in two build folders side by side (CI)
 
 Exit codes: 0 every case was caught · 1 a case was not caught, or a control failed · 2 bad case files.
 """
 import argparse
-import concurrent.futures
 import fnmatch
 import json
 import os
@@ -165,9 +163,30 @@ def run_tests(case, globs, commands, log, sanitize=None):
     return results
 
 
-
-def run_group(cases, build, course, args):
-    """Controls and cases of some chapters in one build folder: (rows, problems, configure_failed)."""
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gpu", action="store_true", help="run the GPU cases too (needs a GPU)")
+    ap.add_argument("--case", action="append", help="only this case (repeatable)")
+    ap.add_argument("--build-dir", default=str(ROOT / "build" / "negatives"))
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--cmake-arg", action="append", default=[], help="extra configure argument (repeatable)")
+    ap.add_argument("--no-control", action="store_true", help="skip the controls on the unbroken solutions")
+    args = ap.parse_args()
+    if not (ROOT / "solutions").is_dir():
+        print("check_negatives: needs solutions/ (the maintainers' checkout)", file=sys.stderr)
+        return 2
+    try:
+        cases = [c for c in load_cases(args.case) if args.gpu or not c["gpu"]]
+        course = ME.course_files(ROOT)
+        for c in cases:  # find stale cases before building anything
+            case_tree(c, course, ROOT / "solutions")
+    except (CaseError, ME.MarkerError) as e:
+        print(f"check_negatives: {e}", file=sys.stderr)
+        return 2
+    if not cases:
+        print("check_negatives: no case to run")
+        return 0
+    build = pathlib.Path(args.build_dir).resolve()
     staging = build / "tree"
     log = build / "check_negatives.log"
     build.mkdir(parents=True, exist_ok=True)
@@ -177,12 +196,11 @@ def run_group(cases, build, course, args):
                    "-DCMAKE_BUILD_TYPE=Release"] + args.cmake_arg, log)
     if code != 0:
         print(f"check_negatives: configure failed (see {log})", file=sys.stderr)
-        return [], 1, True
+        return 1
     rows, bad = [], 0
-    jobs = max(1, args.jobs // max(1, args.workers))
 
     def build_chapter(chapter):
-        return run(["cmake", "--build", str(build), "-j", str(jobs), "--target", f"test_{chapter}"], log)[0] == 0
+        return run(["cmake", "--build", str(build), "-j", str(args.jobs), "--target", f"test_{chapter}"], log)[0] == 0
 
     if not args.no_control:
         for chapter in sorted({c["chapter"] for c in cases}):
@@ -221,65 +239,11 @@ def run_group(cases, build, course, args):
         print(f"[check_negatives] {c['name']}: {rows[-1][3]} ({caught_by or 'no test failed'})", file=sys.stderr, flush=True)
         bad += bool(missed)
     write_tree(case_tree(None, course, ROOT / "solutions"), staging)  # leave the tree unbroken
-    return rows, bad, False
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--gpu", action="store_true", help="run the GPU cases too (needs a GPU)")
-    ap.add_argument("--case", action="append", help="only this case (repeatable)")
-    ap.add_argument("--build-dir", default=str(ROOT / "build" / "negatives"))
-    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
-    ap.add_argument("--cmake-arg", action="append", default=[], help="extra configure argument (repeatable)")
-    ap.add_argument("--workers", type=int, default=1,
-                    help="CPU cases: chapters dealt to this many build folders run side by side (default 1)")
-    ap.add_argument("--no-control", action="store_true", help="skip the controls on the unbroken solutions")
-    args = ap.parse_args()
-    if not (ROOT / "solutions").is_dir():
-        print("check_negatives: needs solutions/ (the maintainers' checkout)", file=sys.stderr)
-        return 2
-    try:
-        cases = [c for c in load_cases(args.case) if args.gpu or not c["gpu"]]
-        course = ME.course_files(ROOT)
-        for c in cases:  # find stale cases before building anything
-            case_tree(c, course, ROOT / "solutions")
-    except (CaseError, ME.MarkerError) as e:
-        print(f"check_negatives: {e}", file=sys.stderr)
-        return 2
-    if not cases:
-        print("check_negatives: no case to run")
-        return 0
-    build = pathlib.Path(args.build_dir).resolve()
-    # CPU cases on several workers: a case rebuilds one chapter's files, mostly one nvcc process,
-    # so one build folder leaves cores idle. Chapters are dealt to the workers (each its own build
-    # folder and staging tree), largest first. GPU cases share one card: one worker.
-    workers = 1 if args.gpu else max(1, min(args.workers, len({c["chapter"] for c in cases})))
-    groups = [[] for _ in range(workers)]
-    by_chapter = {}
-    for c in cases:
-        by_chapter.setdefault(c["chapter"], []).append(c)
-    def cost(group):  # builds: one control per chapter, one per case the hole scan alone cannot catch
-        built = [c for c in group if args.gpu or not all(t.startswith(f"ch{c['chapter'][:2]} integrity:") for t in c["fail"])]
-        return len({c["chapter"] for c in group}) + len(built)
-
-    for chapter in sorted(by_chapter, key=lambda ch: -cost(by_chapter[ch])):
-        min(groups, key=cost).extend(by_chapter[chapter])
-    args.workers = workers
-    folders = [build] if workers == 1 else [build / f"worker{i}" for i in range(workers)]
-    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-        results = list(pool.map(lambda gf: run_group(gf[0], gf[1], course, args), zip(groups, folders)))
-    if any(failed for _, _, failed in results):
-        return 1
-    order = {c["name"]: i for i, c in enumerate(cases)}
-    rows = [r for rs, _, _ in results for r in rs]
-    rows.sort(key=lambda r: (0, r[0]) if r[0].startswith("control ") else (1, order.get(r[0], 0)))
-    bad = sum(b for _, b, _ in results)
-    logs = ", ".join(str(f / "check_negatives.log") for f in folders)
     print("\n| case | class | caught by | result |\n| --- | --- | --- | --- |")
     for row in rows:
         print("| " + " | ".join(x.replace("|", "/") for x in row) + " |")
     caught = sum(1 for r in rows if r[3] == "caught")
-    print(f"\ncheck_negatives: {caught} of {len(cases)} cases caught; {bad} problem(s); log: {logs}")
+    print(f"\ncheck_negatives: {caught} of {len(cases)} cases caught; {bad} problem(s); log: {log}")
     return 1 if bad else 0
 
 
