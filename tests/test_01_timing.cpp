@@ -1,14 +1,17 @@
 // Chapter 01 grading tests: every GPU version of the registry, at awkward sizes, in both
-// precisions, bitwise against the host; and the event-timing exercise against physics.
+// precisions, bitwise against the host; the event-timing exercise against physics; and, on the
+// host only, exercise 1's index arithmetic and exercise 3's prediction.
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "course/check.hpp"
 #include "course/context.hpp"
 #include "course/device.hpp"
 #include "course/random.hpp"
@@ -43,8 +46,8 @@ void check_version(const course::Version<ch01::Runner>& v, std::size_t n, int it
     msg << "; the first at index " << first << " (got " << p.h_out[first] << ")."
         << "\nHint: NaN means the element was never written: every element below n needs a thread of its"
            " own (the grid must cover n, also when n is not a multiple of the block), and each thread must"
-           " add the element at its global index, no other. See add_kernel and launch_add, README"
-           " §Exercise 1.";
+           " add the element at its global index, no other. The host tests `ch01 index: *` check the index"
+           " and the launch shape without a GPU; if they pass, look at add_kernel. See README §Exercise 1.";
   }
   INFO(msg.str());
   CHECK(wrong == 0);
@@ -194,4 +197,153 @@ TEST_CASE("ch01 predicted_add_ms: the time to move the add's bytes at the given 
             "See README §Exercise 3.");
     CHECK(std::fabs(got - expected_ms) <= 1e-9 * expected_ms + 1e-300);
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The index arithmetic of exercise 1, host only (no GPU needed, never skipped): the functions of
+// add.hpp that add_kernel and launch_add call for a thread's element and for the launch's shape.
+// A student without a GPU learns from these whether exercise 1's arithmetic is right; the GPU
+// tests above then check the kernel around it.
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+// The most blocks a launch can have (gridDim.x at most 2^31 - 1): launch_add refuses more.
+constexpr std::size_t kMaxGrid = static_cast<std::size_t>(std::numeric_limits<int>::max());
+
+// The sizes the launch shape is checked at: around one warp and one block (the shape's own block
+// too), 2^31 and 2^32, past 2^40, random sizes up to 2^36 from the grading seed, and every n from
+// 1 to 4096.
+std::vector<std::size_t> shape_sizes() {
+  const std::size_t k31 = std::size_t{1} << 31, k32 = std::size_t{1} << 32;
+  std::vector<std::size_t> ns = {1, 31, 32, 33, 255, 256, 257, 1023, 1024, 1025, (std::size_t{1} << 20) + 3,
+                                 k31 - 1, k31, k31 + 1, k32 - 1, k32, k32 + 1, (std::size_t{1} << 40) + 3};
+  const unsigned block = ch01::launch_shape(std::size_t{1} << 20).block;
+  for (std::size_t m : {std::size_t{1}, std::size_t{2}, std::size_t{1} << 20})
+    for (std::size_t n : {m * block - 1, m * block, m * block + 1})
+      if (block > 0 && n >= 1) ns.push_back(n);
+  std::mt19937_64 rng(course::test::seed(41));
+  for (int k = 0; k < 50; ++k) ns.push_back(1 + rng() % (std::size_t{1} << 36));
+  for (std::size_t n = 1; n <= 4096; ++n) ns.push_back(n);
+  return ns;
+}
+
+std::string shape_text(std::size_t n, const ch01::LaunchShape& s) {
+  std::ostringstream out;
+  out << "launch_shape(n = " << n << ") gives " << s.grid << " blocks of " << s.block << " threads";
+  return out.str();
+}
+
+}  // namespace
+
+TEST_CASE("ch01 index: global_index numbers every thread of the grid, past 2^32 too (exercise 1)",
+          "[ch01][exercise][index]") {
+  struct Pick {
+    unsigned block, block_dim, tid;
+  };
+  std::vector<Pick> picks;
+  // Every thread of the first blocks of small grids, in blocks of several sizes.
+  for (unsigned block_dim : {1u, 3u, 32u, 96u, 256u, 1024u})
+    for (unsigned b = 0; b < 4; ++b)
+      for (unsigned t = 0; t < block_dim; ++t) picks.push_back({b, block_dim, t});
+  // Where a 32-bit product wraps: blocks of 1024 threads around thread 2^32 of the grid (block
+  // 2^22 starts there), block 2^22 + 5, and the largest grid's last block (its threads near 2^41).
+  for (unsigned t : {0u, 1u, 7u, 511u, 1023u})
+    for (unsigned b : {(1u << 22) - 1, 1u << 22, (1u << 22) + 5, static_cast<unsigned>(kMaxGrid) - 1})
+      picks.push_back({b, 1024, t});
+  picks.push_back({(1u << 24) + 3, 256, 255});  // 256-thread blocks past 2^32
+  // And random threads of random launches (blocks of whole warps), from the grading seed.
+  std::mt19937_64 rng(course::test::seed(11));
+  for (int k = 0; k < 1000; ++k) {
+    const unsigned block_dim = 32u * static_cast<unsigned>(1 + rng() % 32);
+    picks.push_back({static_cast<unsigned>(rng() % kMaxGrid), block_dim, static_cast<unsigned>(rng() % block_dim)});
+  }
+  std::string first;
+  for (const Pick& p : picks) {
+    const std::size_t expected = static_cast<std::size_t>(p.block) * p.block_dim + p.tid;
+    const std::size_t got = ch01::global_index(p.block, p.block_dim, p.tid);
+    if (got == expected) continue;
+    std::ostringstream msg;
+    msg << "global_index(block = " << p.block << ", block_dim = " << p.block_dim << ", tid = " << p.tid
+        << ") returned " << got << "; that thread is thread " << expected << " of the grid (" << p.block
+        << " blocks of " << p.block_dim << " threads come before its block, and " << p.tid
+        << " threads before it in its own)";
+    if (expected > 0xFFFFFFFFu && got == (expected & 0xFFFFFFFFu))
+      msg << ". That is the right index modulo 2^32: part of the computation happens in 32 bits, where "
+             "a product wraps past 2^32";
+    first = msg.str();
+    break;
+  }
+  INFO(first << "\nHint: (the stub returns 0.) A thread's global index is its place among all the threads of "
+                "the grid, counted from 0: every thread of the blocks before its own, then the threads before it "
+                "in its block. It must be exact for any block, block size and thread a launch can have, past "
+                "2^32 threads too, so no part of it may be computed in 32 bits (int or unsigned). See "
+                "global_index (add.hpp), README §Exercise 1.");
+  CHECK(first.empty());
+}
+
+TEST_CASE("ch01 index: launch_shape gives every element a thread, less than one block to spare (exercise 1)",
+          "[ch01][exercise][index]") {
+  std::string first;
+  for (const std::size_t n : shape_sizes()) {
+    const ch01::LaunchShape s = ch01::launch_shape(n);
+    std::ostringstream msg;
+    if (s.block == 0) {
+      msg << shape_text(n, s) << ": a block of 0 threads holds no thread at all";
+    } else {
+      const std::size_t needed = n / s.block + (n % s.block != 0 ? 1 : 0);  // the fewest blocks that cover n
+      if (s.grid < needed)
+        msg << shape_text(n, s) << ", " << s.grid * s.block << " threads for " << n << " elements: from element "
+            << s.grid * s.block << " on, no thread adds anything. Every element needs a thread of its own, "
+            << "also when n is not a multiple of the block: " << needed << " blocks of " << s.block
+            << " threads are the fewest that cover n";
+      else if (s.grid > needed)
+        msg << shape_text(n, s) << ": " << needed << " blocks of " << s.block << " threads already cover n, so "
+            << "at least one whole block has no element at all (its threads only fail the bounds check). The "
+            << "last block may be partly idle, never a whole one: less than one block of threads to spare";
+    }
+    first = msg.str();
+    if (!first.empty()) break;
+  }
+  INFO(first << "\nHint: (the stub gives one block of one thread.) For every n >= 1, small, not a multiple of "
+                "the block, past 2^32: the grid's threads (blocks times threads per block) must reach every "
+                "element, and fall short of n + one block. Compute in std::size_t: n does not fit 32 bits. See "
+                "launch_shape (add.hpp), README §Exercise 1.");
+  CHECK(first.empty());
+}
+
+TEST_CASE("ch01 index: launch_shape makes blocks of whole warps, 32 to 1024 threads (exercise 1)",
+          "[ch01][exercise][index]") {
+  std::string first;
+  for (const std::size_t n : shape_sizes()) {
+    const ch01::LaunchShape s = ch01::launch_shape(n);
+    if (s.block >= 32 && s.block <= 1024 && s.block % 32 == 0) continue;
+    first = shape_text(n, s) + ": " + std::to_string(s.block) + " threads per block is " +
+            (s.block > 1024 ? "more than a block can hold (1024 at most)"
+                            : "not a whole number of warps (a multiple of 32, at least 32)");
+    break;
+  }
+  INFO(first << "\nHint: (the stub gives blocks of 1 thread.) The GPU runs a block's threads 32 at a time, in "
+                "warps: a block of a size that is not a multiple of 32 leaves lanes of its last warp idle on "
+                "every launch, and a block holds at most 1024 threads. See launch_shape (add.hpp), README "
+                "§Exercise 1.");
+  CHECK(first.empty());
+}
+
+TEST_CASE("ch01 index: launch_shape past what a grid can hold, which launch_add refuses (exercise 1)",
+          "[ch01][exercise][index]") {
+  // 2^41 + 1 elements need more than 2^31 - 1 blocks even of 1024 threads, the largest block. The
+  // shape must still say so (its grid is a std::size_t for that), and launch_add must refuse it
+  // before it touches a GPU, so this test needs none.
+  const std::size_t n = (std::size_t{1} << 41) + 1;
+  const ch01::LaunchShape s = ch01::launch_shape(n);
+  INFO(shape_text(n, s) << ": " << n << " elements need more than " << kMaxGrid << " blocks (the most a launch "
+       << "can have) whatever the block, and launch_add reports that as a course::UsageError, but only if the "
+       << "shape covers n.\nHint: the shape is the fewest blocks that give every element a thread, even when "
+          "that is more than one launch can have: never a smaller grid that quietly leaves elements out. See "
+          "launch_shape (add.hpp), README §Exercise 1.");
+  // Checked before the call: a shape that fits a grid would make launch_add launch on null pointers.
+  REQUIRE(s.block >= 1);
+  REQUIRE(s.block <= 1024);
+  REQUIRE(s.grid > kMaxGrid);
+  CHECK_THROWS_AS(ch01::launch_add<float>(nullptr, nullptr, nullptr, n, nullptr), course::UsageError);
 }

@@ -30,11 +30,13 @@ namespace ch01 {
 // its speed is the memory bandwidth, and it cannot reuse anything.
 template <class T>
 __global__ void add_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, std::size_t n) {
+  const std::size_t i = global_index(blockIdx.x, blockDim.x, threadIdx.x);  // add.hpp, exercise 1
   // [hole 1 begin]
   // TODO(student): afterwards out[i] == a[i] + b[i] for every i < n, and nothing at or past
-  // out[n] is written, however far the grid overshoots n. Each thread owns the element at its
-  // global index, which must stay exact past 2^32 elements. Tests: ch01 add_gpu: * (bitwise at
-  // awkward sizes, guard zones, beyond 2^32). See README §Exercise 1.
+  // out[n] is written, however far the grid overshoots n. Each thread owns one element, the one
+  // at its global index i. Tests: ch01 add_gpu: * (bitwise at awkward sizes, guard zones,
+  // beyond 2^32), after ch01 index: * (host). See README §Exercise 1.
+  (void)i;
   // [hole 1 end]
 }
 // [add_kernel]
@@ -43,17 +45,10 @@ __global__ void add_kernel(const T* __restrict__ a, const T* __restrict__ b, T* 
 template <class T>
 void launch_add(const T* d_a, const T* d_b, T* d_out, std::size_t n, cudaStream_t stream) {
   if (n == 0) return;  // a launch with zero blocks is an error, and there is nothing to do
-  // [hole 2 begin]
-  // TODO(student): set block (threads per block: a multiple of 32, at most 1024) and grid so
-  // that the launch below gives each of the n elements a thread, for every n >= 1, with less
-  // than one block of threads to spare. Tests: ch01 add_gpu: *, ch01 add_gpu_copies: *.
-  // See README §Exercise 1.
-  const unsigned block = 1;
-  const std::size_t grid = 1;
-  // [hole 2 end]
-  if (grid > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+  const LaunchShape shape = launch_shape(n);  // add.hpp, exercise 1
+  if (shape.grid > static_cast<std::size_t>(std::numeric_limits<int>::max()))
     throw course::UsageError("n = " + std::to_string(n) + " needs more blocks than a grid can have");
-  add_kernel<T><<<static_cast<unsigned>(grid), block, 0, stream>>>(d_a, d_b, d_out, n);
+  add_kernel<T><<<static_cast<unsigned>(shape.grid), shape.block, 0, stream>>>(d_a, d_b, d_out, n);
   CUDA_CHECK_LAUNCH("add_kernel");
 }
 // [add_launch]
@@ -61,6 +56,7 @@ void launch_add(const T* d_a, const T* d_b, T* d_out, std::size_t n, cudaStream_
 // [sqrt_kernel]
 // The same memory traffic as the add, but `iters` dependent square roots per element: the
 // arithmetic intensity (operations per byte) grows with iters, and so does the GPU's advantage.
+// Its index and its launch shape are exercise 1's (add.hpp): they work here once they work there.
 template <class T>
 __host__ __device__ T sqrt_loop_impl(T a, T b, int iters) {
   T v = a < 0 ? -a : a;
@@ -72,7 +68,7 @@ __host__ __device__ T sqrt_loop_impl(T a, T b, int iters) {
 template <class T>
 __global__ void sqrt_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, std::size_t n,
                             int iters) {
-  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t i = global_index(blockIdx.x, blockDim.x, threadIdx.x);
   if (i < n) out[i] = sqrt_loop_impl(a[i], b[i], iters);
 }
 // [sqrt_kernel]
@@ -85,9 +81,10 @@ T sqrt_loop(T a, T b, int iters) {
 template <class T>
 void launch_sqrt(const T* d_a, const T* d_b, T* d_out, std::size_t n, int iters, cudaStream_t stream) {
   if (n == 0) return;
-  const unsigned block = 256;
-  const std::size_t grid = (n + block - 1) / block;
-  sqrt_kernel<T><<<static_cast<unsigned>(grid), block, 0, stream>>>(d_a, d_b, d_out, n, iters);
+  const LaunchShape shape = launch_shape(n);
+  if (shape.grid > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+    throw course::UsageError("n = " + std::to_string(n) + " needs more blocks than a grid can have");
+  sqrt_kernel<T><<<static_cast<unsigned>(shape.grid), shape.block, 0, stream>>>(d_a, d_b, d_out, n, iters);
   CUDA_CHECK_LAUNCH("sqrt_kernel");
 }
 
@@ -182,14 +179,14 @@ const std::vector<course::Version<Runner>>& versions() {
 // measured time. Nothing here is given away: count the bytes yourself, and mind the units.
 double predicted_add_ms(std::size_t n, std::size_t elem_bytes, double gbps) {
   if (!(gbps > 0.0)) throw course::UsageError("predicted_add_ms: gbps must be positive");
-  // [hole 3 begin]
+  // [hole 2 begin]
   // TODO(student): how many bytes cross the memory bus when launch_add runs on n elements of
   // elem_bytes each? Return the milliseconds they take at gbps GB/s (1 GB = 10^9 bytes), exact
   // to rounding for every n, past 2^32 too. Test: ch01 predicted_add_ms: * (host only).
   // See README §Exercise 3.
   (void)n, (void)elem_bytes;
   return -1.0;
-  // [hole 3 end]
+  // [hole 2 end]
 }
 // [predicted_add]
 

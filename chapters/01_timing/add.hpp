@@ -1,3 +1,6 @@
+// Generated from solutions/01_timing/add.hpp by tools/make_exercises.py. Fill the TODO(student) holes: your code
+// goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
+// code is graded; the rest of the file is taken from the course.
 #pragma once
 // Chapter 01 — timing, and when the GPU wins. Declarations shared by the driver and the tests.
 
@@ -9,6 +12,7 @@
 
 #include "course/buffer.hpp"
 #include "course/context.hpp"
+#include "course/random.hpp"  // COURSE_HOST_DEVICE: __host__ __device__ under nvcc, nothing under g++
 #include "course/registry.hpp"
 
 namespace ch01 {
@@ -41,6 +45,52 @@ struct Runner {
 
 /// The chapter's versions, in the order the text discusses them.
 const std::vector<course::Version<Runner>>& versions();
+
+// ---------------------------------------------------------------------------------------------
+// The index arithmetic of exercise 1, on the host and on the device. add_kernel and launch_add
+// (add.cu) call these two functions for the thread's element and the launch's shape, and the host
+// tests `ch01 index: ...` call the same functions, so a student without a GPU learns whether the
+// arithmetic is right. They are compiled for the host too: use their arguments only, no blockIdx,
+// blockDim or threadIdx.
+// ---------------------------------------------------------------------------------------------
+
+/// The shape of a one-dimensional launch: `grid` blocks of `block` threads each. The grid is a
+/// std::size_t so that a shape can say how many blocks n elements need even where that is more
+/// than one launch can have (launch_add refuses those).
+struct LaunchShape {
+  unsigned block = 0;
+  std::size_t grid = 0;
+};
+
+// [global_index]
+/// Exercise 1: the global index of thread `tid` of block `block`, in a grid of blocks of
+/// `block_dim` threads: the thread's place among all the threads of the grid, counted from 0.
+COURSE_HOST_DEVICE inline std::size_t global_index(unsigned block, unsigned block_dim, unsigned tid) {
+  // [hole 1 begin]
+  // TODO(student): the number of threads of the grid that come before this one: all the threads
+  // of the blocks before `block`, then the threads before `tid` in its own block. Exact for
+  // every block, block_dim and tid a launch can have, past 2^32 threads too. Tests (host, no
+  // GPU): `ch01 index: global_index *`; then `ch01 add_gpu: *`. See README §Exercise 1.
+  (void)block, (void)block_dim, (void)tid;
+  return 0;
+  // [hole 1 end]
+}
+// [global_index]
+
+// [launch_shape]
+/// Exercise 1: threads per block and blocks for a launch of one thread per element over n >= 1
+/// elements. launch_add uses it (and refuses a grid larger than a launch can have).
+COURSE_HOST_DEVICE inline LaunchShape launch_shape(std::size_t n) {
+  // [hole 2 begin]
+  // TODO(student): a block of a whole number of warps (a multiple of 32, at most 1024 threads),
+  // and enough blocks that each of the n elements gets a thread, with less than one block of
+  // threads to spare, for every n >= 1 (past 2^32 too). Tests (host, no GPU): `ch01 index:
+  // launch_shape *`; then `ch01 add_gpu: *`, `ch01 add_gpu_copies: *`. See README §Exercise 1.
+  (void)n;
+  return LaunchShape{1, 1};
+  // [hole 2 end]
+}
+// [launch_shape]
 
 /// The vector add on the device: out[i] = a[i] + b[i] for i < n, asynchronous on `stream`.
 template <class T>

@@ -27,14 +27,15 @@ namespace ch01 {
 // its speed is the memory bandwidth, and it cannot reuse anything.
 template <class T>
 __global__ void add_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, std::size_t n) {
+  const std::size_t i = global_index(blockIdx.x, blockDim.x, threadIdx.x);  // add.hpp, exercise 1
   // BEGIN SOLUTION
-  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) out[i] = a[i] + b[i];
   // STUB
   //> // TODO(student): afterwards out[i] == a[i] + b[i] for every i < n, and nothing at or past
-  //> // out[n] is written, however far the grid overshoots n. Each thread owns the element at its
-  //> // global index, which must stay exact past 2^32 elements. Tests: ch01 add_gpu: * (bitwise at
-  //> // awkward sizes, guard zones, beyond 2^32). See README §Exercise 1.
+  //> // out[n] is written, however far the grid overshoots n. Each thread owns one element, the one
+  //> // at its global index i. Tests: ch01 add_gpu: * (bitwise at awkward sizes, guard zones,
+  //> // beyond 2^32), after ch01 index: * (host). See README §Exercise 1.
+  //> (void)i;
   // END SOLUTION
 }
 // [add_kernel]
@@ -43,20 +44,10 @@ __global__ void add_kernel(const T* __restrict__ a, const T* __restrict__ b, T* 
 template <class T>
 void launch_add(const T* d_a, const T* d_b, T* d_out, std::size_t n, cudaStream_t stream) {
   if (n == 0) return;  // a launch with zero blocks is an error, and there is nothing to do
-  // BEGIN SOLUTION
-  const unsigned block = 256;                        // a multiple of the warp size (32)
-  const std::size_t grid = (n + block - 1) / block;  // round up: every element gets a thread
-  // STUB
-  //> // TODO(student): set block (threads per block: a multiple of 32, at most 1024) and grid so
-  //> // that the launch below gives each of the n elements a thread, for every n >= 1, with less
-  //> // than one block of threads to spare. Tests: ch01 add_gpu: *, ch01 add_gpu_copies: *.
-  //> // See README §Exercise 1.
-  //> const unsigned block = 1;
-  //> const std::size_t grid = 1;
-  // END SOLUTION
-  if (grid > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+  const LaunchShape shape = launch_shape(n);  // add.hpp, exercise 1
+  if (shape.grid > static_cast<std::size_t>(std::numeric_limits<int>::max()))
     throw course::UsageError("n = " + std::to_string(n) + " needs more blocks than a grid can have");
-  add_kernel<T><<<static_cast<unsigned>(grid), block, 0, stream>>>(d_a, d_b, d_out, n);
+  add_kernel<T><<<static_cast<unsigned>(shape.grid), shape.block, 0, stream>>>(d_a, d_b, d_out, n);
   CUDA_CHECK_LAUNCH("add_kernel");
 }
 // [add_launch]
@@ -64,6 +55,7 @@ void launch_add(const T* d_a, const T* d_b, T* d_out, std::size_t n, cudaStream_
 // [sqrt_kernel]
 // The same memory traffic as the add, but `iters` dependent square roots per element: the
 // arithmetic intensity (operations per byte) grows with iters, and so does the GPU's advantage.
+// Its index and its launch shape are exercise 1's (add.hpp): they work here once they work there.
 template <class T>
 __host__ __device__ T sqrt_loop_impl(T a, T b, int iters) {
   T v = a < 0 ? -a : a;
@@ -75,7 +67,7 @@ __host__ __device__ T sqrt_loop_impl(T a, T b, int iters) {
 template <class T>
 __global__ void sqrt_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, std::size_t n,
                             int iters) {
-  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t i = global_index(blockIdx.x, blockDim.x, threadIdx.x);
   if (i < n) out[i] = sqrt_loop_impl(a[i], b[i], iters);
 }
 // [sqrt_kernel]
@@ -88,9 +80,10 @@ T sqrt_loop(T a, T b, int iters) {
 template <class T>
 void launch_sqrt(const T* d_a, const T* d_b, T* d_out, std::size_t n, int iters, cudaStream_t stream) {
   if (n == 0) return;
-  const unsigned block = 256;
-  const std::size_t grid = (n + block - 1) / block;
-  sqrt_kernel<T><<<static_cast<unsigned>(grid), block, 0, stream>>>(d_a, d_b, d_out, n, iters);
+  const LaunchShape shape = launch_shape(n);
+  if (shape.grid > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+    throw course::UsageError("n = " + std::to_string(n) + " needs more blocks than a grid can have");
+  sqrt_kernel<T><<<static_cast<unsigned>(shape.grid), shape.block, 0, stream>>>(d_a, d_b, d_out, n, iters);
   CUDA_CHECK_LAUNCH("sqrt_kernel");
 }
 

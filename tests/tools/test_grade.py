@@ -40,6 +40,10 @@ MISSING = "ch01 sqrt_gpu_copies: matches the host bitwise at awkward sizes"
 ADD_GUARD = "ch01 add_gpu: writes nothing past the end of the output"
 ADD_HUGE = "ch01 add_gpu: beyond 2^32 elements"
 PREDICT = "ch01 predicted_add_ms: the time to move the add's bytes at the given bandwidth"
+INDEX = ("ch01 index: global_index numbers every thread of the grid, past 2^32 too (exercise 1)",
+         "ch01 index: launch_shape gives every element a thread, less than one block to spare (exercise 1)",
+         "ch01 index: launch_shape makes blocks of whole warps, 32 to 1024 threads (exercise 1)",
+         "ch01 index: launch_shape past what a grid can hold, which launch_add refuses (exercise 1)")
 
 
 def manifest(correctness=None, performance=None, chapter="01_timing"):
@@ -218,9 +222,9 @@ class Manifests(unittest.TestCase):
 
     def test_chapter_01_grades_its_exercises_and_the_add_kernels_roofline(self):
         m = chapter01()
-        tests = passing(ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS, PREDICT, ADD_CPU)
+        tests = passing(ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS, PREDICT, ADD_CPU, *INDEX)
         graded, others = scoring.grade_correctness([m], tests)
-        self.assertEqual({i.name for i in graded}, {ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS, PREDICT})
+        self.assertEqual({i.name for i in graded}, {ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS, PREDICT, *INDEX})
         self.assertEqual([i.name for i in others], [ADD_CPU])
         self.assertTrue(all(i.max_points > 0 for i in graded))
         (perf,) = m.performance
@@ -907,13 +911,13 @@ class HonestResults(unittest.TestCase):
         tests = [result(ADD, "passed"), result(ADD_GUARD, "failed", "boom"), result(ADD_HUGE, "passed"),
                  result(COPIES, "skipped", out, "SKIP_REGULAR_EXPRESSION_MATCHED", True),
                  result(EVENTS, "skipped", out, "SKIP_REGULAR_EXPRESSION_MATCHED", True),
-                 result(PREDICT, "passed")]
+                 result(PREDICT, "passed")] + passing(*INDEX)
         g = scoring.assemble([m], tests, None, cores=4)
         r = report.gradescope_results(g)
         names = {t["name"] for t in r["tests"]}
-        self.assertEqual(names, {ADD, ADD_GUARD, ADD_HUGE, PREDICT})
-        self.assertEqual(r["score"], 6.0)
-        self.assertIn("Score of what ran: 6 of 8 points", r["output"])
+        self.assertEqual(names, {ADD, ADD_GUARD, ADD_HUGE, PREDICT, *INDEX})
+        self.assertEqual(r["score"], 8.0)
+        self.assertIn("Score of what ran: 8 of 10 points", r["output"])
         self.assertEqual(len(r["extra_data"]["not_assessed"]), 2)
         for t in r["tests"]:
             self.assertLessEqual(set(t), {"name", "number", "score", "max_score", "status", "output", "tags",
@@ -956,7 +960,7 @@ class Sanitizer(unittest.TestCase):
 
     def test_no_tool_or_no_gpu_is_said_and_is_not_a_failure(self):
         m = chapter01()
-        g = scoring.assemble([m], passing(ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS, PREDICT), None, cores=4)
+        g = scoring.assemble([m], passing(ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS, PREDICT, *INDEX), None, cores=4)
         g.gpu_visible = None
         real = shutil.which
         shutil.which = lambda name: "/usr/bin/compute-sanitizer"
