@@ -1,11 +1,13 @@
 """Chapter 07 plots: time per call against n for every version of the host-array dot (and the
-device-array dot and the CPU loop beside them); where the time goes, phase by phase, as stacked
-bars; the motivating program in C++, Python and Go; and the Python peers."""
+device-array dot, the CPU loop and the floor, speed_of_light: the same bytes copied from pinned
+memory and nothing else, beside them); where the time goes, phase by phase, as stacked bars; the
+motivating program in C++, Python and Go; and the Python peers."""
 import matplotlib.pyplot as plt
 
 import course_style as cs
 
 STEM = "07_library"
+FLOOR = "speed_of_light"  # not a dot: the registry's floor, drawn as a yardstick (absent from older CSVs)
 # (CSV column, phase): the colours are the course's (plots/palette.py), shared with chapter 03.
 PHASES = [(col, label, cs.PHASES[label]) for col, label in (
     ("alloc_ms", "allocate"), ("copy_x_ms", "copy x"), ("copy_y_ms", "copy y"), ("kernel_ms", "kernel"),
@@ -15,13 +17,18 @@ PHASES = [(col, label, cs.PHASES[label]) for col, label in (
 def per_call(rows):
     fig, ax = plt.subplots()
     # The graded pair timed alternately (*_paired, one size) is a measurement, not a line.
-    names = list(dict.fromkeys(r["version"] for r in rows if not str(r["version"]).endswith("_paired")))
+    names = list(dict.fromkeys(r["version"] for r in rows
+                               if not str(r["version"]).endswith("_paired") and r["version"] != FLOOR))
     for k, name in enumerate(names):
         pts = sorted((r["n"], r["median_ms"]) for r in rows if r["version"] == name)
         style = dict(marker="o", color=cs.PALETTE[k % len(cs.PALETTE)], label=name)
         if name == "cpu_loop":
             style.update(color=cs.COLORS["cpu"], ls="--")
         ax.plot([p[0] for p in pts], [p[1] for p in pts], **style)
+    floor = sorted((r["n"], r["median_ms"]) for r in rows if r["version"] == FLOOR and cs.finite(r.get("median_ms")))
+    if floor:  # a baseline, not a version: the link's floor in the yardstick colour
+        ax.plot([p[0] for p in floor], [p[1] for p in floor], color=cs.COLORS["roofline"], ls="--", lw=1.2, marker="x",
+                ms=4, label="speed_of_light: the copies alone from pinned memory (floor)")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("n (floats per vector)")

@@ -1,11 +1,13 @@
 """Chapter 08 plots: the transfer sweep per path (log-log time against size, with the fitted
 t = alpha + S/beta, and the bandwidth it reaches beside the link's rate), what pinning costs against
-size, the staging knobs, and the dot of host data end to end on every path."""
+size, the staging knobs, and the dot of host data end to end on every path beside the floor
+(speed_of_light: the pinned path's copies and nothing else, a hatched bar)."""
 import matplotlib.pyplot as plt
 
 import course_style as cs
 
 STEM = "08_pinned"
+FLOOR = "speed_of_light"  # not a path's dot: the registry's floor, drawn as a yardstick (absent from older CSVs)
 DIRECTIONS = ("h2d", "d2h", "both")
 
 
@@ -88,9 +90,12 @@ def end_to_end(rows):
     for ax, n in zip(axes[0], sizes):
         vals = [next((r["pct_link"] for r in rows if r["version"] == p and r["n"] == n), 0) for p in paths]
         bars = ax.bar(range(len(paths)), vals, color=[cs.path_color(p) for p in paths])
+        for bar, p in zip(bars, paths):
+            if p == FLOOR:  # a baseline, not a path: white, hatched in the yardstick colour
+                bar.set(facecolor="white", edgecolor=cs.COLORS["roofline"], hatch="//")
         ms = [next((r["median_ms"] for r in rows if r["version"] == p and r["n"] == n), 0) for p in paths]
         ax.bar_label(bars, labels=[f"{m:.3g} ms" for m in ms], fontsize=8)
-        ax.set_xticks(range(len(paths)), paths, rotation=25, ha="right")
+        ax.set_xticks(range(len(paths)), [f"{p} (floor)" if p == FLOOR else p for p in paths], rotation=25, ha="right")
         ax.axhline(100, color=cs.COLORS["roofline"], ls="--", lw=1)
         ax.set_ylabel("% of this run's pinned H2D bandwidth")
         ax.set_ylim(0, 112)  # room above 100 for the time labels

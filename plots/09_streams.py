@@ -1,5 +1,5 @@
-"""Chapter 09 plots: the issue orders beside each engine's work alone, the yardstick and the CPU; the
-1-16 stream sweep; Gantt charts of the recorded timelines, per engine and per stream; and what a
+"""Chapter 09 plots: the issue orders beside each engine's work alone, the yardstick, the CPU and the
+floor (speed_of_light: x and y copied in whole and nothing else, a hatched bar); the 1-16 stream sweep; Gantt charts of the recorded timelines, per engine and per stream; and what a
 CUDA graph saves per call."""
 import matplotlib.pyplot as plt
 from matplotlib.patches import Patch
@@ -11,6 +11,7 @@ ENGINES = ("h2d", "kernel", "d2h")
 # Both timelines colour by engine (plots/palette.py: the same orange, blue and purple as chapter 07's
 # phases); the per-engine one tells streams apart by shade.
 ENGINE_COLORS = cs.ENGINES
+FLOOR = "speed_of_light"  # not an issue order: the registry's floor, drawn as a yardstick (absent from older CSVs)
 
 
 def order_color(version):
@@ -32,13 +33,19 @@ def orders(rows):
         sel = [r for r in rows if r["n"] == n and not str(r["config"]).startswith("book timeline")]
         names = [r["version"] for r in sel]
         bars = ax.bar(range(len(sel)), [r["median_ms"] for r in sel], color=[order_color(v) for v in names])
+        for bar, v in zip(bars, names):
+            if v == FLOOR:  # a baseline, not an order: white, hatched in the yardstick colour
+                bar.set(facecolor="white", edgecolor=cs.COLORS["roofline"], hatch="//")
         ax.bar_label(bars, fmt="%.3g", fontsize=8)
         # The CSV row "bound" is the yardstick: a target a good pipeline beats, not a lower bound.
-        ax.set_xticks(range(len(sel)), ["yardstick" if v == "bound" else v for v in names], rotation=30, ha="right")
+        labels = ["yardstick" if v == "bound" else f"{v} (floor)" if v == FLOOR else v for v in names]
+        ax.set_xticks(range(len(sel)), labels, rotation=30, ha="right")
         ax.set_ylabel("milliseconds per call (result on the host)")
         ax.set_title(f"n = {cs.size_label(n)}, {sel[0]['config']}")
+    floor = " and the floor (hatched: the copies in alone)" if any(r["version"] == FLOOR for r in rows) else ""
     fig.suptitle("Issue orders (dark blue), each engine alone (its engine's colour) and both copies together, the "
-                 "yardstick 1.10 x busiest engine + one chunk's share (black: a target, not a lower bound), the CPU (grey)")
+                 "yardstick 1.10 x busiest engine + one chunk's share (black: a target, not a lower bound), the CPU (grey)"
+                 + floor)
     return fig
 
 
@@ -48,7 +55,8 @@ def sweep(rows, main_rows):
         pts = sorted((int(str(r["config"]).split("=")[1]), r["median_ms"]) for r in rows if r["version"] == v)
         ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color=cs.PALETTE[i], label=v)
     n = rows[0]["n"]
-    for name, style, label in (("h2d_alone", ":", "h2d_alone"), ("bound", "--", "yardstick (1.10 x busiest + one chunk)")):
+    for name, style, label in (("h2d_alone", ":", "h2d_alone"), ("bound", "--", "yardstick (1.10 x busiest + one chunk)"),
+                               (FLOOR, "-.", "speed_of_light: the copies in alone (floor)")):
         match = [r for r in main_rows if r["version"] == name and r["n"] == n]
         if match:
             ax.axhline(match[0]["median_ms"], color=cs.COLORS["roofline"], ls=style, lw=1, label=label)

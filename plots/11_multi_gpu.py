@@ -1,5 +1,5 @@
 """Chapter 11 plots: the dot on 1..G GPUs over a size sweep (GB/s against the GPUs' summed read
-roofline); the combine's time against the kernel's per size; weak and strong scaling (speed-up and
+roofline, beside the floor: speed_of_light, every GPU reading its slice and nothing else); the combine's time against the kernel's per size; weak and strong scaling (speed-up and
 efficiency against the ideal and the targets); one GPU alone against all of them at the same n (the
 crossover); host data copied over every GPU's link at once."""
 import matplotlib.pyplot as plt
@@ -8,6 +8,7 @@ import course_style as cs
 
 STEM = "11_multi_gpu"
 STYLE = {"allgather": "o-", "allgather_graph": "v-", "allreduce": "s--", "p2p": "D-", "host": "^:"}
+FLOOR = "speed_of_light"  # not a combine: the registry's floor, drawn as a yardstick (absent from older CSVs)
 
 
 def sweep(rows):
@@ -16,9 +17,15 @@ def sweep(rows):
     for ci, g in enumerate(counts):
         for v in dict.fromkeys(r["version"] for r in rows):
             sel = sorted((r for r in rows if r["gpus"] == g and r["version"] == v), key=lambda r: r["n"])
-            if sel:
+            if not sel:
+                continue
+            gpus = f"{int(g)} GPU{'s' if g > 1 else ''}"
+            if v == FLOOR:  # a baseline, not a combine: a thin dashed line of crosses
+                ax.plot([r["n"] for r in sel], [r["gbps"] for r in sel], "x--", lw=1.0, ms=5, color=cs.PALETTE[ci],
+                        label=f"speed_of_light: reads only (floor), {gpus}")
+            else:
                 ax.plot([r["n"] for r in sel], [r["gbps"] for r in sel], STYLE.get(v, "o-"), color=cs.PALETTE[ci],
-                        label=f"{v}, {int(g)} GPU{'s' if g > 1 else ''}")
+                        label=f"{v}, {gpus}")
         top = [r for r in rows if r["gpus"] == g]
         roof = max(r["gbps"] / r["pct_roofline"] * 100 for r in top if r["pct_roofline"] > 0)
         ax.axhline(roof, color=cs.PALETTE[ci], lw=0.8, ls="-.", alpha=0.6)

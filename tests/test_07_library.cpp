@@ -82,6 +82,7 @@ struct Ctx {  // a C API context, destroyed at the end of the scope
 
 const bool registered = [] {
   for (const auto& v : ch07::versions()) {
+    if (ch07::is_speed_of_light(v)) continue;  // not a dot product: its own test cases below
     const std::string name(v.name);
     const std::string tags = std::string("[ch07][gpu]") + (v.exercise ? "[exercise]" : "");
     course::test::add_case("ch07 " + name + ": matches the fp64 reference at awkward sizes", tags, [&v] {
@@ -716,9 +717,9 @@ TEST_CASE("ch07 registered: destroy unregisters what is left", "[ch07][gpu]") {
   }
 }
 
-TEST_CASE("ch07 registry: the story's three versions in order and one exercise", "[ch07]") {
+TEST_CASE("ch07 registry: the floor, the story's three versions in order and one exercise", "[ch07]") {
   const auto names = course::version_names(ch07::versions());
-  CHECK(names == std::vector<std::string>{"alloc_per_call", "reuse", "reuse_staged"});
+  CHECK(names == std::vector<std::string>{"speed_of_light", "alloc_per_call", "reuse", "reuse_staged"});
   int exercises = 0;
   for (const auto& v : ch07::versions()) {
     CHECK(!v.description.empty());
@@ -1197,4 +1198,78 @@ TEST_CASE("ch07 host auto: calibrate measures a usable plan and AUTO follows it"
   CHECK(report.path == path);
   CHECK(report.n_gpu == n_gpu);
   CHECK(report.calibrated == 1);
+}
+
+// ---- the speed-of-light row: the floor, not a dot ---------------------------------------------
+// The registry's speed_of_light row moves the same bytes as every version (x and y, from pinned
+// memory, one copy each) and nothing else. It has no result to check; what it must do is move
+// every byte before it returns, at any size and any 4-byte offset of the caller's arrays. It stays
+// out of grading.
+
+TEST_CASE("ch07 speed_of_light: one floor row in the registry, first, not a dot and not an exercise", "[ch07]") {
+  int floors = 0;
+  for (const auto& v : ch07::versions()) floors += ch07::is_speed_of_light(v) ? 1 : 0;
+  CHECK(floors == 1);
+  const auto& first = ch07::versions().front();
+  CHECK(ch07::is_speed_of_light(first));
+  CHECK(std::string(first.name) == "speed_of_light");
+  CHECK(first.run == &ch07::link_floor);
+  CHECK(!first.exercise);
+  CHECK_THAT(std::string(first.description), course::test::contains("not a dot"));
+  CHECK(ch07::fastest(1) != &ch07::link_floor);  // the C API never takes the floor for a dot
+  CHECK(ch07::fastest(std::size_t{1} << 26) != &ch07::link_floor);
+}
+
+TEST_CASE("ch07 speed_of_light: moves x and y from pinned memory at awkward sizes and offsets, nothing else",
+          "[ch07][gpu]") {
+  COURSE_REQUIRE_GPU();
+  const std::vector<std::size_t> sizes = {1, 3, 1000003};
+  ch07::Engine engine(0, sizes.back());
+  for (std::size_t n : sizes) {
+    const auto in = course::test::make_dot_inputs(n, 7070 + n);
+    course::PinnedBuffer<float> x(n + 3), y(n + 3);
+    for (const auto& [off_x, off_y] : {std::pair<std::size_t, std::size_t>{0, 0}, {1, 2}, {3, 1}}) {
+      std::fill(x.data(), x.data() + n + 3, std::nanf(""));
+      std::fill(y.data(), y.data() + n + 3, std::nanf(""));
+      std::copy(in.x.begin(), in.x.end(), x.data() + off_x);
+      std::copy(in.y.begin(), in.y.end(), y.data() + off_y);
+      const course::Verdict verdict = ch07::check_link_floor(engine, x.data() + off_x, y.data() + off_y, n);
+      INFO("speed_of_light at n = " << n << ", x + " << off_x << ", y + " << off_y << ": " << verdict.message);
+      CHECK(verdict.ok);
+      CHECK(std::isnan(verdict.rel_error));  // no result, no error to report
+      // Not a dot: it returns no result (NaN), and the same bytes are there after a plain call too.
+      CHECK(std::isnan(ch07::link_floor(engine, x.data() + off_x, y.data() + off_y, n, nullptr)));
+      CHECK(device_floats(engine.d_x(), n) == in.x);
+      CHECK(device_floats(engine.d_y(), n) == in.y);
+    }
+  }
+  // Registered memory is page-locked too: the caller's own vector (one, holding x and y: a page is
+  // locked once), registered where it lies.
+  const std::size_t n = 4099;
+  const auto in = course::test::make_dot_inputs(n, 7171);
+  std::vector<float> big(2 * n + 8);
+  std::copy(in.x.begin(), in.x.end(), big.data() + 1);
+  std::copy(in.y.begin(), in.y.end(), big.data() + n + 3);
+  engine.register_host(big.data(), big.size() * sizeof(float));
+  const course::Verdict registered_verdict = ch07::check_link_floor(engine, big.data() + 1, big.data() + n + 3, n);
+  INFO(registered_verdict.message);
+  CHECK(registered_verdict.ok);
+  engine.unregister_host(big.data());
+}
+
+TEST_CASE("ch07 speed_of_light: refuses pageable input and n > n_max, and the engine works afterwards", "[ch07][gpu]") {
+  COURSE_REQUIRE_GPU();
+  ch07::Engine engine(0, 1000);
+  const auto in = course::test::make_dot_inputs(1000, 7272);
+  // From pageable memory the copies would be the pageable path, not the floor: the check says so.
+  CHECK_THROWS_AS(ch07::check_link_floor(engine, in.x.data(), in.y.data(), 1000), course::UsageError);
+  course::PinnedBuffer<float> x(1001), y(1001);
+  std::copy(in.x.begin(), in.x.end(), x.data());
+  std::copy(in.y.begin(), in.y.end(), y.data());
+  CHECK_THROWS_AS(ch07::link_floor(engine, x.data(), y.data(), 1001, nullptr), ch07::TooLargeError);
+  CHECK_THROWS_AS(ch07::check_link_floor(engine, x.data(), y.data(), 1001), ch07::TooLargeError);
+  const course::Verdict verdict = ch07::check_link_floor(engine, x.data(), y.data(), 1000);
+  INFO(verdict.message);
+  CHECK(verdict.ok);
+  CHECK(ch07::check_link_floor(engine, x.data(), y.data(), 0).ok);  // nothing to move
 }

@@ -116,6 +116,7 @@ const bool registered = [] {
       COURSE_REQUIRE_GPU();
       check_bytes(v);
     });
+    if (ch08::is_speed_of_light(v)) continue;  // not a dot product: its own test cases below
     course::test::add_case("ch08 " + name + ": dot of host data matches the fp64 reference at awkward sizes", tags, [&v] {
       COURSE_REQUIRE_GPU();
       check_dot_at_sizes(v, 8);
@@ -280,7 +281,7 @@ TEST_CASE("ch08 paths: a size beyond prepare() is refused", "[ch08][gpu]") {
   }
 }
 
-TEST_CASE("ch08 registry: unique names, pageable first, the staged path is the exercise", "[ch08]") {
+TEST_CASE("ch08 registry: unique names, the floor then pageable first, the staged path is the exercise", "[ch08]") {
   const auto& reg = ch08::versions();
   std::set<std::string> names;
   for (const auto& v : reg) {
@@ -289,8 +290,53 @@ TEST_CASE("ch08 registry: unique names, pageable first, the staged path is the e
     CHECK(v.run != nullptr);
     CHECK(v.exercise == (v.name == "staged"));
   }
+  REQUIRE(reg.size() >= 2);
+  CHECK(reg[0].name == "speed_of_light");
+  CHECK(reg[1].name == "pageable");
+}
+
+// ---- the speed-of-light row: the floor, not a dot ---------------------------------------------
+// The registry's speed_of_light row moves the same bytes as every path's dot (x and y, from pinned
+// memory, one copy each) and nothing else. It has no result to check; what it must do is move every
+// byte before its dot returns, at any size, with y wherever the layout puts it. It stays out of
+// grading.
+
+TEST_CASE("ch08 speed_of_light: one floor row in the registry, first, not a dot and not an exercise", "[ch08]") {
+  const auto& reg = ch08::versions();
+  int floors = 0;
+  for (const auto& v : reg) floors += ch08::is_speed_of_light(v) ? 1 : 0;
+  CHECK(floors == 1);
   REQUIRE(!reg.empty());
-  CHECK(reg.front().name == "pageable");
+  CHECK(ch08::is_speed_of_light(reg.front()));
+  CHECK(std::string(reg.front().name) == "speed_of_light");
+  CHECK(!reg.front().exercise);
+  CHECK_THAT(std::string(reg.front().description), course::test::contains("not a dot"));
+}
+
+TEST_CASE("ch08 speed_of_light: its dot moves x and y at awkward sizes and offsets, and returns no result",
+          "[ch08][gpu]") {
+  COURSE_REQUIRE_GPU();
+  const auto* v = course::find_version(ch08::versions(), "speed_of_light");
+  REQUIRE(v != nullptr);
+  course::Context ctx;
+  for (std::size_t n : {std::size_t{1}, std::size_t{3}, std::size_t{1000003}}) {
+    const auto in = course::test::make_dot_inputs(n, 8080 + n);
+    // y at a multiple of 16 bytes from src(), and 4 bytes past one (the layout puts y at max_bytes / 2).
+    for (std::size_t max_bytes : {2 * ((n * sizeof(float) + 15) / 16 * 16), 2 * n * sizeof(float) + 8}) {
+      auto path = v->run(ctx);
+      path->prepare(max_bytes);
+      std::memcpy(path->src(), in.x.data(), n * sizeof(float));
+      std::memcpy(path->src() + max_bytes / 2, in.y.data(), n * sizeof(float));
+      const course::Verdict verdict = ch08::check_link_floor(ctx, *path, n);
+      INFO("speed_of_light at n = " << n << ", y at src() + " << max_bytes / 2 << " bytes: " << verdict.message);
+      CHECK(verdict.ok);
+      CHECK(std::isnan(verdict.rel_error));  // no result, no error to report
+      CHECK(std::isnan(path->dot(n)));         // not a dot: no result
+      // Too many floats for what prepare() was given: refused by name, and nothing written.
+      CHECK_THROWS_AS(ch08::check_link_floor(ctx, *path, n + max_bytes), course::UsageError);
+      CHECK_THROWS_AS(path->dot(max_bytes / 8 + 1), course::UsageError);
+    }
+  }
 }
 
 TEST_CASE("ch08 link: the rate is computed from generation and width", "[ch08]") {

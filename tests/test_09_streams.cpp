@@ -76,6 +76,7 @@ struct Host {
 
 const bool registered = [] {
   for (const auto& v : ch09::versions()) {
+    if (ch09::is_speed_of_light(v)) continue;  // not a dot product: its own test cases below
     const std::string name(v.name);
     const std::string tags = std::string("[ch09][gpu]") + (v.exercise ? "[exercise]" : "");
     course::test::add_case("ch09 " + name + ": matches the fp64 reference at awkward sizes", tags, [&v] {
@@ -384,6 +385,72 @@ TEST_CASE("ch09 registry: unique names, breadth_first the exercise", "[ch09]") {
     CHECK(!v.description.empty());
     CHECK(v.exercise == (v.name == "breadth_first"));
   }
+}
+
+// ---- the speed-of-light row: the floor, not a dot ---------------------------------------------
+// The registry's speed_of_light row moves the same bytes as every issue order (x and y, from pinned
+// memory, whole, one copy each) and nothing else. It has no result to check; what it must do is
+// move every byte before run() returns, at any size and from any 4-byte offset of pinned memory,
+// whatever chunk and stream count the job asks for. It stays out of grading.
+
+TEST_CASE("ch09 speed_of_light: one floor row in the registry, first, not a dot and not an exercise", "[ch09]") {
+  const auto& reg = ch09::versions();
+  int floors = 0;
+  for (const auto& v : reg) floors += ch09::is_speed_of_light(v) ? 1 : 0;
+  CHECK(floors == 1);
+  REQUIRE(!reg.empty());
+  CHECK(ch09::is_speed_of_light(reg.front()));
+  CHECK(std::string(reg.front().name) == "speed_of_light");
+  CHECK(!reg.front().exercise);
+  CHECK_THAT(std::string(reg.front().description), course::test::contains("not a dot"));
+}
+
+TEST_CASE("ch09 speed_of_light: moves x and y whole at awkward sizes and offsets, and returns no result",
+          "[ch09][gpu]") {
+  COURSE_REQUIRE_GPU();
+  const auto* v = course::find_version(ch09::versions(), "speed_of_light");
+  REQUIRE(v != nullptr);
+  const std::size_t n_max = 1000003;
+  course::Context ctx;
+  ch09::Pipeline p(ctx, n_max);
+  course::PinnedBuffer<float> x(n_max + 3), y(n_max + 3);
+  for (std::size_t n : {std::size_t{1}, std::size_t{3}, n_max}) {
+    const auto in = course::test::make_dot_inputs(n, 9090 + n);
+    for (const auto& [off_x, off_y] : {std::pair<std::size_t, std::size_t>{0, 0}, {1, 2}, {3, 1}}) {
+      std::copy(in.x.begin(), in.x.end(), x.data() + off_x);
+      std::copy(in.y.begin(), in.y.end(), y.data() + off_y);
+      ch09::Job job;
+      job.h_x = x.data() + off_x;
+      job.h_y = y.data() + off_y;
+      job.n = n;
+      job.chunk = 1000;  // the floor copies x and y whole, whatever the job's chunks and streams
+      job.streams = 3;
+      const course::Verdict verdict = ch09::check_link_floor(p, job);
+      INFO("speed_of_light at n = " << n << ", x + " << off_x << ", y + " << off_y << ": " << verdict.message);
+      CHECK(verdict.ok);
+      CHECK(std::isnan(verdict.rel_error));  // no result, no error to report
+      CHECK(std::isnan(ch09::run(p, v->run, job)));  // not a dot: no result
+    }
+  }
+}
+
+TEST_CASE("ch09 speed_of_light: refuses pageable input and n > n_max by name", "[ch09][gpu]") {
+  COURSE_REQUIRE_GPU();
+  const auto* v = course::find_version(ch09::versions(), "speed_of_light");
+  REQUIRE(v != nullptr);
+  course::Context ctx;
+  ch09::Pipeline p(ctx, 1000);
+  Host host(1001);
+  host.load(1001, 9191);
+  CHECK_THROWS_WITH(ch09::run(p, v->run, host.job(1001, 100, 1)), course::test::contains("n_max"));
+  CHECK_THROWS_WITH(ch09::check_link_floor(p, host.job(1001, 100, 1)), course::test::contains("n_max"));
+  std::vector<float> pageable(1000, 1.0f);
+  ch09::Job job = host.job(1000, 100, 1);
+  job.h_x = pageable.data();
+  CHECK_THROWS_WITH(ch09::run(p, v->run, job), course::test::contains("pinned"));
+  const course::Verdict verdict = ch09::check_link_floor(p, host.job(1000, 1000, 1));  // the pipeline works afterwards
+  INFO(verdict.message);
+  CHECK(verdict.ok);
 }
 
 // Exercise 3 (think): how long a chunked pipeline takes. Host only (no GPU). Checked against a

@@ -219,6 +219,7 @@ void poison(ch11::Team& team) {
 const bool registered = [] {
   for (const auto& v : ch11::versions())
     for (int gpus : {1, 2}) {
+      if (ch11::is_speed_of_light(v)) break;  // not a dot product: its own test cases below
       const std::string name(v.name);
       const std::string on = " on " + std::to_string(gpus) + " GPU" + (gpus > 1 ? "s" : "");
       const std::string tags = std::string("[ch11][gpu]") + (gpus > 1 ? "[multi]" : "") + (v.exercise ? "[exercise]" : "");
@@ -417,6 +418,85 @@ TEST_CASE("ch11 bad input: sizes the GPUs were not prepared for and impossible t
   const char* nvls = std::getenv("NCCL_NVLS_ENABLE");  // set before the first communicator
   REQUIRE(nvls != nullptr);
   REQUIRE(std::string(nvls) == "0");
+}
+
+// ---- the speed-of-light row: the floor, not a dot ---------------------------------------------
+// The registry's speed_of_light row has every GPU read its own slice with the best access pattern
+// (the kit's read-only kernel) and write one value, nothing combined. It has no result to check;
+// what it must do is run on every GPU of the team at any size (slices empty, short, long), write
+// its one value, and take that value from its loads: a NaN planted at the start of a slice shows
+// in that GPU's value. The slices start where the GPUs' buffers do (the chapter has no misaligned
+// slices). It stays out of grading.
+
+TEST_CASE("ch11 speed_of_light: one floor row in the registry, first, not a dot, not an exercise, across processes",
+          "[ch11]") {
+  const auto& reg = ch11::versions();
+  int floors = 0;
+  for (const auto& v : reg) floors += ch11::is_speed_of_light(v) ? 1 : 0;
+  CHECK(floors == 1);
+  REQUIRE(!reg.empty());
+  CHECK(ch11::is_speed_of_light(reg.front()));
+  CHECK(std::string(reg.front().name) == "speed_of_light");
+  CHECK(!reg.front().exercise);
+  CHECK(ch11::across_processes(reg.front()));  // it needs no other process: the MPI form runs it too
+  CHECK_THAT(std::string(reg.front().description), course::test::contains("not a dot"));
+  CHECK_THROWS_AS(reg.front().run(*std::make_unique<ch11::Team>()), course::UsageError);  // not a combine
+}
+
+namespace {
+
+// Every GPU of a team of `gpus` reads its slice and writes its one value; a NaN at the start of
+// each slice reaches that GPU's value.
+void check_floor_on(int gpus) {
+  const auto* v = course::find_version(ch11::versions(), "speed_of_light");
+  REQUIRE(v != nullptr);
+  const std::vector<std::size_t> sizes = {0, 1, 3, static_cast<std::size_t>(gpus) + 1, 8192 * 3 + 5, 1000003};
+  const std::size_t n_max = sizes.back();
+  auto devices = make_gpus(gpus, ch11::max_slice(n_max, 1));
+  ch11::Team team = ch11::make_local_team(devices, gpus);
+  for (std::size_t n : sizes) {
+    auto in = course::test::make_dot_inputs(n, course::test::seed(1190 + n));
+    ch11::upload_slices(team, in.x.data(), in.y.data(), n);
+    std::vector<float> got = ch11::dot(team, v->run, n);
+    REQUIRE(got.size() == static_cast<std::size_t>(gpus));
+    for (int r = 0; r < gpus; ++r) {
+      INFO("speed_of_light on " << gpus << " GPU(s), n = " << n << ": GPU " << r << " wrote " << got[static_cast<std::size_t>(r)]);
+      CHECK(std::isfinite(got[static_cast<std::size_t>(r)]));
+    }
+    // The value comes from the loads: the first element of each slice is read by thread 0 of block 0.
+    for (int r = 0; r < gpus; ++r) {
+      const ch11::Slice s = ch11::slice_of(n, gpus, r);
+      if (s.count > 0) in.x[s.begin] = std::nanf("");
+    }
+    ch11::upload_slices(team, in.x.data(), in.y.data(), n);
+    got = ch11::dot(team, v->run, n);
+    for (int r = 0; r < gpus; ++r) {
+      const ch11::Slice s = ch11::slice_of(n, gpus, r);
+      INFO("speed_of_light on " << gpus << " GPU(s), n = " << n << ", a NaN at the start of GPU " << r << "'s slice of "
+                                << s.count << ": it wrote " << got[static_cast<std::size_t>(r)]);
+      CHECK(std::isnan(got[static_cast<std::size_t>(r)]) == (s.count > 0));
+    }
+    ch11::Split split;  // timed: all of it is the kernel's, nothing is combined
+    ch11::dot(team, v->run, n, &split);
+    CHECK(split.kernel_ms >= 0);
+    CHECK(split.combine_ms == 0);
+  }
+  REQUIRE_THROWS_AS(ch11::dot(team, v->run, n_max * static_cast<std::size_t>(gpus) + 1), course::UsageError);
+}
+
+}  // namespace
+
+TEST_CASE("ch11 speed_of_light: every GPU reads its slice and writes its one value at awkward sizes, on 1 GPU",
+          "[ch11][gpu]") {
+  COURSE_REQUIRE_GPU();
+  check_floor_on(1);
+}
+
+TEST_CASE("ch11 speed_of_light: every GPU reads its slice and writes its one value at awkward sizes, on 2 GPUs",
+          "[ch11][gpu][multi]") {
+  COURSE_REQUIRE_GPU();
+  COURSE_REQUIRE_GPUS(2);
+  check_floor_on(2);
 }
 
 TEST_CASE("ch11 reference_from_seed: the fp64 reference of random_vector's two streams, without storing them", "[ch11]") {

@@ -23,6 +23,7 @@
 #include "course/buffer.hpp"
 #include "course/check.hpp"
 #include "course/context.hpp"
+#include "course/reference.hpp"
 #include "course/registry.hpp"
 #include "course/stream.hpp"
 
@@ -192,8 +193,28 @@ int dot_max_blocks(course::Context& gpu);
 /// except when the driver measures the phases.
 using HostDot = float (*)(Engine& e, const float* x, const float* y, std::size_t n, PhaseEvents* clock);
 
-/// The chapter's registry, in the order of the story: alloc_per_call, reuse, reuse_staged.
+/// The chapter's registry: the floor (speed_of_light), then the story's versions in order:
+/// alloc_per_call, reuse, reuse_staged.
 const std::vector<course::Version<HostDot>>& versions();
+
+/// True for the speed-of-light row (link_floor): not a dot product but the floor every version is
+/// held to, timed in the same run. It computes nothing: the driver and the tests check that it moved
+/// the bytes (check_link_floor), never a result; it runs beside any --kernel.
+bool is_speed_of_light(const course::Version<HostDot>& version);
+
+/// Not a dot product: the registry's speed_of_light row. x and y (n floats each) must be
+/// page-locked host memory, pinned or registered (its bytes go by DMA; from pageable memory the row
+/// would be the pageable path, not the floor): one copy of each to the engine's device buffers by
+/// the copy engine, on the engine's stream, and nothing else: no staging, no kernel, no result.
+/// Returns NaN once both copies have landed. Throws TooLargeError for n > n_max.
+float link_floor(Engine& e, const float* x, const float* y, std::size_t n, PhaseEvents* clock);
+
+/// The check of the speed-of-light row, for the driver and the tests: requires x and y page-locked
+/// (UsageError otherwise), fills the engine's device buffers with NaN, runs link_floor, then reads
+/// the n floats of each that landed, without waiting for the engine's stream (a floor that returned
+/// before its copies landed shows the poison), and compares them with x and y bit for bit. ok when
+/// every byte moved; rel_error is NaN (no result to compare).
+course::Verdict check_link_floor(Engine& e, const float* x, const float* y, std::size_t n);
 
 /// Exercise 3: what a call that does not fit e's plan (n > n_max) must do: throws TooLargeError
 /// naming n and n_max. Every host-array path calls it before it touches the GPU.

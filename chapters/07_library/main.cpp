@@ -10,7 +10,10 @@
 //
 // Every version is validated against the fp64 reference before and after timing. A call's time is
 // taken on the host clock, from the call to the result in the caller's hands: that is what a
-// caller waits for. The phases (allocate, copy x, copy y, kernel, copy back, free) are timed with
+// caller waits for. Beside them, timed the same way at every n, the registry's speed_of_light row:
+// not a dot but the floor, the same bytes copied from pinned copies of x and y and nothing else;
+// it is checked by the bytes that landed on the device (it has no result), and it runs beside any
+// --kernel. The phases (allocate, copy x, copy y, kernel, copy back, free) are timed with
 // events recorded between them, each such run right after a plain call timed on the host clock
 // (07_library_phases.csv: call_ms is the median of those plain calls, call_minus_phases_ms the
 // median of the per-pair differences). The call with events is timed on the host clock too:
@@ -22,6 +25,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -95,9 +99,10 @@ floats) against a CPU loop.
     else
       for (int p = 10; p <= 26; p += 2) sizes.push_back(std::size_t{1} << p);
     const std::size_t largest = std::max(*std::max_element(sizes.begin(), sizes.end()), kProgramN);
-    // alloc_per_call always runs: it is the baseline the others are compared with (the grader's speed-up).
+    // alloc_per_call always runs: it is the baseline the others are compared with (the grader's
+    // speed-up); and the floor, speed_of_light, which every version is measured against.
     const std::vector<const Version*> selected = course::select_versions(
-        ch07::versions(), opt.kernel, [](const Version& v) { return v.name == "alloc_per_call"; });
+        ch07::versions(), opt.kernel, [](const Version& v) { return v.name == "alloc_per_call" || ch07::is_speed_of_light(v); });
 
     course::require_gpu();
     course::require_fits(2 * largest * sizeof(float) + (std::size_t{64} << 20), "two float vectors of n = " +
@@ -129,11 +134,29 @@ floats) against a CPU loop.
 
     const Version* alloc = course::find_version(ch07::versions(), "alloc_per_call");  // the graded pair
     const Version* reuse = course::find_version(ch07::versions(), "reuse");
+    // The floor's inputs: pinned copies of x and y, the memory its copies need (made once, for the largest n).
+    course::PinnedBuffer<float> floor_x(largest), floor_y(largest);
     for (std::size_t n : sizes) {
       HostInputs in(n, opt.seed + n);
       const int reps = n >= (std::size_t{1} << 24) ? std::min(opt.reps, 20) : opt.reps;
       for (const Version* v : selected) {
         progress.step(std::string(v->name) + " n=" + course::format_size(n));
+        if (ch07::is_speed_of_light(*v)) {
+          // Not a dot: checked by the bytes that landed, before and after timing; no rel_error. Its
+          // phases are its two copies, and it takes no part in the program below.
+          std::copy(in.x.begin(), in.x.end(), floor_x.data());
+          std::copy(in.y.begin(), in.y.end(), floor_y.data());
+          const course::Verdict before = ch07::check_link_floor(engine, floor_x.data(), floor_y.data(), n);
+          const auto samples = course::time_cpu_ms([&] { v->run(engine, floor_x.data(), floor_y.data(), n, nullptr); },
+                                                   opt.warmup, reps);
+          const course::Verdict after = ch07::check_link_floor(engine, floor_x.data(), floor_y.data(), n);
+          if (!(before.ok && after.ok))
+            std::fprintf(stderr, "07_library: speed_of_light at n = %zu FAILED: %s\n", n,
+                         (before.ok ? after : before).message.c_str());
+          add_row(std::string(v->name), "x, y pinned: one copy each, no kernel, no result (the floor)", n,
+                  course::summarize(samples), std::nan(""), before.ok && after.ok);
+          continue;
+        }
         const course::Verdict before = course::check_dot(v->run(engine, in.x.data(), in.y.data(), n, nullptr), in.ref);
         float last = std::numeric_limits<float>::quiet_NaN();
         const auto samples =
@@ -330,6 +353,7 @@ floats) against a CPU loop.
     {
       HostInputs in(kProgramN, 7);
       for (const Version* v : selected) {
+        if (ch07::is_speed_of_light(*v)) continue;  // not a dot: nothing to compare with the CPU loop
         // Each version as the program would have called it (init builds an engine; deinit frees it).
         auto t0 = std::chrono::steady_clock::now();
         auto e = std::make_unique<ch07::Engine>(opt.device, kProgramN);
@@ -377,7 +401,9 @@ floats) against a CPU loop.
     progress.done();
 
     std::cout << "Host arrays in (pageable std::vector), result on the host; random signed inputs with spikes,\n"
-                 "validated against the fp64 reference before and after timing. bytes = 2 n sizeof(float).\n\n";
+                 "validated against the fp64 reference before and after timing. bytes = 2 n sizeof(float).\n"
+                 "speed_of_light is not a dot but the floor: the same bytes copied from pinned memory, nothing else\n"
+                 "(checked by the bytes that landed; no rel_error).\n\n";
     table.print(std::cout, course::measurement_screen_columns());
     std::cout << "\nWhere the time goes (median ms of " << kPhaseReps << " runs with events between the phases):\n\n";
     phases.print(std::cout);

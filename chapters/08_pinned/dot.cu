@@ -4,6 +4,8 @@
 // Chapter 08 — pinned memory: every path from host memory to the GPU.
 //
 // Paths (ch08::versions(); one with `08_pinned --kernel NAME`, all with `08_pinned`):
+//   speed_of_light    not a dot: the pinned path's two copies, no kernel, no result  08_pinned --kernel speed_of_light
+//                     (the floor every path is held to; it runs beside any --kernel)
 //   pageable          cudaMemcpy from std::vector: the driver stages it for you     08_pinned --kernel pageable
 //   pinned            the data lives in cudaMallocHost memory: DMA straight from it 08_pinned --kernel pinned
 //   registered        the caller's std::vector page-locked with cudaHostRegister    08_pinned --kernel registered
@@ -23,9 +25,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "course/check.hpp"
 #include "course/device.hpp"
@@ -371,6 +375,23 @@ class Pinned : public DeviceSide {
   course::PinnedBuffer<unsigned char> src_, dst_;
 };
 
+// [speed_of_light_path]
+// Not a path a caller would choose for a dot: the floor every path is held to, timed beside them.
+// The pinned path's memory and copies, the best this chapter knows (page-locked data, read by the
+// copy engine at the link's rate), and nothing after them: no kernel, no result back. Whatever a
+// path adds to this time is its own.
+class SpeedOfLight : public Pinned {
+ public:
+  explicit SpeedOfLight(course::Context& ctx) : Pinned(ctx) {}
+  float dot(std::size_t n) override {
+    require_prepared(2 * n * sizeof(float), "dot");
+    copy_xy(n, max_bytes_, [&](std::size_t at, std::size_t b) { copy_in(at, b, ctx_.stream()); });
+    ctx_.synchronize();
+    return std::numeric_limits<float>::quiet_NaN();  // not a dot: no result
+  }
+};
+// [speed_of_light_path]
+
 // [registered_path]
 // The caller's own std::vector, page-locked where it lies. The sweep registers it once (prepare);
 // the dot registers the two arrays on every call and unregisters them after, and counts it: a
@@ -568,6 +589,8 @@ std::unique_ptr<Path> make_managed_prefetch(course::Context& ctx) { return std::
 
 const std::vector<course::Version<PathFactory>>& versions() {
   static const std::vector<course::Version<PathFactory>> registry = {
+      {"speed_of_light", "not a dot: x and y from pinned memory to the GPU, one copy each, nothing else (the floor)",
+       make<SpeedOfLight>},
       {"pageable", "cudaMemcpy from std::vector: the driver stages it through its own pinned buffers", make<Pageable>},
       {"pinned", "the data lives in cudaMallocHost memory: the copy engine reads it directly", make<Pinned>},
       {"registered", "the caller's std::vector page-locked with cudaHostRegister (per call in the dot)", make<Registered>},
@@ -577,6 +600,34 @@ const std::vector<course::Version<PathFactory>>& versions() {
       {"managed_prefetch", "cudaMallocManaged, moved ahead with cudaMemPrefetchAsync", make_managed_prefetch},
   };
   return registry;
+}
+
+bool is_speed_of_light(const course::Version<PathFactory>& version) { return version.name == "speed_of_light"; }
+
+course::Verdict check_link_floor(course::Context& ctx, Path& path, std::size_t n) {
+  course::Verdict v;
+  v.got = v.expected = v.error = v.rel_error = std::numeric_limits<double>::quiet_NaN();  // no result to compare
+  const std::size_t bytes = n * sizeof(float), half = path.max_bytes() / 2;
+  if (bytes > half)
+    throw course::UsageError("check_link_floor: n = " + std::to_string(n) + " floats each for x and y, but prepare() was given " +
+                             course::format_bytes(path.max_bytes()));
+  ctx.activate();
+  CUDA_CHECK(cudaMemsetAsync(path.device(), 0xFF, path.max_bytes(), ctx.stream()));  // before the path's copies
+  path.dot(n);
+  // Read back on the legacy default stream, which does not wait for the context's (non-blocking)
+  // stream: what is read is what had landed when dot() returned.
+  std::vector<unsigned char> back(2 * bytes);
+  if (bytes > 0) {
+    CUDA_CHECK(cudaMemcpy(back.data(), path.device(), bytes, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(back.data() + bytes, path.device() + half, bytes, cudaMemcpyDeviceToHost));
+  }
+  const bool same_x = bytes == 0 || std::memcmp(back.data(), path.src(), bytes) == 0;
+  const bool same_y = bytes == 0 || std::memcmp(back.data() + bytes, path.src() + half, bytes) == 0;
+  v.ok = same_x && same_y;
+  if (!v.ok)
+    v.message = "speed_of_light at n = " + std::to_string(n) + ": the device copy of " + (same_x ? "y" : "x") +
+                " differs from the host's when dot() returns (a copy missing, short, or not waited for)";
+  return v;
 }
 
 // ---------------------------------------------------------------------------------------------

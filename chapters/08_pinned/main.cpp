@@ -9,6 +9,11 @@
 //   08_pinned --csv results/local/08_pinned.csv
 //       (the end-to-end table; _sweep, _fit, _pinning and _targets beside it)
 //
+// Beside the paths, at every n of the end-to-end dot and timed the same way, the registry's
+// speed_of_light row: not a dot but the floor, the pinned path's two copies and nothing else; it is
+// checked by the bytes that landed (it has no result), and runs beside any --kernel. Its copies are
+// the pinned path's, so the transfer sweep leaves it out.
+//
 // Copies on asynchronous paths are timed as nvbandwidth does: a spin kernel holds the stream
 // while the host queues a batch of copies, then lets go, so the events time the copies and not
 // their enqueueing. Pageable, staged and managed paths block the host, so they are timed one
@@ -184,7 +189,11 @@ data end to end.
     const ch08::LinkInfo link = ch08::link_info(ctx.device());
     std::printf("Host link: %s\n", link.text.c_str());
 
-    const std::vector<const Version*> selected = course::select_versions(ch08::versions(), opt.kernel);
+    // The floor, speed_of_light, runs beside any --kernel: every path is measured against it.
+    const std::vector<const Version*> selected =
+        course::select_versions(ch08::versions(), opt.kernel, [](const Version& v) { return ch08::is_speed_of_light(v); });
+    const int floors = static_cast<int>(std::count_if(selected.begin(), selected.end(),
+                                                      [](const Version* v) { return ch08::is_speed_of_light(*v); }));
     std::vector<std::size_t> dot_sizes = {opt.n};
     if (!opt.n_given) dot_sizes = {std::size_t{1} << 20, std::size_t{1} << 26};
     const std::size_t n_max = *std::max_element(dot_sizes.begin(), dot_sizes.end());
@@ -195,7 +204,7 @@ data end to end.
     for (std::size_t b = MiB; b <= sweep_max; b *= 4) pin_sizes.push_back(b);
     const std::size_t path_bytes = std::max(sweep_max, 2 * n_max * sizeof(float));
 
-    const int steps = 2 + static_cast<int>(selected.size() * 2) + 1;
+    const int steps = 2 + static_cast<int>(selected.size() * 2) - floors + 1;  // the floor has no sweep
     course::Progress progress(steps, "08_pinned", !opt.quiet);
     course::PinnedBuffer<int> flag(1);
     course::Stream second;  // the second direction of "both" (the context's stream takes the first)
@@ -233,13 +242,15 @@ data end to end.
     for (const Version* v : selected) {
       auto path = v->run(ctx);
       path->prepare(path_bytes);
-      // The transfer sweep.
-      progress.step(std::string(v->name) + " sweep");
-      std::vector<std::string> dirs = {"h2d"};
-      if (path->has_d2h()) dirs.push_back("d2h");
-      if (path->has_d2h() && path->asynchronous()) dirs.push_back("both");
+      const bool is_floor = ch08::is_speed_of_light(*v);
+      // The transfer sweep (not for the floor: its copies are the pinned path's).
+      if (!is_floor) progress.step(std::string(v->name) + " sweep");
+      std::vector<std::string> dirs;
+      if (!is_floor) dirs.push_back("h2d");
+      if (!is_floor && path->has_d2h()) dirs.push_back("d2h");
+      if (!is_floor && path->has_d2h() && path->asynchronous()) dirs.push_back("both");
       // Validate first: a pattern round trip through the device buffer.
-      {
+      if (!is_floor) {
         const std::size_t bytes = sweep_sizes.back() - 13;  // an odd size, within what prepare() was given
         for (std::size_t i = 0; i < bytes; ++i) path->src()[i] = static_cast<unsigned char>(i * 7 + 3);
         path->reset(true, ctx.stream());
@@ -284,7 +295,8 @@ data end to end.
         path->reset(true, ctx.stream());
         std::memcpy(path->src(), x.data(), n * sizeof(float));
         std::memcpy(path->src() + path_bytes / 2, y.data(), n * sizeof(float));
-        const course::Verdict before = course::check_dot(path->dot(n), ref);
+        // The floor computes nothing: it is checked by the bytes that landed, and has no rel_error.
+        const course::Verdict before = is_floor ? ch08::check_link_floor(ctx, *path, n) : course::check_dot(path->dot(n), ref);
         const int reps = n >= (std::size_t{1} << 24) ? std::min(opt.reps, 10) : opt.reps;
         // The pinned target's ceiling is timed interleaved with the dot, call by call, with the same
         // clock: the host's memory bandwidth drifts within a run (a shared host), and a ceiling
@@ -304,10 +316,11 @@ data end to end.
             if (r >= opt.warmup) copy_samples.push_back(ms_since(t1));
           }
         }
-        const course::Verdict after = course::check_dot(last, ref);
+        const course::Verdict after = is_floor ? ch08::check_link_floor(ctx, *path, n) : course::check_dot(last, ref);
         // roofline_gbps: the pinned H2D bandwidth timed at the start (pct_link's denominator), not
         // device memory's. One reading, taken before anything else: if it comes in low, pct_link passes 100.
-        const course::Measurement m = course::measured(v->name, "host data, result on the host", n,
+        const course::Measurement m = course::measured(v->name, is_floor ? "x, y pinned: one copy each, no kernel, no result (the floor)"
+                                                                       : "host data, result on the host", n,
                                                        2.0 * n * sizeof(float), samples, pinned_h2d_gbps,
                                                        after.rel_error, before.ok && after.ok);
         if (!m.valid) {
@@ -401,7 +414,8 @@ data end to end.
     fits.print(std::cout);
     std::cout << "\nThe dot of host data end to end (result on the host, every cost counted); pct_link = % of "
                  "the pinned H2D bandwidth timed at the start (256 MiB, the first ceiling above; a yardstick, not a "
-                 "bound):\n\n";
+                 "bound); speed_of_light is not a dot but the floor, the same bytes copied from pinned memory and "
+                 "nothing else (checked by the bytes that landed; no rel_error):\n\n";
     table.print(std::cout, course::measurement_screen_columns(course::Share::link));
     std::cout << "\nWhat pinning costs:\n\n";
     pinning.print(std::cout);

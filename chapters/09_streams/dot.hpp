@@ -16,6 +16,7 @@
 
 #include "course/buffer.hpp"
 #include "course/context.hpp"
+#include "course/reference.hpp"
 #include "course/registry.hpp"
 #include "course/stream.hpp"
 #include "course/thread_pool.hpp"
@@ -93,6 +94,9 @@ class Pipeline {
   const float* host_partials() const { return h_partials_.data(); }
   /// Throws UsageError when the job does not fit this pipeline or its host memory is not pinned.
   void validate(const Job& job) const;
+  /// The device buffers the copies in fill (n_max floats each): x's and y's.
+  float* device_x() { return d_x_.data(); }
+  float* device_y() { return d_y_.data(); }
 
   /// When set, every operation is bracketed by events (see timeline.hpp).
   Timeline* timeline = nullptr;
@@ -134,11 +138,27 @@ class Pipeline {
 /// An issue order: enqueues every operation of the job (returns before they run).
 using Issue = void (*)(Pipeline& p, const Job& job);
 
-/// The chapter's registry, in the order the text tells it.
+/// The chapter's registry: the floor (speed_of_light) first, then the issue orders in the order the
+/// text tells them.
 const std::vector<course::Version<Issue>>& versions();
 
+/// True for the speed-of-light row: not an issue order of the dot but the floor every order is held
+/// to, timed beside them. It issues the copy in of x and y whole (from pinned memory by the copy
+/// engine, one copy each, on stream 0, whatever job.chunk and job.streams say), and nothing else:
+/// no kernel, no copy out, no result (run() returns NaN). The driver and the tests check the bytes
+/// it moved (check_link_floor), never a result; it runs beside any --kernel. It is the floor of the
+/// dot only: the book's program also copies its output back.
+bool is_speed_of_light(const course::Version<Issue>& version);
+
+/// The check of the speed-of-light row on `job` (pinned x and y): fills the device buffers' first
+/// job.n floats with NaN on stream 0, runs the row (run()), then reads them back without waiting for
+/// any of the pipeline's streams (a row that returned before its copies landed shows the poison) and
+/// compares them with job.h_x and job.h_y bit for bit. ok when every byte moved; rel_error is NaN (no
+/// result to compare). Throws UsageError for a job the pipeline refuses.
+course::Verdict check_link_floor(Pipeline& p, const Job& job);
+
 /// Runs `issue` on the job, waits, and returns the dot (combined in a fixed order), or 0 for the
-/// book problem (whose result is in job.h_out).
+/// book problem (whose result is in job.h_out), or NaN for the speed-of-light row (no result).
 float run(Pipeline& p, Issue issue, const Job& job);
 
 /// The dot from the partials the last run copied back: chunk by chunk, block by block, in that

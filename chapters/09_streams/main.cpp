@@ -8,6 +8,11 @@
 //   09_streams --n 2^24 --streams 8 --chunks 32
 //   09_streams --csv results/local/09_streams.csv
 //       (and _sweep, _timeline, _overlap, _graph, _targets beside it)
+//
+// Beside the issue orders, at every n and timed the same way, the registry's speed_of_light row: not
+// a dot but the floor, x and y copied in whole from pinned memory and nothing else; it is checked by
+// the bytes that landed (it has no result), runs beside any --kernel, and stays out of the book's
+// program (whose output comes back too).
 
 #include <algorithm>
 #include <chrono>
@@ -70,9 +75,11 @@ ch09::Job dot_job(HostData& h, std::size_t n, std::size_t chunks, int streams) {
 }
 
 // Time per call (host clock: issue, wait, combine; the result on the host), validated before and after.
+// The speed-of-light row has no result: it is checked by the bytes that landed, and has no rel_error.
 course::Measurement measure(ch09::Pipeline& p, const Version& v, const ch09::Job& job, const course::Reference* ref,
                             const float* book_ref, const std::string& config, double h2d_gbps, int reps, int warmup) {
   auto check = [&](float got) {
+    if (ch09::is_speed_of_light(v)) return ch09::check_link_floor(p, job);
     if (job.problem == ch09::Problem::dot) return course::check_dot(got, *ref);
     course::Verdict verdict;
     verdict.ok = std::memcmp(job.h_out, book_ref, job.n * sizeof(float)) == 0;
@@ -180,7 +187,9 @@ every core beside it.
   return app.run(argc, argv, [&](const course::Options& opt) {
     course::Context ctx(opt.device);
     std::printf("GPU: %s\n", course::describe_device(ctx.facts()).c_str());
-    const std::vector<const Version*> selected = course::select_versions(ch09::versions(), opt.kernel);
+    // The floor, speed_of_light, runs beside any --kernel: every order is measured against it.
+    const std::vector<const Version*> selected =
+        course::select_versions(ch09::versions(), opt.kernel, [](const Version& v) { return ch09::is_speed_of_light(v); });
     const Version* depth = course::find_version(ch09::versions(), "depth_first");
     const Version* one = course::find_version(ch09::versions(), "one_stream");
     const Version* breadth = course::find_version(ch09::versions(), "breadth_first");
@@ -322,8 +331,9 @@ every core beside it.
     const std::string book_config = "book: chunks=20 streams=2";
     double book_yardstick = 0;
     for (const Version* v : selected)
-      add(table, measure(p, *v, book_job, nullptr, v->name == "serial" ? book_ref_whole.data() : book_ref.data(),
-                         book_config, h2d_gbps, 20, 2));
+      if (!ch09::is_speed_of_light(*v))  // the dot's floor: the book's program also copies its output back
+        add(table, measure(p, *v, book_job, nullptr, v->name == "serial" ? book_ref_whole.data() : book_ref.data(),
+                           book_config, h2d_gbps, 20, 2));
     {
       const double h2d = alone_ms(p, book_job, &ch09::Pipeline::copy_in);
       const double ker = alone_ms(p, book_job, &ch09::Pipeline::compute);
@@ -439,7 +449,9 @@ every core beside it.
     std::cout << "\nThe dot of pinned host data, then the book's program (n = 20 x 2^20; bytes = a, b in and c out); "
                  "result on the host, every cost counted; pct_link = % of the first pinned H2D copy (a reading, "
                  "not a limit: it can exceed 100); 'bound' is the "
-                 "yardstick 1.10 x the busiest engine + one chunk's share, a target and not a lower bound:\n\n";
+                 "yardstick 1.10 x the busiest engine + one chunk's share, a target and not a lower bound; "
+                 "speed_of_light is not a dot but the floor, x and y copied in whole and nothing else (checked by "
+                 "the bytes that landed; no rel_error):\n\n";
     table.print(std::cout, course::measurement_screen_columns(course::Share::link));
     if (!predictions.rows().empty()) {
       std::cout << "\nExercise 3: ch09::pipeline_ms from h2d_alone, kernel_alone and d2h_alone (try other --chunks):\n\n";

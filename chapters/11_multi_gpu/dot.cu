@@ -4,6 +4,8 @@
 // Chapter 11 — the dot product on many GPUs with NCCL.
 //
 // Versions (ch11::versions(), the ways to combine the per-GPU partials; 11_multi_gpu --list):
+//   speed_of_light  not a dot: every GPU reads its slice at once (the kit's read-only kernel), no combine  11_multi_gpu --kernel speed_of_light
+//              (the floor every combine is held to; it runs beside any --kernel)
 //   allgather  ncclAllGather of the partials, added pairwise on every GPU (exercises 2, 3)  11_multi_gpu --kernel allgather
 //   allgather_graph  the allgather combine captured once into a CUDA graph per GPU, replayed  11_multi_gpu --kernel allgather_graph
 //   allreduce  ncclAllReduce(sum): NCCL's order, which depends on its algorithm and topology 11_multi_gpu --kernel allreduce
@@ -12,6 +14,7 @@
 // Every version runs the same partial kernel on each GPU first: chapter 06's version 12, copied
 // here (a chapter depends only on common/), and every version but allreduce adds the partials with
 // the same function, add_pairwise (dot.hpp, exercise 3). The same code runs under MPI: 11_multi_gpu_mpi.
+// The speed-of-light row runs the kit's read-only kernel instead (course/kernels/read_floor.cuh).
 
 #include <cuda/atomic>
 
@@ -23,6 +26,7 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <set>
 #include <string>
@@ -30,6 +34,7 @@
 #include <utility>
 
 #include "course/check.hpp"
+#include "course/kernels/read_floor.cuh"
 #include "course/kernels/tagged_pass.cuh"
 #include "course/kernels/vec4_dot.cuh"
 #include "course/random.hpp"
@@ -287,6 +292,15 @@ void combine_p2p(Team&) {
   throw course::UsageError("the p2p combine runs inside the partial kernel: call ch11::dot with it");
 }
 
+// [speed_of_light]
+// Not a combine: the floor every version is held to. dot() runs it (floor_call): every GPU reads its
+// own slice at once with the kit's read-only kernel and writes one value, and nothing is combined.
+// Called as a separate step, it would have nothing to do.
+void combine_speed_of_light(Team&) {
+  throw course::UsageError("the speed-of-light row is not a combine: call ch11::dot with it");
+}
+// [speed_of_light]
+
 // Version "host": what one would write without NCCL. Each partial crosses PCIe to the host, the
 // host gathers them in rank order (across processes through host_allgather, MPI's job), and every
 // GPU gets them back and adds them pairwise, as allgather's GPUs do. The host waits in the middle:
@@ -319,6 +333,8 @@ void combine_host(Team& team) {
 // [registry]
 const std::vector<course::Version<Combine>>& versions() {
   static const std::vector<course::Version<Combine>> registry = {
+      {"speed_of_light", "not a dot: every GPU reads its slice with 16-byte loads at once, one value written, no combine (the floor)",
+       combine_speed_of_light},
       {"allgather", "ncclAllGather of the partials, added in a fixed pairwise order on every GPU (deterministic)", combine_allgather, true},
       {"allgather_graph", "the allgather combine captured once into a CUDA graph per GPU and replayed: one launch per GPU", combine_allgather_graph},
       {"allreduce", "ncclAllReduce(sum) of the partials: NCCL's order, fixed only by algorithm and topology", combine_allreduce},
@@ -331,6 +347,8 @@ const std::vector<course::Version<Combine>>& versions() {
 
 bool across_processes(const course::Version<Combine>& v) { return v.run != combine_p2p; }
 
+bool is_speed_of_light(const course::Version<Combine>& v) { return v.run == combine_speed_of_light; }
+
 Gpu::Gpu(int device, std::size_t capacity, int max_ranks)
     : ctx_(device), capacity_(capacity), max_ranks_(max_ranks) {
   if (max_ranks < 1 || max_ranks > kMaxPartials)
@@ -338,6 +356,7 @@ Gpu::Gpu(int device, std::size_t capacity, int max_ranks)
                              std::to_string(max_ranks));
   ctx_.activate();
   grid_ = partial_grid(ctx_.facts());
+  floor_grid_ = course::kernels::read_floor_resident(ctx_.facts().sm_count);
   d_x_ = course::DeviceBuffer<float>(std::max<std::size_t>(capacity, 1));
   d_y_ = course::DeviceBuffer<float>(std::max<std::size_t>(capacity, 1));
   d_small_ = course::DeviceBuffer<float>(kGatherOffset + static_cast<std::size_t>(max_ranks));
@@ -364,6 +383,14 @@ void Gpu::launch_partial(std::size_t count, float* out, const PeerCombine& peers
   partial_kernel<<<blocks, kBlock, 0, ctx_.stream()>>>(d_x_.data(), d_y_.data(), count, d_tagged_.data(), d_epoch_.data(),
                                                         out ? out : partial(), peers);
   CUDA_CHECK_LAUNCH("partial_kernel");
+}
+
+void Gpu::launch_floor(std::size_t count, float* out) {
+  if (count > capacity_)
+    throw course::UsageError("ch11::Gpu: a slice of " + std::to_string(count) + " elements, the buffers hold " +
+                             std::to_string(capacity_));
+  ctx_.activate();
+  course::kernels::launch_read_floor(d_x_.data(), d_y_.data(), count, out, floor_grid_, ctx_.stream());
 }
 
 // The device counts calls in its epoch; the host counts them too, and before the tag would wrap
@@ -735,6 +762,25 @@ void p2p_call(Team& team, const std::vector<std::size_t>& counts, Split* split) 
   }
 }
 
+// [floor_call]
+// One call of the speed-of-light row: on every GPU, from this thread one after the other (as the eager
+// combines launch their partial kernels), the read-only kernel over its slice, its one value stored
+// straight into the GPU's pinned host slot (mapped: no copy to enqueue), which holds NaN until then.
+// dot() then waits for every GPU's stream, as it does for the eager combines: the value is stored
+// before the other blocks have finished reading, so only the stream says that every byte was read.
+void floor_call(Team& team, const std::vector<std::size_t>& counts, bool timed) {
+  for (std::size_t i = 0; i < team.gpus.size(); ++i) {
+    Gpu& g = *team.gpus[i];
+    float* slot = g.host_partials() + g.max_ranks() + 1;
+    *slot = std::numeric_limits<float>::quiet_NaN();
+    g.context().activate();
+    if (timed) CUDA_CHECK(cudaEventRecord(g.event(0), g.context().stream()));
+    g.launch_floor(counts[i], slot);
+    if (timed) CUDA_CHECK(cudaEventRecord(g.event(1), g.context().stream()));
+  }
+}
+// [floor_call]
+
 float float_from_bits(unsigned bits) {
   float f = 0;
   std::memcpy(&f, &bits, sizeof f);
@@ -766,7 +812,10 @@ void wait_for_result(Gpu& gpu, Arrived arrived, const char* what) {
 std::vector<float> dot(Team& team, Combine combine, std::size_t n, Split* split) {
   const std::vector<std::size_t> counts = slice_counts(team, n);
   const bool p2p = combine == combine_p2p;
-  if (combine == combine_allgather_graph) {
+  const bool floor_only = combine == combine_speed_of_light;
+  if (floor_only) {
+    floor_call(team, counts, split != nullptr);
+  } else if (combine == combine_allgather_graph) {
     replay_call(team, n, counts);  // the graph records the split's events on every call
   } else if (p2p) {
     p2p_call(team, counts, split);
@@ -788,7 +837,11 @@ std::vector<float> dot(Team& team, Combine combine, std::size_t n, Split* split)
       g.context().synchronize();
       results[i] = g.host_partials()[g.max_ranks() + 1];
     }
-    if (split && p2p) {
+    if (split && floor_only) {
+      float kernel = 0;  // nothing to combine: the whole call's GPU time is the kernel's
+      CUDA_CHECK(cudaEventElapsedTime(&kernel, g.event(0), g.event(1)));
+      split->kernel_ms = std::max(split->kernel_ms, static_cast<double>(kernel));
+    } else if (split && p2p) {
       // One kernel does both: its span by events, the combine's share by the GPU's clock stamps.
       float whole = 0;
       unsigned long long stamps[2] = {0, 0};

@@ -11,6 +11,11 @@
 //       (and _scaling, _host, _parts, _crossover, _targets beside it)
 //   mpirun -np 2 11_multi_gpu_mpi      the same dot, one process per GPU (main_mpi.cpp)
 //
+// Beside the combines, in the size sweep on every GPU count and timed the same way, the registry's
+// speed_of_light row: not a dot but the floor, every GPU reading its own slice at once with the best
+// access pattern and nothing else. It is checked by the value each GPU writes (it has no result to
+// compare), runs beside any --kernel, and has no combine columns.
+//
 // NCCL_NVLS_ENABLE=0 is set in the process before any communicator is made (ch11::disable_nvls).
 
 #include <algorithm>
@@ -64,10 +69,16 @@ struct Row {
 
 // Validates (every rank within the bound; the deterministic combines the same bits on every rank),
 // times `reps` calls by the host clock (each call ends with the result on every GPU), validates
-// again, then times the split of a few more calls with events.
+// again, then times the split of a few more calls with events. The speed-of-light row computes no
+// dot: it passes when every GPU wrote its one value (finite, from finite inputs), and has no rel_error.
 Row measure(ch11::Team& team, const Version& v, std::size_t n, const course::Reference& ref, int reps, int warmup) {
+  const bool is_floor = ch11::is_speed_of_light(v);
   auto check = [&](const std::vector<float>& got, std::string* why) {
     for (float r : got) {
+      if (is_floor) {
+        if (!std::isfinite(r)) return *why = "a GPU left its one value unwritten (NaN)", false;
+        continue;
+      }
       const course::Verdict verdict = course::check_dot(r, ref);
       if (!verdict.ok) return *why = verdict.message, false;
       if (v.name != "allreduce" && std::memcmp(&r, &got[0], sizeof r) != 0) return *why = "ranks disagree", false;
@@ -86,7 +97,7 @@ Row measure(ch11::Team& team, const Version& v, std::size_t n, const course::Ref
   }
   const bool after = check(last, &why);
   row.ms = course::summarize(samples);
-  row.rel_error = course::check_dot(last[0], ref).rel_error;
+  row.rel_error = is_floor ? std::nan("") : course::check_dot(last[0], ref).rel_error;
   row.valid = before && after;
   std::vector<double> kernel, combine;
   for (int r = 0; r < 7; ++r) {
@@ -317,9 +328,9 @@ at once. --n is the n per GPU of the weak-scaling runs and the top of the sweep.
     if (gpus > available)
       throw course::UsageError("--gpus " + std::to_string(gpus) + ": this machine has " + std::to_string(available) + " GPU(s)");
     if (weak_n == 0 || strong_n == 0) throw course::UsageError("--n and --strong-n must be at least 1");
-    std::vector<const Version*> selected;
+    std::vector<const Version*> selected;  // the floor, speed_of_light, runs beside any --kernel
     for (const auto& v : ch11::versions())
-      if (opt.kernel.empty() || v.name == opt.kernel) selected.push_back(&v);
+      if (opt.kernel.empty() || v.name == opt.kernel || ch11::is_speed_of_light(v)) selected.push_back(&v);
     const Version* allgather = course::find_version(ch11::versions(), "allgather");
 
     // n per GPU of the size sweep: powers of 4 from 2^16 up to the weak-scaling size.
@@ -373,12 +384,16 @@ at once. --n is the n per GPU of the weak-scaling runs and the top of the sweep.
       const double gb = course::gbps(bytes, r.ms.median);
       const double combine_bytes = 4.0 * g;  // the gathered partials (nccl-tests' size for allgather)
       const double algbw = r.split.combine_ms > 0 ? combine_bytes / (r.split.combine_ms * 1e6) : 0.0;
+      // The floor combines nothing: its combine columns are empty cells, not zeros.
+      const bool combines = version != "speed_of_light";
+      const double none = std::nan("");
       table.add_row({version, config, static_cast<long long>(g), static_cast<long long>(n),
                      static_cast<long long>(ch11::max_slice(n, g)), bytes, static_cast<long long>(r.ms.count), r.ms.median,
-                     r.ms.mean, r.ms.sd, r.ms.min, gb, 100.0 * gb / roof_of(g), r.split.kernel_ms, r.split.combine_ms,
-                     100.0 * r.split.combine_ms / std::max(r.split.kernel_ms, 1e-9), combine_bytes,
-                     1e3 * r.split.combine_ms, algbw, algbw * bus_factor(version, g), r.rel_error,
-                     static_cast<long long>(r.valid)});
+                     r.ms.mean, r.ms.sd, r.ms.min, gb, 100.0 * gb / roof_of(g), r.split.kernel_ms,
+                     combines ? r.split.combine_ms : none,
+                     combines ? 100.0 * r.split.combine_ms / std::max(r.split.kernel_ms, 1e-9) : none,
+                     combines ? combine_bytes : none, combines ? 1e3 * r.split.combine_ms : none, combines ? algbw : none,
+                     combines ? algbw * bus_factor(version, g) : none, r.rel_error, static_cast<long long>(r.valid)});
     };
 
     // The size sweep: every combine, on each GPU count.
@@ -555,7 +570,8 @@ at once. --n is the n per GPU of the weak-scaling runs and the top of the sweep.
 
     std::cout << "\nThe dot of device-resident slices, combined on every GPU (time per call, the result on every GPU; "
                  "pct_roofline = % of the used GPUs' summed read roofline; combine_* and algbw/busbw: the "
-                 "combine step in nccl-tests' terms):\n\n";
+                 "combine step in nccl-tests' terms; speed_of_light is not a dot but the floor, every GPU reading "
+                 "its slice and nothing else):\n\n";
     if (wants("sweep"))
       table.print(std::cout, {"version", "gpus", "n", "median_ms", "gbps", "pct_roofline", "kernel_ms", "combine_ms",
                               "combine_us", "algbw_gbps", "busbw_gbps", "valid"});

@@ -6,6 +6,9 @@
 //                                                  bound, the same bits on every rank and run
 //   mpirun -np 2 11_multi_gpu_mpi --csv results/local/11_multi_gpu_mpi.csv
 //
+// The speed-of-light row (not a dot: every rank's GPU reads its slice, no combine) runs here too:
+// it needs no other process. It is checked by the value each rank writes, and has no rel_error.
+//
 // Rank 0 makes the NCCL unique id and MPI broadcasts it; every rank joins with ncclCommInitRank on
 // the GPU of its local rank. Across nodes the program does not change: mpirun starts it on every
 // node, and NCCL takes the network (InfiniBand, RoCE, TCP) where NVLink or PCIe ended.
@@ -16,6 +19,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -159,7 +163,13 @@ int main(int argc, char** argv) {
           gpu.poison();
           const std::vector<float> second = gather_results(ch11::dot(team, v.run, n)[0], ranks);
           std::string why;
+          const bool is_floor = ch11::is_speed_of_light(v);
           for (int r = 0; r < ranks && why.empty(); ++r) {
+            if (is_floor) {  // not a dot: each rank writes one value, finite from finite inputs
+              if (!std::isfinite(first[static_cast<std::size_t>(r)]) || !std::isfinite(second[static_cast<std::size_t>(r)]))
+                why = "rank " + std::to_string(r) + " left its one value unwritten (NaN)";
+              continue;
+            }
             const course::Verdict verdict = course::check_dot(first[static_cast<std::size_t>(r)], ref);
             if (!verdict.ok) why = "rank " + std::to_string(r) + ": " + verdict.message;
             else if (bits(first[static_cast<std::size_t>(r)]) != bits(second[static_cast<std::size_t>(r)]))
@@ -167,7 +177,7 @@ int main(int argc, char** argv) {
             else if (v.name != "allreduce" && bits(first[static_cast<std::size_t>(r)]) != bits(first[0]))
               why = "rank " + std::to_string(r) + " holds other bits than rank 0";
           }
-          if (n == 0 && why.empty() && bits(first[0]) != 0) why = "n = 0 must give exactly 0";
+          if (n == 0 && why.empty() && !is_floor && bits(first[0]) != 0) why = "n = 0 must give exactly 0";
           if (!why.empty()) ++failures;
           if (rank == 0)
             std::printf("%s %-9s n = %-8zu %s\n", why.empty() ? "PASS" : "FAIL", std::string(v.name).c_str(), n, why.c_str());
@@ -197,9 +207,11 @@ int main(int argc, char** argv) {
       ch11::fill_slices(team, n, seed);
       const course::Reference ref = ch11::reference_from_seed(n, seed);
       for (const auto& v : ch11::versions()) {
-        if (!opt.kernel.empty() && v.name != opt.kernel) continue;
+        if (!opt.kernel.empty() && v.name != opt.kernel && !ch11::is_speed_of_light(v)) continue;  // the floor always runs
         if (!ch11::across_processes(v)) continue;
-        bool ok = course::check_dot(ch11::dot(team, v.run, n)[0], ref).ok;
+        const bool is_floor = ch11::is_speed_of_light(v);  // not a dot: it passes when its one value was written
+        auto valid = [&](float got) { return is_floor ? std::isfinite(got) : course::check_dot(got, ref).ok; };
+        bool ok = valid(ch11::dot(team, v.run, n)[0]);
         std::vector<double> samples;
         float last = 0;
         const int reps = n >= (std::size_t{1} << 26) ? opt.reps : std::max(opt.reps, 100);
@@ -210,7 +222,7 @@ int main(int argc, char** argv) {
           const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
           if (r >= opt.warmup) samples.push_back(ms);
         }
-        ok = ok && course::check_dot(last, ref).ok;
+        ok = ok && valid(last);
         std::vector<double> kernel, combine;
         for (int r = 0; r < 7; ++r) {
           ch11::Split s;
@@ -230,8 +242,8 @@ int main(int argc, char** argv) {
         table.add_row({std::string(v.name), "mpi ranks=" + std::to_string(ranks), static_cast<long long>(ranks),
                        static_cast<long long>(n), static_cast<long long>(per), 2.0 * n * sizeof(float),
                        static_cast<long long>(samples.size()), worst[0], gb, 100.0 * gb / roof_all, worst[1], worst[2],
-                       100.0 * worst[2] / std::max(worst[1], 1e-9), course::check_dot(last, ref).rel_error,
-                       static_cast<long long>(ok_all)});
+                       is_floor ? std::nan("") : 100.0 * worst[2] / std::max(worst[1], 1e-9),
+                       is_floor ? std::nan("") : course::check_dot(last, ref).rel_error, static_cast<long long>(ok_all)});
       }
     }
     if (rank == 0) {

@@ -1,13 +1,15 @@
 // Chapter 07 — memory reuse, and the course's dot as a library.
 //
 // Versions of the host-array dot (ch07::versions(); one with `07_library --kernel NAME`):
+//   speed_of_light  not a dot: x and y from pinned memory, one copy each, nothing else (the floor) 07_library --kernel speed_of_light
 //   alloc_per_call  cudaMalloc, copy x, copy y, kernel, copy back, cudaFree on every call    07_library --kernel alloc_per_call
 //   reuse           device buffers planned once for n_max and kept; pageable copies          07_library --kernel reuse
 //                   (exercise 1: the engine's set-up; exercise 2: the reused dot; exercise 3: n > n_max)
 //   reuse_staged    also keeps pinned staging chunks; host threads copy the input into them   07_library --kernel reuse_staged
 //                   while the previous chunk is on its way to the GPU
 // The device part of every version is the course's final kernel idea: a deterministic two-pass
-// dot with float4 loads (launch_dot). The C API (c_api.cpp, dotcourse.h) calls these.
+// dot with float4 loads (launch_dot). The C API (c_api.cpp, dotcourse.h) calls these; it never
+// calls speed_of_light, which is the driver's measuring stick, not a way to compute a dot.
 
 #include <algorithm>
 #include <chrono>
@@ -24,6 +26,7 @@
 
 #include "course/check.hpp"
 #include "course/kernels/two_pass.cuh"
+#include "course/pinned.hpp"
 #include "dot.hpp"
 
 namespace ch07 {
@@ -472,9 +475,66 @@ float dot_reuse_staged(Engine& e, const float* x, const float* y, std::size_t n,
 
 }  // namespace
 
+// [link_floor]
+// Not a dot product: the floor every version is held to, timed beside them. The same 8n bytes cross
+// the link the best way this chapter knows: from page-locked memory, by the copy engine, straight
+// into the engine's buffers, one copy per array; no staging, no kernel, no result. Whatever a
+// version adds to this time is its own: the CPU's copies, the kernel, the result's trip back.
+float link_floor(Engine& e, const float* x, const float* y, std::size_t n, PhaseEvents* clock) {
+  require_fits(e, n);
+  if (n == 0) return std::numeric_limits<float>::quiet_NaN();
+  cudaStream_t stream = e.gpu().stream();
+  mark(clock, 0);
+  mark(clock, 1);
+  CUDA_CHECK(cudaMemcpyAsync(e.d_x(), x, n * sizeof(float), cudaMemcpyHostToDevice, stream));
+  mark(clock, 2);
+  CUDA_CHECK(cudaMemcpyAsync(e.d_y(), y, n * sizeof(float), cudaMemcpyHostToDevice, stream));
+  mark(clock, 3);
+  mark(clock, 4);  // no kernel
+  mark(clock, 5);  // no result
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  mark(clock, 6);
+  return std::numeric_limits<float>::quiet_NaN();
+}
+// [link_floor]
+
+course::Verdict check_link_floor(Engine& e, const float* x, const float* y, std::size_t n) {
+  course::Verdict v;
+  v.got = v.expected = v.error = v.rel_error = std::numeric_limits<double>::quiet_NaN();  // no result to compare
+  if (n > 0 && !(course::is_pinned(x) && course::is_pinned(y)))
+    throw course::UsageError("speed_of_light: x and y must be page-locked (pinned or registered) host memory: from "
+                             "pageable memory the copies would be the pageable path's, not the floor");
+  require_fits(e, n);
+  cudaStream_t stream = e.gpu().stream();
+  if (n > 0) {
+    CUDA_CHECK(cudaMemsetAsync(e.d_x(), 0xFF, n * sizeof(float), stream));
+    CUDA_CHECK(cudaMemsetAsync(e.d_y(), 0xFF, n * sizeof(float), stream));
+  }
+  link_floor(e, x, y, n, nullptr);
+  // Read back on the legacy default stream, which does not wait for the engine's (non-blocking)
+  // stream: what is read is what had landed when link_floor returned.
+  std::vector<float> got_x(n), got_y(n);
+  if (n > 0) {
+    CUDA_CHECK(cudaMemcpy(got_x.data(), e.d_x(), n * sizeof(float), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(got_y.data(), e.d_y(), n * sizeof(float), cudaMemcpyDeviceToHost));
+  }
+  const bool same_x = n == 0 || std::memcmp(got_x.data(), x, n * sizeof(float)) == 0;
+  const bool same_y = n == 0 || std::memcmp(got_y.data(), y, n * sizeof(float)) == 0;
+  v.ok = same_x && same_y;
+  if (!v.ok)
+    v.message = std::string("speed_of_light at n = ") + std::to_string(n) + ": the device copy of " +
+                (same_x ? "y" : "x") + " differs from the host's when the call returns (a copy missing, short, "
+                "or not waited for)";
+  return v;
+}
+
+bool is_speed_of_light(const course::Version<HostDot>& version) { return version.name == "speed_of_light"; }
+
 // [registry]
 const std::vector<course::Version<HostDot>>& versions() {
   static const std::vector<course::Version<HostDot>> registry = {
+      {"speed_of_light", "not a dot: x and y from pinned memory to the GPU, one copy each, nothing else (the floor)",
+       link_floor, false},
       {"alloc_per_call", "allocate, copy, compute, copy back and free on every call (the first program)",
        dot_alloc_per_call, false},
       {"reuse", "device memory planned once for n_max and kept; pageable copies", dot_reuse, true},

@@ -19,6 +19,7 @@
 #include "course/buffer.hpp"
 #include "course/context.hpp"
 #include "course/pinned.hpp"
+#include "course/reference.hpp"
 #include "course/registry.hpp"
 #include "course/stream.hpp"
 #include "course/thread_pool.hpp"
@@ -155,8 +156,24 @@ class Path {
 /// Makes a path bound to a context.
 using PathFactory = std::unique_ptr<Path> (*)(course::Context& ctx);
 
-/// The chapter's registry: pageable first (what a plain program does), then the pinned paths.
+/// The chapter's registry: the floor (speed_of_light) first, then pageable (what a plain program
+/// does), then the pinned paths.
 const std::vector<course::Version<PathFactory>>& versions();
+
+/// True for the speed-of-light row: not a path a caller would take for a dot but the floor every
+/// path is held to, timed beside them. Its memory and copies are the pinned path's (page-locked
+/// data read by the copy engine, x and y one copy each); its dot(n) stops there: no kernel, no
+/// result back (it returns NaN once x and y have landed). The driver and the tests check the bytes
+/// it moved (check_link_floor), never a result; it runs beside any --kernel.
+bool is_speed_of_light(const course::Version<PathFactory>& version);
+
+/// The check of a path's dot(n) that computes nothing (the speed-of-light row): fills path's
+/// device buffer with NaN on ctx's stream (the path's context), runs path.dot(n) with x and y
+/// where the driver puts them (src() and src() + max_bytes()/2), then reads the two halves of the
+/// device buffer without waiting for ctx's stream (a dot that returned before its copies landed
+/// shows the poison) and compares them with x and y byte for byte. ok when every byte moved;
+/// rel_error is NaN (no result to compare). Throws UsageError when 2n floats exceed prepare()'s size.
+course::Verdict check_link_floor(course::Context& ctx, Path& path, std::size_t n);
 
 /// The deterministic device dot of n floats at d_x, d_y (device, mapped or managed pointers), on
 /// the context's stream; copies the result to `h_result` (pinned) and waits for it. Uses the

@@ -2,6 +2,8 @@
 // of another.
 //
 // Issue orders (ch09::versions(); one with `09_streams --kernel NAME`, all with `09_streams`):
+//   speed_of_light not a dot: x and y whole in, one copy each; no kernel, no result  09_streams --kernel speed_of_light
+//                  (the floor every order is held to; it runs beside any --kernel)
 //   serial         everything in, one kernel, everything out: no chunks, no overlap  09_streams --kernel serial
 //   one_stream     chunks, all on one stream: still no overlap (a stream is a queue) 09_streams --kernel one_stream
 //   depth_first    chunk k on stream k % S, its copy in, kernel and copy out          09_streams --kernel depth_first
@@ -13,7 +15,10 @@
 // (combine_partials, exercise 2), so the result is the same bits whatever the schedule.
 
 #include <algorithm>
+#include <cstring>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "course/check.hpp"
 #include "course/kernels/two_pass.cuh"
@@ -184,6 +189,20 @@ cudaGraphExec_t Pipeline::graph_for(const Job& job, Issue issue) {
 
 namespace {
 
+// [speed_of_light_issue]
+// Not an issue order of the dot: the floor every order is held to, timed beside them. The same 8n
+// bytes cross the link the best way this chapter knows: from pinned memory, by the copy engine, x
+// and y whole, one copy each on one stream (one direction of the link is full with one copy
+// engine; chunks would only add latency), and nothing else: no kernel, no copy out, no result.
+// Whatever an order adds to this time is what its overlap did not hide.
+void issue_speed_of_light(Pipeline& p, const Job& job) {
+  if (job.n == 0) return;
+  Job whole = job;
+  whole.chunk = job.n;
+  p.copy_in(whole, 0, 0);
+}
+// [speed_of_light_issue]
+
 // [serial]
 // No chunks: the whole input in, one kernel, the result out. Nothing can overlap: each step needs
 // all of the one before.
@@ -283,6 +302,8 @@ void issue_graph(Pipeline& p, const Job& job) {
 
 const std::vector<course::Version<Issue>>& versions() {
   static const std::vector<course::Version<Issue>> registry = {
+      {"speed_of_light", "not a dot: x and y from pinned memory to the GPU, one copy each, nothing else (the floor)",
+       issue_speed_of_light},
       {"serial", "no chunks: all in, one kernel, all out (nothing overlaps)", issue_serial},
       {"one_stream", "chunks on one stream: still nothing overlaps", issue_one_stream},
       {"depth_first", "chunk k on stream k % S: copy in, kernel, copy out", issue_depth_first},
@@ -338,8 +359,16 @@ float combine_partials_of(const P& p, const Job& job) {
 float combine_partials(const Pipeline& p, const Job& job) { return combine_partials_of(p, job); }
 float combine_partials(const Partials& p, const Job& job) { return combine_partials_of(p, job); }
 
+bool is_speed_of_light(const course::Version<Issue>& version) { return version.name == "speed_of_light"; }
+
 float run(Pipeline& p, Issue issue, const Job& job) {
   p.validate(job);
+  if (issue == issue_speed_of_light) {
+    if (p.timeline) p.timeline->start(p.stream(0));
+    issue(p, job);
+    p.context().synchronize();
+    return std::numeric_limits<float>::quiet_NaN();  // not a dot: no result
+  }
   if (issue == issue_serial) {
     // serial runs the whole input as one chunk: its partials are chunk 0's.
     Job whole = job;
@@ -353,6 +382,32 @@ float run(Pipeline& p, Issue issue, const Job& job) {
   issue(p, job);
   p.context().synchronize();  // stream 0 joined every other stream: all done
   return job.problem == Problem::dot ? combine_partials(p, job) : 0.0f;
+}
+
+course::Verdict check_link_floor(Pipeline& p, const Job& job) {
+  course::Verdict v;
+  v.got = v.expected = v.error = v.rel_error = std::numeric_limits<double>::quiet_NaN();  // no result to compare
+  p.validate(job);
+  const std::size_t bytes = job.n * sizeof(float);
+  if (bytes > 0) {
+    CUDA_CHECK(cudaMemsetAsync(p.device_x(), 0xFF, bytes, p.stream(0)));
+    CUDA_CHECK(cudaMemsetAsync(p.device_y(), 0xFF, bytes, p.stream(0)));
+  }
+  run(p, issue_speed_of_light, job);
+  // Read back on the legacy default stream, which does not wait for the pipeline's (non-blocking)
+  // streams: what is read is what had landed when run() returned.
+  std::vector<float> x(job.n), y(job.n);
+  if (bytes > 0) {
+    CUDA_CHECK(cudaMemcpy(x.data(), p.device_x(), bytes, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(y.data(), p.device_y(), bytes, cudaMemcpyDeviceToHost));
+  }
+  const bool same_x = bytes == 0 || std::memcmp(x.data(), job.h_x, bytes) == 0;
+  const bool same_y = bytes == 0 || std::memcmp(y.data(), job.h_y, bytes) == 0;
+  v.ok = same_x && same_y;
+  if (!v.ok)
+    v.message = "speed_of_light at n = " + std::to_string(job.n) + ": the device copy of " + (same_x ? "y" : "x") +
+                " differs from the host's when run() returns (a copy missing, short, or not waited for)";
+  return v;
 }
 
 void book_reference(const float* a, const float* b, float* c, std::size_t n, std::size_t chunk) {

@@ -116,6 +116,11 @@ class Gpu {
   /// Counts one call of the partial kernel (eager or replayed); every 2^32 - 2 calls clears the
   /// tagged slots and the epoch on the stream, before the tag could wrap.
   void count_call();
+  /// The speed-of-light row's work on this GPU: the kit's read-only kernel (course/kernels/
+  /// read_floor.cuh, chapter 06's) over the first `count` elements of the slice, on the partial
+  /// kernel's grid shape, its one value stored into `out` (device or mapped pinned memory). No
+  /// partial, no tag, no combine.
+  void launch_floor(std::size_t count, float* out);
   /// Three timing events (start, kernel end, combine end), made once: the split of a call
   /// records them instead of creating events on every call.
   cudaEvent_t event(int i) const { return events_[i]; }
@@ -130,6 +135,7 @@ class Gpu {
   std::size_t capacity_;
   int max_ranks_;
   int grid_ = 1;
+  int floor_grid_ = 1;  // resident blocks of the read-only kernel (launch_floor)
   unsigned calls_ = 0;
   course::Event events_[3];  // made on this device: ctx_, constructed first, selected it
   course::DeviceBuffer<float> d_x_, d_y_, d_small_;
@@ -195,8 +201,17 @@ void replay_graph(Team& team, Combine eager);
 /// order). Every stream is captured at once; a failure ends every capture and throws.
 std::vector<Team::GraphExec> capture(Team& team, const std::function<void()>& enqueue);
 
-/// The chapter's registry: the ways to combine the partials.
+/// The chapter's registry: the floor (speed_of_light) first, then the ways to combine the partials.
 const std::vector<course::Version<Combine>>& versions();
+
+/// True for the speed-of-light row: not a combine but the floor every combine is held to, timed
+/// beside them. dot() with it has every GPU read its own slice at once with the best access pattern
+/// (Gpu::launch_floor), launched as the eager combines launch their partial kernels, and nothing
+/// else: no partial, no combine. Each GPU's one value lands in pinned host memory and dot() returns
+/// them once every GPU's stream is done; they are not the dot (the driver and the tests check only
+/// that each is written, finite from finite inputs). It runs beside any --kernel, and in the MPI
+/// form too (it needs no other process).
+bool is_speed_of_light(const course::Version<Combine>& v);
 
 /// False for a combine that needs one process to drive every rank (p2p: its stores into another
 /// GPU's memory need that GPU in this process): the MPI form leaves it out.
@@ -218,7 +233,9 @@ struct Split {
 
 /// Runs the dot of the n-element inputs already in the slices: every GPU's partial, then the
 /// combine. Waits, and returns the result every local GPU holds (gpus order). Throws UsageError
-/// when n does not fit the team's buffers. With `split`, times the parts with events.
+/// when n does not fit the team's buffers. With `split`, times the parts with events. With the
+/// speed-of-light row (is_speed_of_light) it returns each GPU's one written value instead, not a
+/// dot; its split is all kernel.
 std::vector<float> dot(Team& team, Combine combine, std::size_t n, Split* split = nullptr);
 
 /// The best one GPU can do alone, for the crossover with many: the partial kernel over the first n
