@@ -1,12 +1,14 @@
 """Chapter 03 plots: the one-thread kernel and cuBLAS, kernel alone and in a full round trip, beside
-chapter 02's CPU baselines (time and % of the read roofline, log scale); and where a round trip's
-time goes, step by step."""
+chapter 02's CPU baselines and the floor (time and % of the read roofline, log scale; the floor,
+speed_of_light, is the whole GPU reading x and y and nothing else: a hatched bar and a dashed
+line); and where a round trip's time goes, step by step."""
 import matplotlib.pyplot as plt
 
 import course_style as cs
 
 STEM = "03_one_thread"
 PHASES = [(name, cs.PHASES[name]) for name in ("allocate", "copy x", "copy y", "kernel", "copy back", "free", "other")]
+FLOOR = "speed_of_light"  # not a dot: the registry's floor, drawn as a yardstick (absent from older CSVs)
 
 
 def cpu_baselines(results, n):
@@ -36,10 +38,16 @@ def versions_side_by_side(rows, results, out_dir):
         for r in rows:
             if r["n"] == n:
                 key = (r["version"], r["config"])
-                bars.append((f"{r['version']}, {r['config']}", r, colors.get(key, cs.PALETTE[len(bars) % 10])))
+                name = f"{r['version']} (floor)" if r["version"] == FLOOR else r["version"]
+                label = f"{name}, {r['config']}"
+                bars.append((label, r, colors.get(key, cs.PALETTE[len(bars) % 10])))
         labels = [b[0] for b in bars]
         ys = [b[1]["median_ms"] for b in bars]
         drawn = ax.barh(range(len(bars)), ys, color=[b[2] for b in bars])
+        for bar, (_, r, _) in zip(drawn, bars):
+            if r["version"] == FLOOR:  # a baseline, not a version: white, hatched in the yardstick colour
+                bar.set(facecolor="white", edgecolor=cs.COLORS["roofline"], hatch="//")
+                ax.axvline(r["median_ms"], color=cs.COLORS["roofline"], lw=0.8, ls="--")  # every bar against it
         for bar, (_, r, _) in zip(drawn, bars):
             pct = r.get("pct_roofline")
             text = f"{r['median_ms']:.3g} ms" + (f", {pct:.2g}%" if cs.finite(pct) else "")
@@ -52,8 +60,9 @@ def versions_side_by_side(rows, results, out_dir):
         ax.set_title(f"n = {cs.size_label(n)}")
         lo, hi = min(ys), max(ys)
         ax.set_xlim(lo / 3, hi * 300)  # room for the labels, whose width is fixed in points
+    floor = " (dashed: the floor)" if any(r["version"] == FLOOR for r in rows) else ""
     fig.suptitle(f"One GPU thread against cuBLAS and the CPU on {cs.gpu_name()} "
-                 "(labels: time, % of the GPU's read roofline)")
+                 f"(labels: time, % of the GPU's read roofline){floor}")
     cs.save(fig, out_dir, STEM)
 
 
@@ -91,8 +100,11 @@ def main():
     cs.apply()
     versions_side_by_side(cs.load_csv(args.results / f"{STEM}.csv"), args.results, args.out)
     phases_csv = args.results / f"{STEM}_phases.csv"
-    if phases_csv.is_file():
-        phases(cs.load_csv(phases_csv), args.out)
+    phase_rows = cs.load_csv(phases_csv) if phases_csv.is_file() else []
+    if phase_rows:  # empty after a run of the floor alone, which has no round trip
+        phases(phase_rows, args.out)
+    elif phases_csv.is_file():
+        print(f"{phases_csv} has no rows: no phases plot")
     else:
         print(f"{phases_csv} not found: no phases plot")
 

@@ -1,11 +1,41 @@
 """Chapter 04 plots: one block's versions side by side (time and % of the read roofline, log
-scale), beside chapter 02's CPU baselines when their CSV is present; and the race: what adding n
-ones gives, run after run."""
+scale), beside chapter 02's CPU baselines when their CSV is present and the floor (speed_of_light:
+the whole GPU reading x and y and nothing else, a black row and a dashed line per size); and the
+race: what adding n ones gives, run after run."""
 import matplotlib.pyplot as plt
 
 import course_style as cs
 
 STEM = "04_one_block"
+FLOOR = "speed_of_light"  # not a dot: the registry's floor, drawn as a yardstick (absent from older CSVs)
+FLOOR_LABEL = f"{FLOOR} (floor)"
+
+
+def versions_and_floor(rows, results):
+    """The shared side-by-side figure, the floor's row last (at the bottom, so the versions keep their
+    colours) and drawn as a yardstick: its markers in the yardstick colour, and in the time panel a
+    dashed line at its time for each size, every version's distance from it in plain sight."""
+    floor = [dict(r, version=FLOOR_LABEL) for r in rows if r["version"] == FLOOR]
+    versions = [r for r in rows if r["version"] != FLOOR]
+    fig = cs.versions_side_by_side(versions + floor if versions else floor, results, "One block")
+    if not floor or not versions:
+        return fig
+    ax_t, ax_p = fig.axes[:2]
+    b = [t.get_text() for t in ax_t.get_yticklabels()].index(FLOOR_LABEL)
+    for ax in (ax_t, ax_p):
+        for line in ax.get_lines():
+            ys = line.get_ydata()
+            if len(ys) == 1 and abs(ys[0] - b) < 0.5:
+                line.set(color=cs.COLORS["roofline"], markerfacecolor=cs.COLORS["roofline"])
+    for r in floor:
+        if cs.finite(r.get("median_ms")):
+            ax_t.axvline(r["median_ms"], color=cs.COLORS["roofline"], lw=0.8, ls="--", alpha=0.7)
+    legend = ax_p.get_legend()
+    handles = list(getattr(legend, "legend_handles", None) or legend.legendHandles)
+    handles.append(plt.Line2D([], [], color=cs.COLORS["roofline"], lw=0.8, ls="--",
+                              label="the floor's time at each n (left panel)"))
+    ax_p.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return fig
 
 
 def race(race_rows):
@@ -41,10 +71,11 @@ def main():
     args = cs.parse_args(__doc__)
     rows = cs.load_csv(args.results / f"{STEM}.csv")
     cs.apply()
-    cs.save(cs.versions_side_by_side(rows, args.results, "One block"), args.out, STEM)
+    cs.save(versions_and_floor(rows, args.results), args.out, STEM)
     race_path = args.results / f"{STEM}_race.csv"
-    if race_path.is_file():
-        cs.save(race(cs.load_csv(race_path)), args.out, f"{STEM}_race")
+    race_rows = cs.load_csv(race_path) if race_path.is_file() else []
+    if race_rows:  # empty after a run of the floor alone, which adds nothing up
+        cs.save(race(race_rows), args.out, f"{STEM}_race")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 // Chapter 03 grading tests: every version's kernel at awkward sizes on random signed data with
 // planted spikes, within course::dot_error_bound of the fp64 reference; and the round trip
 // (allocate, copy in, launch, copy back, free), which must give the same answer and leak nothing.
+// The speed_of_light row is not a dot product (the floor): it has its own tests, outside grading.
 
 #include <cmath>
 #include <algorithm>
@@ -58,6 +59,7 @@ void check_kernel(const Version& v, std::size_t n, course::Context& ctx) {
 
 const bool registered = [] {
   for (const Version& v : ch03::versions()) {
+    if (ch03::is_speed_of_light(v)) continue;  // not a dot product: its own test cases below
     std::string tags = "[ch03][gpu]";
     if (v.exercise) tags += "[exercise]";
     course::test::add_case("ch03 " + std::string(v.name) + ": matches the fp64 reference at awkward sizes", tags,
@@ -230,4 +232,67 @@ TEST_CASE("ch03 chunk_owner: the boundaries of large splits (past 2^32 elements)
     check_owner(rng() % n, threads, n, wrong, first);
   }
   report(wrong, first);
+}
+
+// ---- the speed-of-light row: the floor, not a dot ---------------------------------------------
+// The registry's speed_of_light row has the whole GPU read x and y with the best access pattern (the
+// kit's read-only kernel) and write one value. It has no result to check; what it must do is run at
+// any size and alignment, write its one value over the NaN poison and nothing past it, and take
+// that value from its loads: a NaN planted in x[0] shows in it (thread 0 of block 0 reads x[0] and
+// writes its sum, whatever the alignment). It stays out of grading.
+
+TEST_CASE("ch03 speed_of_light: one floor row in the registry, beside cublas, not a dot, not an exercise",
+          "[ch03]") {
+  const auto& reg = ch03::versions();
+  int floors = 0;
+  for (const Version& v : reg) floors += ch03::is_speed_of_light(v) ? 1 : 0;
+  CHECK(floors == 1);
+  REQUIRE(reg.size() >= 2);
+  CHECK(std::string(reg.front().name) == "cublas");  // the library stays version 0 (STYLE.md)
+  const Version* v = course::find_version(reg, "speed_of_light");
+  REQUIRE(v != nullptr);
+  CHECK(v == &reg[1]);  // the baselines first: cuBLAS, then the floor
+  CHECK(ch03::is_speed_of_light(*v));
+  CHECK(!v->exercise);
+  CHECK(v->run != nullptr);
+  CHECK_THAT(std::string(v->description), course::test::contains("not a dot"));
+  for (const Version& other : reg)
+    if (&other != v) CHECK_FALSE(ch03::is_speed_of_light(other));
+}
+
+TEST_CASE("ch03 speed_of_light: runs at n = 0, 1, 3, 1000003 and misaligned, writes its one value from its loads",
+          "[ch03][gpu]") {
+  COURSE_REQUIRE_GPU();
+  const Version* v = course::find_version(ch03::versions(), "speed_of_light");
+  REQUIRE(v != nullptr);
+  course::Context ctx;
+  cudaStream_t stream = ctx.stream();
+  using Offsets = std::pair<std::size_t, std::size_t>;
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{1000003}}) {
+    auto in = course::test::make_dot_inputs(n + 3, 3300 + n);  // room for the offsets below
+    course::test::Guarded<float> d_x(in.x), d_y(in.y), d_result(1);
+    for (const auto& [off_x, off_y] : {Offsets{0, 0}, Offsets{1, 2}, Offsets{3, 1}, Offsets{2, 2}}) {
+      d_result.fill_bytes(0xFF, stream);  // NaN: a value that is never written cannot pass
+      v->run(d_x.data() + off_x, d_y.data() + off_y, n, d_result.data(), ctx, stream);
+      ctx.synchronize();
+      const float got = d_result.download()[0];
+      INFO("speed_of_light at n = " << n << ", x + " << off_x << ", y + " << off_y << ": wrote " << got << "; "
+                                    << d_result.guard_damage());
+      CHECK(std::isfinite(got));  // finite inputs: the NaN poison was overwritten
+      CHECK(d_result.guard_damage().empty());
+      if (n == 0) continue;
+      // The value comes from the loads: a NaN at the first element it reads reaches it.
+      const float kept = in.x[off_x];
+      in.x[off_x] = std::nanf("");
+      d_x.upload(in.x);
+      d_result.fill_bytes(0, stream);
+      v->run(d_x.data() + off_x, d_y.data() + off_y, n, d_result.data(), ctx, stream);
+      ctx.synchronize();
+      const float planted = d_result.download()[0];
+      INFO("with a NaN in x[0] it wrote " << planted << " (expected NaN: the value must come from the loads)");
+      CHECK(std::isnan(planted));
+      in.x[off_x] = kept;
+      d_x.upload(in.x);
+    }
+  }
 }

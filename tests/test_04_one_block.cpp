@@ -3,10 +3,12 @@
 //
 // The racy version is held only to what it cannot get wrong — a size where a single thread does
 // all the work — so no test depends on winning or losing the race. Its test is tagged [race], so
-// a compute-sanitizer run can leave it out with the test spec "~[race]".
+// a compute-sanitizer run can leave it out with the test spec "~[race]". The speed_of_light row is
+// not a dot product (the floor): it has its own tests, outside grading.
 
 #include <cmath>
 #include <set>
+#include <utility>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -75,6 +77,7 @@ void check_at_awkward_sizes(const Version& v) {
 const bool registered = [] {
   for (const auto& v : ch04::versions()) {
     const std::string name(v.name);
+    if (v.run.floor) continue;  // not a dot product: its own test cases below
     if (v.run.racy) {
       course::test::add_case("ch04 " + name + ": exact when a single thread does all the work (n = 0, 1)",
                              "[ch04][gpu][race]", [&v] {
@@ -116,10 +119,76 @@ TEST_CASE("ch04 registry: unique names, one racy version, the exercises marked",
     racy += v.run.racy ? 1 : 0;
     exercises += v.exercise ? 1 : 0;
     CHECK_FALSE((v.run.racy && v.exercise));  // a race is shown, never graded
+    CHECK_FALSE((v.run.floor && (v.exercise || v.run.racy)));  // the floor is a baseline
   }
   CHECK(racy == 1);
   CHECK(exercises == 2);
   CHECK(course::find_version(reg, "atomic_once") != nullptr);
+}
+
+// ---- the speed-of-light row: the floor, not a dot ---------------------------------------------
+// The registry's speed_of_light row has the whole GPU, not one block, read x and y with the best
+// access pattern (the kit's read-only kernel) and write one value. It has no result to check; what
+// it must do is run at any size and alignment, write its one value over the NaN poison and nothing
+// past it, take that value from its loads (a NaN planted in x[0] shows in it: thread 0 of block 0
+// reads x[0] and writes its sum, whatever the alignment), and launch more than one block once the
+// vectors need them. It stays out of grading.
+
+TEST_CASE("ch04 speed_of_light: one floor row in the registry, first, not a dot, not an exercise", "[ch04]") {
+  const auto& reg = ch04::versions();
+  int floors = 0;
+  for (const auto& v : reg) floors += v.run.floor ? 1 : 0;
+  CHECK(floors == 1);
+  REQUIRE(!reg.empty());
+  const Version& v = reg.front();  // the baseline first
+  CHECK(std::string(v.name) == "speed_of_light");
+  CHECK(v.run.floor);
+  CHECK(!v.run.racy);
+  CHECK(!v.exercise);
+  CHECK(v.run.launch != nullptr);
+  CHECK_THAT(std::string(v.description), course::test::contains("not a dot"));
+  CHECK(course::find_version(reg, "speed_of_light") == &v);
+}
+
+TEST_CASE("ch04 speed_of_light: runs at n = 0, 1, 3, 1000003 and misaligned, writes its one value from its loads",
+          "[ch04][gpu]") {
+  COURSE_REQUIRE_GPU();
+  const Version* v = course::find_version(ch04::versions(), "speed_of_light");
+  REQUIRE(v != nullptr);
+  course::Context ctx;
+  ch04::Workspace ws(ctx);
+  cudaStream_t stream = ctx.stream();
+  using Offsets = std::pair<std::size_t, std::size_t>;
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{1000003}}) {
+    auto in = course::test::make_dot_inputs(n + 3, 4400 + n);  // room for the offsets below
+    course::test::Guarded<float> d_x(in.x), d_y(in.y), d_result(1);
+    for (const auto& [off_x, off_y] : {Offsets{0, 0}, Offsets{1, 2}, Offsets{3, 1}, Offsets{2, 2}}) {
+      d_result.fill_bytes(0xFF, stream);  // NaN: a value that is never written cannot pass
+      v->run.launch(d_x.data() + off_x, d_y.data() + off_y, n, d_result.data(), ws, stream);
+      ctx.synchronize();
+      const float got = d_result.download()[0];
+      INFO("speed_of_light at n = " << n << ", x + " << off_x << ", y + " << off_y << " (grid=" << ws.grid
+                                    << " block=" << ws.block << "): wrote " << got << "; " << d_result.guard_damage());
+      CHECK(std::isfinite(got));  // finite inputs: the NaN poison was overwritten
+      CHECK(d_result.guard_damage().empty());
+      CHECK(ws.block > 0);
+      CHECK(ws.grid >= 1);
+      if (n == 1000003) CHECK(ws.grid > 1);  // the whole GPU, not one block
+      if (n == 0) continue;
+      // The value comes from the loads: a NaN at the first element it reads reaches it.
+      const float kept = in.x[off_x];
+      in.x[off_x] = std::nanf("");
+      d_x.upload(in.x);
+      d_result.fill_bytes(0, stream);
+      v->run.launch(d_x.data() + off_x, d_y.data() + off_y, n, d_result.data(), ws, stream);
+      ctx.synchronize();
+      const float planted = d_result.download()[0];
+      INFO("with a NaN in x[0] it wrote " << planted << " (expected NaN: the value must come from the loads)");
+      CHECK(std::isnan(planted));
+      in.x[off_x] = kept;
+      d_x.upload(in.x);
+    }
+  }
 }
 
 // A result must follow the input: new values in the same device buffers give the new answer (a

@@ -5,10 +5,12 @@
 //
 // Versions (ch03::versions(); `03_one_thread --kernel NAME` runs one, `03_one_thread` all):
 //   cublas       version 0, the library: cublasSdot, every SM busy     03_one_thread --kernel cublas
+//   speed_of_light  not a dot: every SM reads x and y, nothing else (the floor)   03_one_thread --kernel speed_of_light
 //   one_thread   one thread walks all n elements (exercise 1)          03_one_thread --kernel one_thread
 // Every version is measured twice: the kernel alone on data already on the GPU, and inside
 // round_trip (exercise 2), which allocates, copies in, launches, copies back and frees on every
-// call, and times each of those steps.
+// call, and times each of those steps. The speed-of-light row is a baseline, not a dot product:
+// the driver times it on data already on the GPU only, beside the versions.
 
 #include <cublas_v2.h>
 
@@ -21,6 +23,7 @@
 
 #include "course/check.hpp"
 #include "course/cublas_check.hpp"
+#include "course/kernels/read_floor.cuh"
 #include "dot.hpp"
 
 namespace ch03 {
@@ -46,6 +49,20 @@ void dot_cublas(const float* d_x, const float* d_y, std::size_t n, float* d_resu
   CUBLAS_CHECK(cublasSdot_64(cublas.get(), static_cast<std::int64_t>(n), d_x, 1, d_y, 1, d_result));
 }
 // [cublas]
+
+// [speed_of_light]
+// Not a dot product: the floor every version here is held to. The whole GPU reads the same 8n bytes
+// with the best access pattern the course knows and does nothing else: the kit's read-only kernel
+// (chapter 06 builds it), 16-byte loads on a grid of the blocks that every SM holds at once, one
+// value written so that the loads cannot be dropped. The distance from one thread to this row is
+// what chapters 05 and 06 win back. The grid (read_floor_resident) is asked of the occupancy API on
+// every call, a host-side computation: this chapter's launchers have nowhere but the context to keep it.
+void dot_speed_of_light(const float* d_x, const float* d_y, std::size_t n, float* d_result, course::Context& ctx,
+                        cudaStream_t stream) {
+  const int resident = course::kernels::read_floor_resident(ctx.facts().sm_count);
+  course::kernels::launch_read_floor(d_x, d_y, n, d_result, resident, stream);  // any n, 0 too; any alignment
+}
+// [speed_of_light]
 
 // The first kernel: one thread does all the work, in the order the CPU loop of chapter 02 does.
 // Still slow: it is one thread out of the ~270,000 an H100 can keep resident (132 SMs × 2048),
@@ -181,11 +198,15 @@ float round_trip(Launcher version, course::Context& ctx, const float* h_x, const
 const std::vector<course::Version<Launcher>>& versions() {
   static const std::vector<course::Version<Launcher>> registry = {
       {"cublas", "cublasSdot: the library, the whole GPU (version 0)", dot_cublas, false},
+      {"speed_of_light", "not a dot: the whole GPU reads x and y with 16-byte loads, one value written (the floor)",
+       dot_speed_of_light, false},
       {"one_thread", "one thread walks all n elements", dot_one_thread, true},
   };
   return registry;
 }
 // [registry]
+
+bool is_speed_of_light(const course::Version<Launcher>& version) { return version.run == dot_speed_of_light; }
 
 // [chunk_begin]
 // Contiguous chunks, the way chapter 02's threads split the work: q = n / T elements each, and the

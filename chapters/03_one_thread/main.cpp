@@ -1,6 +1,6 @@
 // Chapter 03 driver — one GPU thread, and the round trip around it.
 //
-//   03_one_thread                          both versions at 2^16, 2^20 and 2^24
+//   03_one_thread                          every version at 2^16, 2^20 and 2^24
 //   03_one_thread --n 2^22                 one size only
 //   03_one_thread --sizes 2^10,2^20        these sizes
 //   03_one_thread --kernel one_thread      one version
@@ -12,7 +12,9 @@
 // phases table splits the round trip into its steps; everything else runs on the context's
 // stream. One thread is slow: at 2^24 a call takes a good fraction of a second, so
 // slow configurations get fewer timed runs (at least 3; see kBudgetMs), and sizes above 2^24
-// take minutes.
+// take minutes. The speed_of_light row is not a dot product (the floor: the whole GPU reads the
+// same bytes and does nothing else): it is timed kernel only, checked only for having written a
+// value, and has no round trip.
 
 #include <algorithm>
 #include <chrono>
@@ -53,6 +55,14 @@ course::Verdict require_valid(float got, const Inputs& in, const std::string& wh
   return v;
 }
 
+// The speed-of-light row computes no dot product: it passes when it wrote a finite value over the
+// NaN poison, and its relative error is NaN (an empty cell).
+course::Verdict require_ran(float got, const Inputs& in, const std::string& what) {
+  const course::Verdict v = course::ran_verdict(got);
+  if (!v.ok) throw std::runtime_error(what + " at n = " + std::to_string(in.x.size()) + ": " + v.message);
+  return v;
+}
+
 int reps_for(double first_ms, const course::Options& opt) {
   return std::clamp(static_cast<int>(kBudgetMs / std::max(first_ms, 1e-3)), kMinReps, opt.reps);
 }
@@ -64,10 +74,13 @@ course::Measurement measure_kernel(const Version& v, Inputs& in, course::Context
   const std::size_t n = in.x.size();
   cudaStream_t stream = ctx.stream();
   auto launch = [&] { v.run(in.d_x.data(), in.d_y.data(), n, in.d_result.data(), ctx, stream); };
+  const bool is_floor = ch03::is_speed_of_light(v);
   auto validate = [&](const char* when) {
     in.d_result.fill_bytes(0xFF, stream);
     launch();
-    return require_valid(in.d_result.download(stream)[0], in, std::string(v.name) + " (kernel only) " + when);
+    const float got = in.d_result.download(stream)[0];
+    const std::string what = std::string(v.name) + " (kernel only) " + when;
+    return is_floor ? require_ran(got, in, what) : require_valid(got, in, what);
   };
   const auto t0 = std::chrono::steady_clock::now();
   const course::Verdict before = validate("before timing");
@@ -77,7 +90,7 @@ course::Measurement measure_kernel(const Version& v, Inputs& in, course::Context
   const course::Verdict after = validate("after timing");
 
   return course::measured(v.name, "kernel only", n, 2.0 * n * sizeof(float), samples, roofline_gbps,
-                          std::max(before.rel_error, after.rel_error), true);
+                          is_floor ? std::nan("") : std::max(before.rel_error, after.rel_error), true);
 }
 
 // Round trip: everything on every call, timed with the host clock (the call blocks until the
@@ -171,7 +184,10 @@ copy back, free, on every call, with each step timed.
     course::print_gpu(ctx, "\n\n");
 
     const std::vector<const Version*> chosen = course::select_versions(ch03::versions(), opt.kernel);
-    course::Progress progress(static_cast<int>(2 * sizes.size() * chosen.size()), "03_one_thread", !opt.quiet);
+    const std::size_t floors = static_cast<std::size_t>(
+        std::count_if(chosen.begin(), chosen.end(), [](const Version* v) { return ch03::is_speed_of_light(*v); }));
+    course::Progress progress(static_cast<int>(sizes.size() * (2 * chosen.size() - floors)), "03_one_thread",
+                              !opt.quiet);
 
     course::Table table = course::measurement_table();
     course::Table phase_table({"version", "n", "phase", "median_ms", "mean_ms", "sd_ms", "min_ms", "pct_of_total",
@@ -183,6 +199,7 @@ copy back, free, on every call, with each step timed.
       for (const Version* v : chosen) {
         progress.step(std::string(v->name) + " kernel only, n=" + course::format_size(n));
         course::add_measurement(table, measure_kernel(*v, in, ctx, opt, roof.read_gbps));
+        if (ch03::is_speed_of_light(*v)) continue;  // the floor of the kernel alone: no round trip
         progress.step(std::string(v->name) + " round trip, n=" + course::format_size(n));
         std::vector<ch03::Phases> phases;
         course::add_measurement(table, measure_round_trip(*v, in, ctx, opt, roof.read_gbps, phases));
@@ -194,7 +211,9 @@ copy back, free, on every call, with each step timed.
     std::cout << "Inputs: signed, uniform [-1, 1), planted spikes (course::plant_spikes). bytes = 2 n sizeof(float).\n"
                  "kernel only: CUDA events around the launch, inputs already on the GPU.\n"
                  "round trip: host clock around round_trip() (allocate, copy in, launch, copy back, free).\n"
-                 "Every row validated against the fp64 reference before and after timing.\n\n";
+                 "Every row validated against the fp64 reference before and after timing, except speed_of_light:\n"
+                 "not a dot (the floor: the whole GPU reads x and y, nothing else), kernel only, checked for having\n"
+                 "written a value; its rel_error is empty.\n\n";
     table.print(std::cout, course::measurement_screen_columns());
     std::cout << "\nWhere a round trip's time goes (medians; pct_of_total of the median call; gbps for the copies\n"
                  "and for the kernel's reads):\n\n";

@@ -4,17 +4,20 @@
 // Chapter 04 — one block: the race, and atomics.
 //
 // Versions (ch04::versions(); one with `04_one_block --kernel NAME`, all with `04_one_block`):
+//   speed_of_light  not a dot: every SM reads x and y, nothing else (the floor)     04_one_block --kernel speed_of_light
 //   race         every thread adds its products into *result with +=: a data race   04_one_block --kernel race
 //   atomic_each  one atomicAdd per product: right, and serialized (exercise 1)      04_one_block --kernel atomic_each
 //   atomic_once  a register sum per thread, one atomicAdd each (exercise 2)          04_one_block --kernel atomic_once
 //
 // All three launch one block, as many threads as the occupancy API suggests; every thread walks
 // the vectors with a stride of blockDim.x, so thread t takes elements t, t + blockDim.x, ...
+// The speed-of-light row is a baseline, not a dot product: the whole GPU reads the same bytes.
 
 #include <algorithm>
 #include <cmath>
 
 #include "course/check.hpp"
+#include "course/kernels/read_floor.cuh"
 #include "dot.hpp"
 
 namespace ch04 {
@@ -114,6 +117,26 @@ void run_atomic_once(const float* d_x, const float* d_y, std::size_t n, float* d
   launch_one_block(dot_atomic_once, "dot_atomic_once", d_x, d_y, n, d_result, ws, s);
 }
 
+// [speed_of_light]
+// Not a dot product: the floor every version here is held to. Not one block but the whole GPU reads
+// the same 8n bytes with the best access pattern the course knows and does nothing else: the kit's
+// read-only kernel (chapter 06 builds it), 16-byte loads on a grid of the blocks that every SM holds
+// at once, one value written so that the loads cannot be dropped. The distance from one block to
+// this row is what chapters 05 and 06 win back.
+void run_speed_of_light(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws,
+                        cudaStream_t s) {
+  namespace k = course::kernels;
+  if (ws.floor_resident == 0) ws.floor_resident = k::read_floor_resident(ws.ctx.facts().sm_count);  // once
+  k::launch_read_floor(d_x, d_y, n, d_result, ws.floor_resident, s);  // any n, 0 too; any alignment
+  // The grid it chose, for the driver's table: one trip of kFloorUnroll float4 per thread while
+  // that fits in the resident blocks, else all of them.
+  const std::size_t per_block = std::size_t{k::kFloorBlock} * 4 * k::kFloorUnroll;
+  ws.grid = static_cast<int>(std::min<std::size_t>(std::max<std::size_t>(1, (n + per_block - 1) / per_block),
+                                                   static_cast<std::size_t>(ws.floor_resident)));
+  ws.block = static_cast<int>(k::kFloorBlock);
+}
+// [speed_of_light]
+
 }  // namespace
 
 // Exercise 3's launcher: *d_result = -infinity, then one block finds the largest product.
@@ -141,6 +164,8 @@ int one_block_threads(course::Context& ctx) {
 // [registry]
 const std::vector<course::Version<GpuDot>>& versions() {
   static const std::vector<course::Version<GpuDot>> registry = {
+      {"speed_of_light", "not a dot: the whole GPU reads x and y with 16-byte loads, one value written (the floor)",
+       {run_speed_of_light, false, true}, false},
       {"race", "one block, every thread does `*result += x[i]*y[i]`: a data race, wrong", {run_race, true}, false},
       {"atomic_each", "one block, one atomicAdd per product: right, serialized", {run_atomic_each}, true},
       {"atomic_once", "one block, a register sum per thread, one atomicAdd per thread", {run_atomic_once}, true},

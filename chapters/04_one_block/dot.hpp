@@ -25,9 +25,10 @@ namespace ch04 {
 /// `ch04::Workspace ws(ctx);` (the context must outlive it)
 struct Workspace {
   explicit Workspace(course::Context& context) : ctx(context) {}
-  course::Context& ctx;  ///< the GPU's state; launchers normally run on ctx.stream()
-  int grid = 0;          ///< blocks of the last launch (always 1 in this chapter)
-  int block = 0;         ///< threads per block of the last launch
+  course::Context& ctx;    ///< the GPU's state; launchers normally run on ctx.stream()
+  int grid = 0;            ///< blocks of the last launch (1 for every version; the speed-of-light row fills the GPU)
+  int block = 0;           ///< threads per block of the last launch
+  int floor_resident = 0;  ///< the speed-of-light row's most blocks (every SM's), asked once, 0 until then
 };
 
 /// Computes x·y over n elements into *d_result (device memory), asynchronously on `stream`
@@ -40,9 +41,14 @@ using Launcher = void (*)(const float* d_x, const float* d_y, std::size_t n, flo
 struct GpuDot {
   Launcher launch;
   bool racy = false;  ///< a data race on purpose: shown by the driver, never held to the error bound
+  /// Not a dot product: the speed-of-light row, the whole GPU reading the same bytes with the best
+  /// access pattern and nothing else (the kit's read-only kernel), timed beside the versions. Its
+  /// value only says that it ran (finite): the driver and the tests never hold it to the reference.
+  bool floor = false;
 };
 
-/// The chapter's registry, in the order the text tells the story.
+/// The chapter's registry: the speed-of-light row (the floor) first, then the versions in the order
+/// the text tells the story.
 const std::vector<course::Version<GpuDot>>& versions();
 
 /// Threads of the one block every version launches: the block size the occupancy API suggests,

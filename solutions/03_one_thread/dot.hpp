@@ -23,8 +23,15 @@ namespace ch03 {
 using Launcher = void (*)(const float* d_x, const float* d_y, std::size_t n, float* d_result, course::Context& ctx,
                           cudaStream_t stream);
 
-/// The chapter's registry: the cuBLAS baseline (version 0), then the one-thread kernel.
+/// The chapter's registry: the cuBLAS baseline (version 0), the speed-of-light row, then the
+/// one-thread kernel.
 const std::vector<course::Version<Launcher>>& versions();
+
+/// True for the speed-of-light row: not a dot product but the floor every version is held to, the
+/// whole GPU reading x and y with the kit's read-only kernel (course/kernels/read_floor.cuh) and
+/// writing one value, which only says that it ran (finite). The driver and the tests never hold
+/// it to the reference, and the driver times it on resident data only (no round trip).
+bool is_speed_of_light(const course::Version<Launcher>& version);
 
 /// Where the time of one round trip went, in milliseconds. The steps that run on the GPU (the
 /// copies, the kernel) are timed with CUDA events; cudaMalloc and cudaFree, which block the host,
