@@ -109,6 +109,20 @@ def case_tree(case, course, solutions_dir):
     return tree
 
 
+def rounds(cases):
+    """The cases in groups of at most one per chapter, in their order: a group's cases are applied
+    and built together (tools/check_negatives.py's main loop)."""
+    pending, groups = list(cases), []
+    while pending:
+        group, chapters, rest = [], set(), []
+        for c in pending:
+            (rest if c["chapter"] in chapters else group).append(c)
+            chapters.add(c["chapter"])
+        groups.append(group)
+        pending = rest
+    return groups
+
+
 def write_tree(tree, staging):
     for rel, text in tree.items():
         target = staging / rel
@@ -199,13 +213,19 @@ def main():
         return 1
     rows, bad = [], 0
 
+    def build_chapters(chapters):
+        targets = [f"test_{chapter}" for chapter in chapters]
+        return run(["cmake", "--build", str(build), "-j", str(args.jobs), "--target"] + targets, log)[0] == 0
+
     def build_chapter(chapter):
-        return run(["cmake", "--build", str(build), "-j", str(args.jobs), "--target", f"test_{chapter}"], log)[0] == 0
+        return build_chapters([chapter])
 
     if not args.no_control:
-        for chapter in sorted({c["chapter"] for c in cases}):
-            write_tree(case_tree(None, course, ROOT / "solutions"), staging)
-            if not build_chapter(chapter):
+        control_chapters = sorted({c["chapter"] for c in cases})
+        write_tree(case_tree(None, course, ROOT / "solutions"), staging)
+        all_built = build_chapters(control_chapters)  # one call: both cores busy from the start
+        for chapter in control_chapters:
+            if not all_built and not build_chapter(chapter):
                 rows.append((f"control {chapter}", "the solutions", "", "FAIL: does not build"))
                 bad += 1
                 continue
@@ -219,25 +239,44 @@ def main():
                 rows.append((label, "the solutions pass the tests below", f"{len(results)} tests",
                              "ok" if not wrong else "FAIL: " + "; ".join(wrong)))
                 bad += bool(wrong)
-    for c in cases:
-        print(f"[check_negatives] {c['name']}", file=sys.stderr, flush=True)
-        write_tree(case_tree(c, course, ROOT / "solutions"), staging)
+    results_by_case = {}
+    for group in rounds(cases):
+        # The group's broken copies go into the tree together (one per chapter: a chapter's test
+        # program is built from its own files and the kit only), and their chapters are rebuilt in
+        # one call, so that both cores have a file to compile.
+        merged = case_tree(None, course, ROOT / "solutions")
+        for c in group:
+            tree = case_tree(c, course, ROOT / "solutions")
+            merged.update({rel: text for rel, text in tree.items() if rel.split("/")[0] == c["chapter"]})
+        write_tree(merged, staging)
         # Without --gpu (CI), a case caught only by the hole scan (a CTest that reads the sources) is
         # not built: the scan sees the spliced tree as written, and CI's time goes to rebuilding
         # chapters. With --gpu (tools/gpu_check.sh, every case) it is built too, so a case that
         # would not compile is still found.
-        scan_only = not args.gpu and all(t.startswith(f"ch{c['chapter'][:2]} integrity:") for t in c["fail"])
-        if not scan_only and not build_chapter(c["chapter"]):
-            rows.append((c["name"], c.get("class", ""), "", f"FAIL: the broken copy does not build (see {log})"))
-            bad += 1
-            continue
-        results = run_tests(c["name"], c["fail"], test_commands(build, log), log, c.get("sanitize"))
-        missed = [f"{n}: {o}" for n, o in results if o != "failed"]
-        caught_by = "; ".join(n for n, o in results if o == "failed") + (
-            f" (under compute-sanitizer {c['sanitize']})" if c.get("sanitize") else "")
-        rows.append((c["name"], c.get("class", ""), caught_by, "caught" if not missed else "NOT CAUGHT: " + "; ".join(missed)))
-        print(f"[check_negatives] {c['name']}: {rows[-1][3]} ({caught_by or 'no test failed'})", file=sys.stderr, flush=True)
-        bad += bool(missed)
+        to_build = [c for c in group
+                    if args.gpu or not all(t.startswith(f"ch{c['chapter'][:2]} integrity:") for t in c["fail"])]
+        built = {c["name"] for c in group} - {c["name"] for c in to_build}
+        if to_build and build_chapters([c["chapter"] for c in to_build]):
+            built |= {c["name"] for c in to_build}
+        else:  # one chapter broke the build: find which, one at a time (the others are up to date)
+            built |= {c["name"] for c in to_build if build_chapters([c["chapter"]])}
+        commands = test_commands(build, log)
+        for c in group:
+            print(f"[check_negatives] {c['name']}", file=sys.stderr, flush=True)
+            if c["name"] not in built:
+                results_by_case[c["name"]] = (c.get("class", ""), "", f"FAIL: the broken copy does not build (see {log})")
+                continue
+            results = run_tests(c["name"], c["fail"], commands, log, c.get("sanitize"))
+            missed = [f"{n}: {o}" for n, o in results if o != "failed"]
+            caught_by = "; ".join(n for n, o in results if o == "failed") + (
+                f" (under compute-sanitizer {c['sanitize']})" if c.get("sanitize") else "")
+            results_by_case[c["name"]] = (c.get("class", ""), caught_by,
+                                          "caught" if not missed else "NOT CAUGHT: " + "; ".join(missed))
+            print(f"[check_negatives] {c['name']}: {results_by_case[c['name']][2]} ({caught_by or 'no test failed'})",
+                  file=sys.stderr, flush=True)
+    for c in cases:  # the table in the cases' order
+        rows.append((c["name"],) + results_by_case[c["name"]])
+        bad += rows[-1][3] != "caught"
     write_tree(case_tree(None, course, ROOT / "solutions"), staging)  # leave the tree unbroken
     print("\n| case | class | caught by | result |\n| --- | --- | --- | --- |")
     for row in rows:
