@@ -61,32 +61,35 @@ GLOBAL_RULES = [
      "host threads inside a GPU exercise: the answer may be computed on the CPU"),
 ]
 
+# The speed-of-light rows (chapters 03-11): they read the bytes and compute no dot.
+FLOOR = r"\b\w*(?:read_floor|link_floor|speed_of_light|SpeedOfLight)\w*"
+
 # Another version's launcher, the course's baselines, and host answers per chapter: names a hole
 # of that chapter may not call. `allow` drops a global rule for the chapter (its subject).
 CHAPTER_RULES = {
     "02_cpu_dot": {"allow": ["host threads inside a GPU exercise: the answer may be computed on the CPU"],
                    "deny": [r"\bdot_(?:threads_partials|compensated|kahan)\w*\s*\(",
                             r"\bversions\s*\(", r"\bcpu_dot\w*", r"\bstd::(?:inner_product|reduce|accumulate)\b"]},
-    "03_one_thread": {"deny": [r"\brun_cublas\b", r"\bversions\s*\("]},
-    "04_one_block": {"deny": [r"\bversions\s*\(", r"\brun_\w+"]},
-    "05_many_blocks": {"deny": [r"\brun_cublas\b", r"\bversions\s*\(", r"\blaunch_\w+\s*\("]},
-    "06_ladder": {"deny": [r"\brun_(?:v\d+|cublas|cub|atomic_vec4|speed_of_light)\b", r"\bversions\s*\(",
+    "03_one_thread": {"deny": [r"\b(?:run|dot)_cublas\b", r"\bversions\s*\(", FLOOR]},
+    "04_one_block": {"deny": [r"\bversions\s*\(", r"\brun_\w+", FLOOR]},
+    "05_many_blocks": {"deny": [FLOOR, r"\brun_cublas\b", r"\bversions\s*\(", r"\blaunch_\w+\s*\("]},
+    "06_ladder": {"deny": [FLOOR, r"\brun_(?:v\d+|cublas|cub|atomic_vec4|speed_of_light)\b", r"\bversions\s*\(",
                            r"\bsingle_pass\w*"]},
-    "07_library": {"deny": [r"\bdot_(?:alloc_per_call|reuse_staged|reuse|host|device|typed\w*)\b", r"\bfastest\s*\(",
+    "07_library": {"deny": [FLOOR, r"\bdot_(?:alloc_per_call|reuse_staged|reuse|host|device|typed\w*)\b", r"\bfastest\s*\(",
                             r"\bversions\s*\(", r"\bstager\s*\(", r"\bStager\b", r"\btyped_state\b",
                             r"\bdotcourse_\w+\s*\("]},
-    "08_pinned": {"deny": [r"\bpaths\s*\(", r"\bdevice_dot\b", r"\bcudaHostRegister\b", r"\bRegistration\b",
+    "08_pinned": {"deny": [FLOOR, r"\bpaths\s*\(", r"\bdevice_dot\b", r"\bcudaHostRegister\b", r"\bRegistration\b",
                            r"\bsm_copy\b", r"\bcudaMallocManaged\b", r"\bcudaMemPrefetchAsync\b",
                            r"\bcudaHostGetDevicePointer\b", r"\bparallel_memcpy\b"]},
-    "09_streams": {"deny": [r"\bissue_(?:serial|one_stream|depth_first|graph)\b", r"\bgraph_for\b",
+    "09_streams": {"deny": [FLOOR, r"\bissue_(?:serial|one_stream|depth_first|graph)\b", r"\bgraph_for\b",
                             r"\bcudaGraph\w*", r"\bversions\s*\(", r"\bcpu_dot\b", r"\bbook_reference\b",
                             r"(?<![\w.>])run\s*\(",
                             ("host_compute", r"\bh_(?:x|y)\b",
                              "the inputs read on the host in the chapter's holes: the answer must come from the "
                              "kernels' partials")]},
-    "10_dtypes": {"deny": [r"\brun_\w+", r"\bversions\s*\(", r"\bbaseline\w*"]},
+    "10_dtypes": {"deny": [FLOOR, r"\brun_\w+", r"\bversions\s*\(", r"\bbaseline\w*"]},
     "11_multi_gpu": {"allow": ["NCCL outside chapter 11"],
-                     "deny": [r"\bcombine_(?:allreduce|p2p|host|graph|allgather_graph|kernel|over_peers)\b",
+                     "deny": [FLOOR, r"\bcombine_(?:allreduce|p2p|host|graph|allgather_graph|kernel|over_peers)\b",
                               r"\bnccl(?:AllReduce|Reduce|ReduceScatter|Broadcast|Bcast)\b", r"\bversions\s*\(",
                               r"\breference_from_seed\b"]},
 }
