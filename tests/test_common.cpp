@@ -641,7 +641,7 @@ TEST_CASE("common: typed random values, the typed reference and the bound from t
   CHECK(course::dot_error_bound(plain, std::ldexp(1.0, -53)) < course::dot_error_bound(plain) * 1e-8);
 }
 
-TEST_CASE("common: a typed measurement table has a dtype column; the plain one does not", "[common]") {
+TEST_CASE("common: a typed measurement table has a dtype column, the plain one does not", "[common]") {
   course::Measurement m;
   m.version = "course";
   m.n = 8;
@@ -759,7 +759,7 @@ TEST_CASE("common: a --csv in a folder at the top of the file system is exit 2, 
   CHECK(std::count(err.begin(), err.end(), '\n') == 1);
 }
 
-TEST_CASE("common: csv_path_problem looks and makes nothing; folders are made only when the work starts", "[common]") {
+TEST_CASE("common: csv_path_problem looks and makes nothing, folders are made only when the work starts", "[common]") {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / "course_test_csv_problem";
   fs::remove_all(dir);
