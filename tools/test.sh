@@ -31,12 +31,18 @@ for ((i = 0; i < ${#args[@]}; i++)); do
   fi
 done
 cmake --build --preset $preset -j "$jobs" "${target[@]}"
-# Serially: GPU tests share one card, and some allocate gigabytes. The last line is the honest
-# count (CTest's own "100% tests passed" counts a skipped test as passed), then each skip's reason.
+# Serially where there is a GPU: GPU tests share one card, and some allocate gigabytes. Without
+# one (nvidia-smi lists none) every GPU test skips at once and the host tests run side by side,
+# one per core, unless the arguments choose (-j). The last line is the honest count (CTest's own
+# "100% tests passed" counts a skipped test as passed), then each skip's reason.
+parallel=()
+if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU' && [[ " $* " != *" -j"* ]] && [[ " $* " != *" --parallel"* ]]; then
+  parallel=(-j "$jobs")
+fi
 junit="$root/build/$preset/ctest-junit.xml"
 rm -f "$junit"
 set +e
-ctest --preset $preset --output-junit "$junit" "$@"
+ctest --preset $preset --output-junit "$junit" "${parallel[@]}" "$@"
 rc=$?
 # (ctest includes chapter 07's pytest suite, ch07.python, and `go test`, ch07.go, where Go is
 # installed; without Go, configure says so and the Go test is not registered.)
