@@ -1,6 +1,5 @@
 """Tests of tools/check_negatives.py that need no build: how the cases are grouped, and that the
 merged tree of a group breaks each case's own chapter only."""
-import importlib.util
 import pathlib
 import sys
 import unittest
@@ -8,15 +7,7 @@ import unittest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 
-
-def load(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-cn = load("check_negatives")
+import check_negatives as cn  # noqa: E402
 
 
 def case(name, chapter):
