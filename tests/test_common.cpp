@@ -451,6 +451,25 @@ TEST_CASE("common: a host buffer larger than the machine is refused with DoesNot
   }
 }
 
+TEST_CASE("common: COURSE_DEVICE_MEMORY_LIMIT makes a large card read as a small one", "[common]") {
+  constexpr std::size_t gib = std::size_t{1} << 30;
+  // No limit: what the driver says.
+  CHECK(course::limited_free_bytes(100 * gib, 140 * gib, 0) == 100 * gib);
+  // A 15 GiB card with 40 GiB in use elsewhere on the 140 GiB one: nothing left.
+  CHECK(course::limited_free_bytes(100 * gib, 140 * gib, 15 * gib) == 0);
+  // An idle card: the limit, less what this process holds, so an allocation still shows as a drop.
+  CHECK(course::limited_free_bytes(139 * gib, 140 * gib, 15 * gib) == 14 * gib);
+  CHECK(course::limited_free_bytes(137 * gib, 140 * gib, 15 * gib) == 12 * gib);
+  // A limit above the card changes nothing.
+  CHECK(course::limited_free_bytes(100 * gib, 140 * gib, 1000 * gib) == 100 * gib);
+  CHECK(course::parse_byte_size("15Gi", "X") == 15 * gib);
+  CHECK(course::parse_byte_size("16G", "X") == 16 * gib);
+  CHECK(course::parse_byte_size("4096", "X") == 4096);
+  CHECK(course::parse_byte_size("8Mi", "X") == (std::size_t{8} << 20));
+  for (const char* bad : {"", "15 GiB", "-1", "1.5G", "15GB", "99999999999999999999", "17179869184Gi"})
+    CHECK_THROWS_AS(course::parse_byte_size(bad, "COURSE_DEVICE_MEMORY_LIMIT"), course::UsageError);
+}
+
 TEST_CASE("common: ScratchLayout aligns every region and adds them up", "[common]") {
   course::ScratchLayout layout;
   CHECK(layout.bytes() == 0);

@@ -51,8 +51,23 @@ void require_gpu();
 std::string describe_device(const DeviceFacts& facts);
 
 /// Free memory of the current device in bytes (cudaMemGetInfo). A course::Context makes its
-/// device current when it is made (and on activate()).
+/// device current when it is made (and on activate()). With COURSE_DEVICE_MEMORY_LIMIT set, the
+/// card reads as one of that many bytes: see device_memory_limit().
 std::size_t free_device_bytes();
+
+/// COURSE_DEVICE_MEMORY_LIMIT, in bytes (a whole number, or with a suffix K, M, G, Ki, Mi, Gi:
+/// "15Gi" is a T4's 15 GiB); 0 when unset or empty. It makes a large card behave as a small one,
+/// so that a test or driver's "does not fit" path runs where students meet it. Throws UsageError
+/// on a value that is not a size.
+std::size_t device_memory_limit();
+
+/// Parses a size as device_memory_limit() reads it; throws UsageError naming `what` otherwise.
+std::size_t parse_byte_size(const std::string& text, const std::string& what);
+
+/// What a card of `limit` bytes would have free when this process sees `free_bytes` of `total`
+/// free: the memory in use (total - free) counts against the limit, so that what a program
+/// allocates still shows as a drop in free memory. A limit of 0 is no limit.
+std::size_t limited_free_bytes(std::size_t free_bytes, std::size_t total, std::size_t limit);
 
 /// Throws DoesNotFitError, naming both sizes, when `bytes` exceed the device's free memory
 /// (minus a small reserve). Call it before allocating, with everything the run will allocate.

@@ -82,6 +82,7 @@ DeviceFacts query_device_facts(int device) {
   f.shared_per_block = prop.sharedMemPerBlock;
   f.l2_bytes = static_cast<std::size_t>(prop.l2CacheSize);
   f.global_bytes = prop.totalGlobalMem;
+  if (const std::size_t limit = device_memory_limit(); limit != 0) f.global_bytes = std::min(f.global_bytes, limit);
   // CUDA 13 removed memoryClockRate from cudaDeviceProp; the attribute is the way.
   CUDA_CHECK(cudaDeviceGetAttribute(&f.memory_clock_khz, cudaDevAttrMemoryClockRate, f.id));
   CUDA_CHECK(cudaDeviceGetAttribute(&f.bus_width_bits, cudaDevAttrGlobalMemoryBusWidth, f.id));

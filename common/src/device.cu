@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <cstdio>
 #include <vector>
 
@@ -68,11 +70,41 @@ std::string describe_device(const DeviceFacts& f) {
   return buf;
 }
 
+std::size_t parse_byte_size(const std::string& text, const std::string& what) {
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  const std::string suffix = text.substr(digits);
+  static const struct { const char* name; int shift; } units[] = {
+      {"", 0}, {"K", 10}, {"M", 20}, {"G", 30}, {"Ki", 10}, {"Mi", 20}, {"Gi", 30}};
+  int shift = -1;
+  for (const auto& u : units)
+    if (suffix == u.name) shift = u.shift;
+  // 19 digits always fit in 64 bits; the shift is checked against the value below.
+  if (digits == 0 || digits > 19 || shift < 0)
+    throw UsageError(what + " = '" + text + "': expected a number of bytes, optionally with K, M, G, Ki, Mi or Gi (e.g. 15Gi)");
+  const unsigned long long value = std::stoull(text.substr(0, digits));
+  if (value > (~0ULL >> shift)) throw UsageError(what + " = '" + text + "': too large");
+  return static_cast<std::size_t>(value << shift);
+}
+
+std::size_t device_memory_limit() {
+  const char* text = std::getenv("COURSE_DEVICE_MEMORY_LIMIT");
+  if (text == nullptr || *text == '\0') return 0;
+  return parse_byte_size(text, "COURSE_DEVICE_MEMORY_LIMIT");
+}
+
+std::size_t limited_free_bytes(std::size_t free_bytes, std::size_t total, std::size_t limit) {
+  if (limit == 0) return free_bytes;
+  const std::size_t used = total > free_bytes ? total - free_bytes : 0;
+  return std::min(free_bytes, limit > used ? limit - used : 0);
+}
+
 std::size_t free_device_bytes() {
   require_gpu();
+  const std::size_t limit = device_memory_limit();  // before the device: a bad value is a usage error
   std::size_t free_bytes = 0, total = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
-  return free_bytes;
+  return limited_free_bytes(free_bytes, total, limit);
 }
 
 void require_fits(std::size_t bytes, const std::string& what) {
