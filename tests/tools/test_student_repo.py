@@ -1,0 +1,57 @@
+"""Tests of tools/make_student_repo's README: the student repository gets its own README, made from
+tools/student_readme.md with sections of the course README pulled in, and never one that names
+what the student repository lacks (solutions/, the maintainers' tools)."""
+import importlib.machinery
+import importlib.util
+import pathlib
+import shutil
+import tempfile
+import unittest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+loader = importlib.machinery.SourceFileLoader("course_make_student_repo", str(ROOT / "tools" / "make_student_repo"))
+spec = importlib.util.spec_from_loader("course_make_student_repo", loader)
+msr = importlib.util.module_from_spec(spec)
+loader.exec_module(msr)
+
+
+class StudentReadme(unittest.TestCase):
+    def fake_root(self, readme, template):
+        tmp = pathlib.Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, tmp)
+        (tmp / "tools").mkdir()
+        (tmp / "README.md").write_text(readme)
+        (tmp / msr.STUDENT_README).write_text(template)
+        return tmp
+
+    def test_the_real_one_names_no_solutions_and_has_the_chapters(self):
+        text = msr.student_readme(ROOT)
+        self.assertNotIn("solutions", text)
+        self.assertIn("tools/progress", text)
+        chapters = sorted(p.name for p in (ROOT / "chapters").iterdir() if p.is_dir())
+        for ch in chapters:  # every chapter's row, pulled from the course README's table
+            self.assertIn(f"chapters/{ch}/README.md", text, ch)
+
+    def test_sections_are_pulled_from_the_course_readme(self):
+        root = self.fake_root("# C\n\n## Chapters\n| a | b |\n| --- | --- |\n| 1 | 2 |\n\nprose\n\n## License\nMIT\n",
+                              "# S\n<!-- course-readme: Chapters table -->\n<!-- course-readme: License -->\n")
+        text = msr.student_readme(root)
+        self.assertIn("| 1 | 2 |", text)
+        self.assertNotIn("prose", text)
+        self.assertIn("## License\nMIT", text)
+
+    def test_a_readme_naming_solutions_is_refused(self):
+        root = self.fake_root("# C\n\n## License\nsee solutions/ for the answers\n",
+                              "# S\n<!-- course-readme: License -->\n")
+        with self.assertRaises(SystemExit) as e:
+            msr.student_readme(root)
+        self.assertIn("solutions", str(e.exception))
+
+    def test_a_missing_section_is_refused(self):
+        root = self.fake_root("# C\n", "# S\n<!-- course-readme: Nowhere -->\n")
+        with self.assertRaises(SystemExit):
+            msr.student_readme(root)
+
+
+if __name__ == "__main__":
+    unittest.main()
