@@ -1,0 +1,86 @@
+"""Tests of tools/check_answers.py: a hole's solution body, or a variant one token away, planted
+in a chapter's code block, in a neighbouring function or in the kit is found; a body shown in a
+block marked as after its exercise, a short body, and the stub itself are not."""
+import pathlib
+import shutil
+import sys
+import tempfile
+import unittest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+import check_answers  # noqa: E402
+
+SOLUTION = """float f(const float* x, int n) {
+  // BEGIN SOLUTION
+  float total = 0.0f;
+  for (int i = 0; i < n; ++i) total += x[i] * x[i];
+  return total;
+  // STUB
+  //> // TODO(student): the sum of squares.
+  //> return 0.0f;
+  // END SOLUTION
+}
+"""
+STUDENT = """float f(const float* x, int n) {
+  // [hole 1 begin]
+  // TODO(student): the sum of squares.
+  return 0.0f;
+  // [hole 1 end]
+}
+"""
+
+
+class CheckAnswers(unittest.TestCase):
+    def tree(self, readme="# ch\n", extra_student="", kit=""):
+        root = pathlib.Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, root)
+        for folder in ("solutions/01_x", "chapters/01_x", "common/course"):
+            (root / folder).mkdir(parents=True)
+        (root / "solutions/01_x/f.cpp").write_text(SOLUTION)
+        (root / "chapters/01_x/f.cpp").write_text(STUDENT + extra_student)
+        (root / "chapters/01_x/README.md").write_text(readme)
+        (root / "common/course/kit.hpp").write_text(kit)
+        return root
+
+    def test_a_clean_chapter_has_no_finding(self):
+        self.assertEqual(check_answers.findings(["01_x"], self.tree()), [])
+
+    def test_the_body_in_a_code_block_is_found(self):
+        readme = "# ch\n\n```cpp\nfloat total = 0.0f;\nfor (int i = 0; i < n; ++i) total += x[i] * x[i];\nreturn total;\n```\n"
+        found = check_answers.findings(["01_x"], self.tree(readme=readme))
+        self.assertEqual(len(found), 1)
+        self.assertIn("README.md", found[0][3])
+
+    def test_a_one_token_variant_in_a_neighbouring_function_is_found(self):
+        neighbour = "double g(const double* y, int n) {\n  float total = 0.0f;\n" \
+                    "  for (int i = 0; i < n; ++i) total += y[i] * x[i];\n  return total;\n}\n"
+        found = check_answers.findings(["01_x"], self.tree(extra_student=neighbour))
+        self.assertEqual(len(found), 1)
+        self.assertIn("chapters/01_x/f.cpp", found[0][3])
+
+    def test_the_body_in_the_kit_is_found(self):
+        kit = "inline float sq(const float* x, int n) {\n  float total = 0.0f; // the sum\n" \
+              "  for (int i = 0; i < n; ++i) total += x[i] * x[i];\n  return total;\n}\n"
+        found = check_answers.findings(["01_x"], self.tree(kit=kit))
+        self.assertEqual([f[3].split(" ")[0] for f in found], ["common/course/kit.hpp:2"])
+
+    def test_two_tokens_away_is_not_a_variant(self):
+        readme = "```cpp\nfloat total = 1.0f;\nfor (int i = 0; i < n; ++i) total += y[i] * x[i];\nreturn total;\n```\n"
+        self.assertEqual(check_answers.findings(["01_x"], self.tree(readme=readme)), [])
+
+    def test_a_block_shown_after_its_exercise_is_left_out(self):
+        readme = "<!-- answer-after: exercise 1 -->\n```cpp\nfloat total = 0.0f;\n" \
+                 "for (int i = 0; i < n; ++i) total += x[i] * x[i];\nreturn total;\n```\n"
+        self.assertEqual(check_answers.findings(["01_x"], self.tree(readme=readme)), [])
+
+    def test_one_edit_apart(self):
+        a = list("abcdef")
+        self.assertTrue(check_answers.one_edit_apart(a, list("abXdef")))
+        self.assertTrue(check_answers.one_edit_apart(a, list("abdef")))
+        self.assertTrue(check_answers.one_edit_apart(a, list("abcXdef")))
+        self.assertFalse(check_answers.one_edit_apart(a, list("aXcdeY")))
+
+
+if __name__ == "__main__":
+    unittest.main()

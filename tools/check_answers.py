@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""No answer within reach: for every hole of the course, look for its solution body where a student
+of that chapter can read it, and report each place that shows it.
+
+    tools/check_answers.py              every chapter; exit 1 when any hole's answer is shown
+    tools/check_answers.py 06 07        some chapters (number or name)
+    tools/check_answers.py --report     list every finding, exit 0 (informative)
+
+Where a student looks (for the holes of chapter C):
+  - every fenced code block of C's README.md and APPENDIX.md;
+  - C's own student files, outside their holes (a neighbouring function, a header);
+  - the kit (common/), which every chapter ships and includes.
+A place shows a hole's answer when it holds the body's tokens (comments dropped, spacing ignored)
+exactly, or with one token changed, added or removed: "a one-line variant" (another name for one
+variable, `+` for `-`). Bodies of fewer than MIN_TOKENS tokens are not searched: any code holds a
+`return s;`. A hole whose answer the lesson must show after the exercise goes in a folded block
+that `<!-- answer-after: exercise N -->` precedes, which this check leaves out.
+
+Exit codes: 0 nothing found (or --report) · 1 an answer within reach · 2 bad arguments.
+"""
+import argparse
+import pathlib
+import re
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import make_exercises  # noqa: E402
+
+MIN_TOKENS = 12
+ANSWER_AFTER = re.compile(r"<!--\s*answer-after:\s*exercise\s+\d+\s*-->")
+TOKEN = re.compile(r"""
+    "(?:\\.|[^"\\])*"            # a string literal
+  | '(?:\\.|[^'\\])*'            # a character literal
+  | [A-Za-z_]\w*                 # a name or keyword
+  | \d[\w.']*                    # a number (with suffixes and separators)
+  | <<=|>>=|->\*|\.\.\.|::|->|\+\+|--|<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%&|^!=<>]=
+  | \S                           # any other one character
+""", re.VERBOSE)
+COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+
+
+def tokens(code):
+    return TOKEN.findall(COMMENT.sub(" ", code))
+
+
+def one_edit_apart(a, b):
+    """True when the token lists a and b are equal or one substitution, insertion or deletion apart."""
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        return sum(x != y for x, y in zip(a, b)) <= 1
+    if len(a) > len(b):
+        a, b = b, a
+    i = 0
+    while i < len(a) and a[i] == b[i]:
+        i += 1
+    return a[i:] == b[i + 1:]
+
+
+def find_variant(body, text_tokens):
+    """The start of a window of text_tokens one edit or less from body, or None. A window one edit
+    from the body matches one of the body's halves exactly (pigeonhole), so only the places where a
+    half occurs are compared in full."""
+    n = len(body)
+    half = n // 2
+    heads, tails = body[:half], body[half:]
+    joined = "\x00".join(text_tokens)
+
+    def occurrences(part):
+        needle = "\x00".join(part)
+        pos = joined.find(needle)
+        while pos != -1:
+            if pos == 0 or joined[pos - 1] == "\x00":
+                yield joined.count("\x00", 0, pos)
+            pos = joined.find(needle, pos + 1)
+
+    for where in occurrences(heads):
+        for length in (n - 1, n, n + 1):
+            if one_edit_apart(body, text_tokens[where:where + length]):
+                return where
+    for where in occurrences(tails):
+        for length in (n - 1, n, n + 1):
+            start = where + len(tails) - length
+            if start >= 0 and one_edit_apart(body, text_tokens[start:start + length]):
+                return start
+    return None
+
+
+def fenced_blocks(markdown):
+    """[(first line number, code)] of the fenced blocks not marked as shown after their exercise."""
+    out, lines, k = [], markdown.splitlines(), 0
+    while k < len(lines):
+        m = re.match(r"^\s*(```+|~~~+)", lines[k])
+        if not m:
+            k += 1
+            continue
+        fence, start = m.group(1), k
+        k += 1
+        while k < len(lines) and not lines[k].lstrip().startswith(fence):
+            k += 1
+        before = "\n".join(lines[max(0, start - 3):start])
+        if not ANSWER_AFTER.search(before):
+            out.append((start + 2, "\n".join(lines[start + 1:k])))
+        k += 1
+    return out
+
+
+def outside_holes(text):
+    """A student-format file's text with every hole's body blanked (its stub is not an answer)."""
+    hs = make_exercises.holes(text)
+    inside = set()
+    for h in hs.values():
+        inside.update(range(h.begin_line + 1, h.end_line))
+    return "\n".join("" if n in inside else line for n, line in enumerate(text.splitlines(), start=1))
+
+
+def places(chapter, root=ROOT):
+    """[(label, text)] where a student of `chapter` can read code."""
+    out = []
+    folder = root / "chapters" / chapter
+    for doc in ("README.md", "APPENDIX.md"):
+        path = folder / doc
+        if path.is_file():
+            for line, code in fenced_blocks(path.read_text()):
+                out.append((f"chapters/{chapter}/{doc}:{line} (code block)", code))
+    for path in sorted(folder.iterdir()):
+        if path.suffix in (".cu", ".cuh", ".hpp", ".h", ".cpp", ".c"):
+            out.append((f"chapters/{chapter}/{path.name}", outside_holes(path.read_text())))
+    for path in sorted((root / "common").rglob("*")):
+        if path.is_file() and path.suffix in (".cu", ".cuh", ".hpp", ".h", ".cpp"):
+            out.append((str(path.relative_to(root)), path.read_text()))
+    return out
+
+
+def line_of(text, token_index):
+    """The 1-based line of `text` where its token number `token_index` starts (comments dropped as
+    tokens() drops them, their line breaks kept)."""
+    stripped = COMMENT.sub(lambda m: "\n" * m.group(0).count("\n") or " ", text)
+    for k, m in enumerate(TOKEN.finditer(stripped)):
+        if k == token_index:
+            return stripped.count("\n", 0, m.start()) + 1
+    return 0
+
+
+def findings(chapters, root=ROOT):
+    """[(chapter, file, hole, where)] for every answer within reach."""
+    found = []
+    for chapter in chapters:
+        for src in sorted((root / "solutions" / chapter).glob("*")):
+            if not src.is_file():
+                continue
+            bodies = make_exercises.solution_bodies(src.read_text(), str(src))
+            for k, hole in sorted(bodies.items()):
+                body = tokens(hole.body)
+                if len(body) < MIN_TOKENS:
+                    continue
+                for label, text in places(chapter, root):
+                    at = find_variant(body, tokens(text))
+                    if at is not None:
+                        where = label if "(code block)" in label else f"{label}:{line_of(text, at)}"
+                        where += " (the kit)" if label.startswith("common/") else ""
+                        found.append((chapter, src.name, k, where))
+    return found
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="tools/check_answers.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("chapters", nargs="*", help="chapter numbers or names (default: all)")
+    p.add_argument("--report", action="store_true", help="list every finding and exit 0")
+    args = p.parse_args(argv)
+    every = sorted(d.name for d in (ROOT / "solutions").iterdir() if d.is_dir())
+    chosen = []
+    for want in args.chapters or every:
+        hit = [c for c in every if c == want or c.split("_")[0] == want.zfill(2)]
+        if not hit:
+            p.error(f"no chapter '{want}' (known: {', '.join(every)})")
+        chosen += hit
+    found = findings(chosen)
+    for chapter, src, k, where in found:
+        print(f"{chapter}/{src} hole {k}: its answer is shown in {where}")
+    print(f"check_answers: {len(found)} answer(s) within reach over {len(chosen)} chapter(s)")
+    return 0 if args.report or not found else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
