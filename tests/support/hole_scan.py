@@ -64,6 +64,10 @@ GLOBAL_RULES = [
 # The speed-of-light rows (chapters 03-11): they read the bytes and compute no dot.
 FLOOR = r"\b\w*(?:read_floor|link_floor|speed_of_light|SpeedOfLight)\w*"
 
+# The kit's copy of what a chapter teaches (common/course/kernels/): the chapter that graduates a
+# primitive into the kit is the last to see it as an exercise, and its holes may not call the copy.
+KIT_WHY = "the kit's graduated copy of what this chapter's exercise asks you to write (common/course/kernels/)"
+
 # Another version's launcher, the course's baselines, and host answers per chapter: names a hole
 # of that chapter may not call. `allow` drops a global rule for the chapter (its subject).
 CHAPTER_RULES = {
@@ -87,7 +91,8 @@ CHAPTER_RULES = {
                             ("host_compute", r"\bh_(?:x|y)\b",
                              "the inputs read on the host in the chapter's holes: the answer must come from the "
                              "kernels' partials")]},
-    "10_dtypes": {"deny": [FLOOR, r"\brun_\w+", r"\bversions\s*\(", r"\bbaseline\w*"]},
+    "10_dtypes": {"deny": [FLOOR, r"\brun_\w+", r"\bversions\s*\(", r"\bbaseline\w*",
+                           ("library", r"\bkernels\b|\bTypedAcc\b", KIT_WHY)]},
     "11_multi_gpu": {"allow": ["NCCL outside chapter 11"],
                      "deny": [FLOOR, r"\bcombine_(?:allreduce|p2p|host|graph|allgather_graph|kernel|over_peers)\b",
                               r"\bnccl(?:AllReduce|Reduce|ReduceScatter|Broadcast|Bcast)\b", r"\bversions\s*\(",
@@ -125,8 +130,15 @@ def ticket_order(code):
     return out
 
 
+def denied(pattern, why):
+    """A hole rule refusing every match of `pattern` in the hole's code."""
+    rx = re.compile(pattern)
+    return lambda code: [(m.start(), m.group(0).strip(), why) for m in rx.finditer(code)]
+
+
 # (chapter, file, hole) -> a function of the hole's code giving [(offset, what, why)].
 HOLE_RULES = {
+    ("06_ladder", "dot.cu", 3): ("library", denied(r"\bblock_sum\b|\bwarp_sum\b|\bkernels\b", KIT_WHY)),
     ("06_ladder", "dot.cu", 4): ("memory_order", ticket_order),
 }
 
