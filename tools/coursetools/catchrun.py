@@ -38,8 +38,8 @@ BATCH_SAFE_PROPERTIES = {"LABELS", "TIMEOUT", "SKIP_REGULAR_EXPRESSION", "WORKIN
 CRASHED = "crashed"
 # A failure after which the rest of the process's CUDA calls may fail too (a sticky error): the
 # failed cases that follow it run again alone.
-STICKY = re.compile(r"(?i)(cuda\w*error|illegal (memory )?address|illegal instruction|launch failure|misaligned|"
-                    r"device-side assert|hardware stack error|fatal error condition|SIG[A-Z]+)")
+STICKY = re.compile(r"(?i)(cuda\s*\w*error|illegal (memory )?(access|address)|illegal instruction|launch failure|"
+                    r"misaligned|device-side assert|hardware stack error|fatal error condition)")
 
 
 def crashed_outcome(sig: int) -> str:
@@ -159,6 +159,7 @@ class CatchCase:
     success: bool
     text: str          # console-like rendering of everything the case reported
     seconds: float
+    fatal: bool = False  # Catch2 caught a signal in it (<FatalErrorCondition>): the process ends there
 
 
 def parse_catch_xml(text: str) -> Dict[str, CatchCase]:
@@ -188,7 +189,8 @@ def parse_catch_xml(text: str) -> Dict[str, CatchCase]:
             seconds = float(res.get("durationInSeconds") or 0.0)
         except ValueError:
             seconds = 0.0
-        cases[name] = CatchCase(name, res.get("success") == "true", "\n".join(lines + body + ["=" * 79]), seconds)
+        cases[name] = CatchCase(name, res.get("success") == "true", "\n".join(lines + body + ["=" * 79]), seconds,
+                                fatal=e.find(".//FatalErrorCondition") is not None)
     return cases
 
 
@@ -293,6 +295,8 @@ def run_group(group: Group, xml: Path, env: Optional[Dict[str, str]], limit_for:
                                              skip_message="SKIP_REGULAR_EXPRESSION_MATCHED")
         elif c.success:
             rep.results[t.name] = CaseResult(t.name, "passed", c.text, c.seconds)
+        elif c.fatal:
+            again.append((t, "a signal ended it (Catch2 reported a fatal error condition)"))
         elif sticky_seen:
             again.append((t, "it failed after a failure that can break the CUDA context"))
         else:
@@ -306,10 +310,11 @@ def run_group(group: Group, xml: Path, env: Optional[Dict[str, str]], limit_for:
 
 
 def batch_limit(names: Sequence[str], reference: Callable[[str], Optional[float]], limit_for: Callable[[str], float],
-                floor: float = 30.0, factor: float = 3.0) -> float:
+                floor: float = 30.0, factor: float = 3.0, unknown: float = 60.0) -> float:
     """The time a whole batch may take: `floor` plus, per case, `factor` times its reference time
-    (at least 2 s), or its own limit when it has no reference time. A hung case costs this plus its
-    own limit when it runs again alone. 0 (none) when some case has no limit at all."""
+    (at least 2 s), or its own limit, at most `unknown` s, when it has no reference time. A hung case
+    costs this plus its own limit when it runs again alone; a batch ended too soon costs only time
+    (its unfinished cases run alone, each with its own limit). 0 (none) when a case has no limit."""
     total = floor
     for n in names:
         ref = reference(n)
@@ -317,7 +322,7 @@ def batch_limit(names: Sequence[str], reference: Callable[[str], Optional[float]
         if ref is None:
             if own <= 0:
                 return 0.0
-            total += own
+            total += min(own, unknown)
         else:
             total += max(2.0, factor * ref) if own <= 0 else min(own, max(2.0, factor * ref))
     return total
