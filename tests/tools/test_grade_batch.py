@@ -12,10 +12,12 @@ fixtures/fake_catch2.py stands in for a program when a process must really run (
     python3 -m unittest discover -s tests/tools -p 'test_*.py'
 """
 
+import contextlib
 import io
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -279,6 +281,62 @@ class RealProcesses(unittest.TestCase):
         self.assertTrue(rep.batch_timed_out)
         self.assertEqual(rep.results["ch05 z: hangs"].outcome, "timed out after 1 s")
         self.assertEqual([rep.results[n].status for n in names], ["passed", "failed", "passed"])
+
+
+ADD = "ch01 add_gpu: matches the host bitwise at awkward sizes"
+COPIES = "ch01 add_gpu_copies: matches the host bitwise at awkward sizes"
+HOST = "ch01 add_cpu: matches the host bitwise at awkward sizes"
+FAKE_PROJECT = f"""cmake_minimum_required(VERSION 3.20)
+project(fake_course NONE)
+enable_testing()
+add_test(NAME "{ADD}" COMMAND "{FAKE}" "{ADD}")
+add_test(NAME "{COPIES}" COMMAND "{FAKE}" "{COPIES}")
+add_test(NAME "{HOST}" COMMAND sh -c "echo fine")
+set_tests_properties("{ADD}" "{COPIES}" PROPERTIES SKIP_REGULAR_EXPRESSION "COURSE-NO-GPU" LABELS ch01 TIMEOUT 1200)
+set_tests_properties("{HOST}" PROPERTIES LABELS ch01)
+"""
+
+
+@unittest.skipUnless(os.name == "posix" and shutil.which("cmake") and shutil.which("ctest"), "needs cmake and ctest")
+class EndToEnd(unittest.TestCase):
+    """tools/grade over a configured fake build: two Catch2-like cases in one batch (one crashes)
+    and a test that only CTest can run; then --reuse-tests reads the same grade back."""
+
+    def grade(self, build, out, *more):
+        with redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            return cli.main(["--no-build", "--build-dir", str(build), "--out", str(out), "--chapter", "01",
+                             "--no-sanitize", "--no-performance", *more])
+
+    def test_a_crash_in_a_batch_through_tools_grade(self):
+        saved = os.environ.get("FAKE_CRASH")
+        os.environ["FAKE_CRASH"] = "ch01 add_gpu: matches"
+        try:
+            with tempfile.TemporaryDirectory() as d:
+                src, build, out, again = Path(d) / "src", Path(d) / "build", Path(d) / "out", Path(d) / "again"
+                src.mkdir()
+                (src / "CMakeLists.txt").write_text(FAKE_PROJECT)
+                subprocess.run(["cmake", "-S", str(src), "-B", str(build)], check=True, stdout=subprocess.DEVNULL)
+                self.grade(build, out)
+                results = {t["name"]: t for t in json.loads((out / "results.json").read_text())["tests"]}
+                log = (out / "test.log").read_text()
+                report = (out / "report.md").read_text()
+                self.grade(build, again, "--reuse-tests", str(out))
+                reread = {t["name"]: t for t in json.loads((again / "results.json").read_text())["tests"]}
+        finally:
+            if saved is None:
+                os.environ.pop("FAKE_CRASH", None)
+            else:
+                os.environ["FAKE_CRASH"] = saved
+        self.assertEqual(results[ADD]["status"], "failed")
+        self.assertTrue(results[ADD]["output"].startswith("crashed (signal 11, SIGSEGV)"), results[ADD]["output"])
+        self.assertEqual(results[COPIES]["status"], "passed")     # ran again alone after the crash
+        self.assertGreater(results[COPIES]["score"], 0)
+        self.assertIn(f"[grade] crashed (signal 11, SIGSEGV): {ADD}", log)
+        self.assertIn(f"run again alone: {COPIES}", log)
+        self.assertIn("fake_catch2.py: 2 case(s)", report)   # the notes name the batch
+        self.assertIn("Seconds per step: tests", report)
+        self.assertEqual({n: (t["score"], t["status"], t["output"]) for n, t in results.items()},
+                         {n: (t["score"], t["status"], t["output"]) for n, t in reread.items()})
 
 
 class Sanitizer(unittest.TestCase):
