@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from . import MANIFEST_DIR, REPO, ctest, proc, sanitizer
+from . import MANIFEST_DIR, REPO, catchrun, ctest, limits, proc, sanitizer, testrun
 from .ctest import parse_ctest_console
 from .junit import TEST_CHAPTER, parse_junit
 from .manifest import Manifest, ManifestError, load_manifests, merge_extra_manifests
@@ -31,7 +31,7 @@ from .scoring import (EXIT_ERROR, EXIT_USAGE, Grade, assemble, build_failed_grad
                       grader_cores, number_items, round_points)
 from .splice import Staged, load_make_exercises, stage_tree
 
-DEFAULT_TEST_TIMEOUT = 300.0  # seconds: four times shorter than CTest's TIMEOUT (cmake/Course.cmake)
+DEFAULT_TEST_TIMEOUT = None  # no flat limit: each test's own, from the reference times (limits.py)
 
 
 class UsageError(Exception):
@@ -105,24 +105,92 @@ def build_log_excerpt(log: str, tail: int = 40) -> str:
     return "\n".join(parts)
 
 
-def time_limits(manifests: Sequence[Manifest], default: float) -> Callable[[str], float]:
-    """test name -> its time limit in seconds: its chapter's test_timeout_s, else `default` (0 or
-    less: none)."""
-    by_number = {m.number: m.test_timeout_s for m in manifests if m.test_timeout_s}
+class Timings:
+    """Seconds per step of the grade (splice, configure, build, tests, sanitizer, performance), for
+    the report and the console: what to measure against the time a grade may take."""
 
-    def limit(name: str) -> float:
-        m = TEST_CHAPTER.match(name)
-        return by_number.get(m.group(1), default) if m else default
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self.clock = clock
+        self.steps: Dict[str, float] = {}
+        self._current: Optional[str] = None
+        self._t = 0.0
 
-    return limit
+    def start(self, name: str) -> None:
+        self.stop()
+        self._current, self._t = name, self.clock()
+
+    def stop(self) -> None:
+        if self._current is not None:
+            self.steps[self._current] = self.steps.get(self._current, 0.0) + self.clock() - self._t
+            self._current = None
+
+    def line(self, total: float) -> str:
+        return ", ".join(f"{k} {v:.1f}" for k, v in self.steps.items()) + f"; total {total:.1f}"
 
 
-def describe_time_limits(manifests: Sequence[Manifest], default: float) -> str:
+LAUNCHERS = ("CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_CUDA_COMPILER_LAUNCHER")
+
+
+def _cache_value(build_dir: Path, key: str) -> str:
+    try:
+        text = (build_dir / "CMakeCache.txt").read_text(errors="replace")
+    except OSError:
+        return ""
+    m = re.search(rf"^{key}:[A-Z]+=(.*)$", text, re.M)
+    return m.group(1).strip() if m else ""
+
+
+def ccache_arguments(cmake_args: Sequence[str], build_dir: Path) -> Tuple[List[str], Dict[str, str]]:
+    """(configure arguments, environment for configure and build): ccache as the compiler launcher
+    when it is installed and nobody chose a launcher (--cmake-arg or the environment). Its base_dir
+    (CCACHE_BASEDIR, unless set) is the folder that holds the course and the build folder, so a
+    second build folder at the same depth (another submission) reuses the objects of the first.
+    ccache keys an object on the preprocessed source and the flags: an object is reused only for
+    the same text, never for another submission's hole bodies."""
+    if any("COMPILER_LAUNCHER" in a for a in cmake_args) or any(os.environ.get(k) for k in LAUNCHERS):
+        return [], {}
+    if not shutil.which("ccache"):
+        # A folder configured with ccache before, on a machine that no longer has it: unset.
+        stale = [k for k in LAUNCHERS if _cache_value(build_dir, k).endswith("ccache")]
+        return [f"-D{k}=" for k in stale], {}
+    env = {}
+    if not os.environ.get("CCACHE_BASEDIR"):
+        base = os.path.commonpath([str(REPO), str(build_dir)])
+        if base != os.path.sep:
+            env["CCACHE_BASEDIR"] = base
+    return [f"-D{k}=ccache" for k in LAUNCHERS], env
+
+
+def describe_ccache(build_dir: Path, env: Dict[str, str]) -> str:
+    """The report's line on ccache, from the build folder's own cache."""
+    used = {k: _cache_value(build_dir, k) for k in LAUNCHERS}
+    if any(v.endswith("ccache") for v in used.values()):
+        base = env.get("CCACHE_BASEDIR") or os.environ.get("CCACHE_BASEDIR")
+        return ("ccache: used as the compiler launcher" + (f" (base_dir {base})" if base else "")
+                + "; an object is reused only for the same preprocessed source and flags, never for another "
+                  "tree's hole bodies")
+    return "ccache: not used" + ("" if shutil.which("ccache") else " (not installed)")
+
+
+def chapter_limits(manifests: Sequence[Manifest]) -> Dict[str, float]:
+    return {m.number: m.test_timeout_s for m in manifests if m.test_timeout_s}
+
+
+def time_limits(manifests: Sequence[Manifest], flat: Optional[float],
+                times: Optional[limits.ReferenceTimes] = None, factor: float = limits.DEFAULT_FACTOR,
+                floor: float = limits.DEFAULT_FLOOR, cores: int = 0) -> Callable[[str], float]:
+    """test name -> its time limit in seconds: its chapter's test_timeout_s, else `flat`
+    (--test-timeout; 0 or less: none), else from the reference time (coursetools.limits)."""
+    return limits.time_limits(chapter_limits(manifests), flat, times or limits.ReferenceTimes(), factor, floor,
+                              cores=cores)
+
+
+def describe_time_limits(manifests: Sequence[Manifest], flat: Optional[float],
+                         times: Optional[limits.ReferenceTimes] = None, factor: float = limits.DEFAULT_FACTOR,
+                         floor: float = limits.DEFAULT_FLOOR, names: Sequence[str] = ()) -> str:
     """The report's line on the per-test time limit."""
-    text = f"{default:g} s per test" if default > 0 else "none set by the grader (CTest's own TIMEOUT only)"
-    own = [f"{m.chapter} {m.test_timeout_s:g} s" for m in manifests if m.test_timeout_s]
-    return ("per-test time limit: " + text + (f" ({', '.join(own)}, from the manifests)" if own else "")
-            + "; a test past it is ended and its item fails with 'timed out after N s'")
+    own = {m.chapter: f"{m.test_timeout_s:g} s" for m in manifests if m.test_timeout_s}
+    return limits.describe(own, flat, times or limits.ReferenceTimes(), factor, floor, limits.DEFAULT_LIMIT, names)
 
 
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
@@ -156,9 +224,21 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     p.add_argument("--no-sanitize", action="store_true",
                    help="skip compute-sanitizer over the passed GPU tests (faster)")
     p.add_argument("--test-timeout", type=float, default=DEFAULT_TEST_TIMEOUT, metavar="S",
-                   help=f"seconds one test may run before the grader ends it and fails its item with 'timed out "
-                        f"after S s' (default {DEFAULT_TEST_TIMEOUT:g}; a manifest's test_timeout_s wins for its "
-                        "chapter; 0: no limit but CTest's own)")
+                   help="a flat limit: seconds any test may run before the grader ends it and fails its item with "
+                        "'timed out after S s' (default: from the reference solution's own time, see --time-factor; "
+                        "a manifest's test_timeout_s wins for its chapter; 0: no limit but CTest's own)")
+    p.add_argument("--time-factor", type=float, default=limits.DEFAULT_FACTOR, metavar="K",
+                   help=f"per-test limit: K times the reference solution's time in tools/grading/test_times.json "
+                        f"(default {limits.DEFAULT_FACTOR:g}), at least --time-floor; {limits.DEFAULT_LIMIT:g} s "
+                        "for a test with no recorded time")
+    p.add_argument("--time-floor", type=float, default=limits.DEFAULT_FLOOR, metavar="S",
+                   help=f"the shortest per-test limit (default {limits.DEFAULT_FLOOR:g} s)")
+    p.add_argument("--record-times", nargs="?", const=str(limits.TIMES_FILE), metavar="FILE",
+                   help="write each passed test's seconds to FILE (default tools/grading/test_times.json), for "
+                        "the per-test limits: run it on the solutions, on the grading GPU, with --expect-gpu")
+    p.add_argument("--one-process-per-test", action="store_true",
+                   help="run every test through CTest in a process of its own, as before the batches (slower; "
+                        "for comparison)")
     p.add_argument("--sanitize-timeout", type=float, default=600, metavar="S",
                    help="seconds one test may take under compute-sanitizer (default 600)")
     p.add_argument("--extra-tests", metavar="DIR",
@@ -177,8 +257,14 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
         p.error(f"--reuse-tests {args.reuse_tests}: needs junit.xml and test.log there (an earlier grade's --out)")
     if args.jobs < 1:
         p.error("--jobs must be at least 1")
-    if not (args.test_timeout >= 0 and math.isfinite(args.test_timeout)):
+    if args.test_timeout is not None and not (args.test_timeout >= 0 and math.isfinite(args.test_timeout)):
         p.error("--test-timeout must be a number of seconds >= 0")
+    if not (args.time_factor > 0 and math.isfinite(args.time_factor)):
+        p.error("--time-factor must be a number > 0")
+    if not (args.time_floor > 0 and math.isfinite(args.time_floor)):
+        p.error("--time-floor must be a number of seconds > 0")
+    if args.record_times and args.reuse_tests:
+        p.error("--record-times needs the tests to run (drop --reuse-tests)")
     if args.repeat < 1:
         p.error("--repeat must be at least 1")
     if args.seed is not None and not re.fullmatch(r"\d{1,19}", str(args.seed)):
@@ -188,11 +274,31 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     return args
 
 
+def _sanitize_alone(item, tool: str, cmd: List[str], cwd: Optional[str], exe: str, log: Path, small: Dict[str, str],
+                    timeout: float, sdir: Path, tag: str) -> bool:
+    """One test under one tool, in a process of its own; fails the item on an error. True: clean."""
+    extra = item.sanitize_args.get(tool, [])
+    code, output = proc.run_logged(sanitizer.command(exe, tool, cmd, extra), log, timeout=timeout, env=small,
+                                   cwd=Path(cwd) if cwd else None)
+    (sdir / f"{tag}-{tool}.log").write_text(output, encoding="utf-8")
+    ok, message = sanitizer.sanitizer_verdict(tool, code, output, item.sanitize_allowed)
+    if not ok:
+        item.points, item.status = 0.0, "failed"
+        item.detail = message + "\n(COURSE_TEST_SMALL=1; the tool's full output is in sanitizer/ of the results)"
+    return ok
+
+
 def run_sanitizer(grade: Grade, build_dir: Path, out_dir: Path, log: Path, env: Dict[str, str],
-                  timeout: float) -> None:
+                  timeout: float, batch: bool = True) -> None:
     """compute-sanitizer over every passed GPU test of a graded item, at small sizes
     (COURSE_TEST_SMALL=1): memcheck, and the tools the manifest adds (racecheck for shared memory).
-    An error fails the item with the tool's first message. No tool or no GPU: said, not failed."""
+    An error fails the item with the tool's first message. No tool or no GPU: said, not failed.
+
+    One process per chapter program and tool, over the Catch2 filter of exactly those tests; the
+    run is trusted only when Catch2's XML report names every one of them as run (a filter that
+    selects nothing reports no error) and the tool found nothing. Otherwise (an error, whose test
+    the tool's log cannot name for sure, a failure at small sizes, a case not run) that program's
+    tests run under the tool one by one, as without batches, and the errors fall to their items."""
     todo = [i for i in grade.items if i.kind == "correctness" and i.status == "passed" and i.sanitize]
     if not todo:
         grade.sanitizer.append("compute-sanitizer: no passed GPU test to check")
@@ -204,31 +310,63 @@ def run_sanitizer(grade: Grade, build_dir: Path, out_dir: Path, log: Path, env: 
     if not grade.gpu_visible:
         grade.sanitizer.append("compute-sanitizer: not run (no GPU on this machine); not a failure")
         return
-    _, listing = proc.run_logged(["ctest", "--test-dir", str(build_dir), "--show-only=json-v1"], log)
-    commands = ctest.ctest_commands(listing)
+    _, listing_text = proc.run_logged(["ctest", "--test-dir", str(build_dir), "--show-only=json-v1"], log)
+    listed = ctest.listing(listing_text)
     small = dict(env, COURSE_TEST_SMALL="1")
     sdir = out_dir / "sanitizer"
     sdir.mkdir(parents=True, exist_ok=True)
-    runs = failed = 0
-    for item in todo:
-        cmd = commands.get(item.test_name)
-        if not cmd:
-            grade.sanitizer.append(f"compute-sanitizer: no command for `{item.test_name}` in ctest's listing")
-            continue
-        for tool in item.sanitize:
-            print(f"[grade] compute-sanitizer {tool}: {item.test_name}", file=sys.stderr, flush=True)
-            extra = item.sanitize_args.get(tool, [])
-            code, output = proc.run_logged(sanitizer.command(exe, tool, cmd, extra), log, timeout=timeout, env=small)
+    runs = batches = failed = 0
+    tools = [t for t in sanitizer.TOOLS if any(t in i.sanitize for i in todo)]
+    for tool in tools:
+        # Tests an earlier tool failed are not run again (one message per item).
+        items = [i for i in todo if tool in i.sanitize and i.status == "passed"]
+        by_group: Dict[Tuple[str, Optional[str], str], List] = {}
+        alone: List = []
+        for item in items:
+            t = listed.get(item.test_name)
+            if not t:
+                grade.sanitizer.append(f"compute-sanitizer: no command for `{item.test_name}` in ctest's listing")
+                continue
+            if batch and catchrun.batchable(t, t.properties):
+                by_group.setdefault((t.command[0], t.cwd, item.chapter), []).append(item)
+            else:
+                alone.append(item)
+        for (program, cwd, chapter), group in by_group.items():
+            tests = [listed[i.test_name] for i in group]
+            xml = sdir / f"{chapter}-{tool}.xml"
+            if xml.exists():
+                xml.unlink()
+            cmd = catchrun.batch_command(program, tests, xml)
+            print(f"[grade] compute-sanitizer {tool}: {Path(program).name}, {len(tests)} test(s) in one process",
+                  file=sys.stderr, flush=True)
+            extra = group[0].sanitize_args.get(tool, [])
+            code, output = proc.run_logged(sanitizer.command(exe, tool, cmd, extra), log,
+                                           timeout=timeout * 2, env=small, cwd=Path(cwd) if cwd else None)
             runs += 1
-            (sdir / f"{item.number or runs}-{tool}.log").write_text(output, encoding="utf-8")
-            ok, message = sanitizer.sanitizer_verdict(tool, code, output, item.sanitize_allowed)
-            if not ok:
+            batches += 1
+            (sdir / f"{chapter}-{tool}.log").write_text(output, encoding="utf-8")
+            ok, _ = sanitizer.sanitizer_verdict(tool, code, output, group[0].sanitize_allowed)
+            try:
+                reported = catchrun.parse_catch_xml(xml.read_text(encoding="utf-8", errors="replace"))
+            except OSError:
+                reported = {}
+            unrun = [t.name for t in tests if t.name not in reported]
+            if ok and not unrun:
+                continue
+            why = (f"{len(unrun)} of the tests were not reported as run" if ok
+                   else "the run was not clean: each test runs again alone, so the error falls to its own item")
+            print(f"[grade] compute-sanitizer {tool}: {Path(program).name}: {why}", file=sys.stderr, flush=True)
+            grade.sanitizer.append(f"compute-sanitizer {tool}: {chapter}: {why}")
+            alone += group
+        for item in alone:
+            t = listed[item.test_name]
+            print(f"[grade] compute-sanitizer {tool}: {item.test_name}", file=sys.stderr, flush=True)
+            runs += 1
+            if not _sanitize_alone(item, tool, t.command, t.cwd, exe, log, small, timeout, sdir, item.number or str(runs)):
                 failed += 1
-                item.points, item.status = 0.0, "failed"
-                item.detail = message + "\n(COURSE_TEST_SMALL=1; the tool's full output is in sanitizer/ of the results)"
-                break
-    grade.sanitizer.append(f"compute-sanitizer: {runs} run(s) over {len(todo)} passed GPU test(s) at small sizes; "
-                           f"{failed} item(s) failed by the tool" + (" (racecheck where the manifest asks)" if runs else ""))
+    grade.sanitizer.append(f"compute-sanitizer: {runs} run(s) ({batches} over a whole chapter program) over "
+                           f"{len(todo)} passed GPU test(s) at small sizes; {failed} item(s) failed by the tool"
+                           + (" (racecheck where the manifest asks)" if runs else ""))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -271,16 +409,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     build_log = out_dir / "build.log"
     test_log = out_dir / "test.log"
-    for stale in (build_log, test_log, out_dir / "junit.xml", out_dir / "report.md", out_dir / "results.json"):
+    for stale in (build_log, test_log, out_dir / "junit.xml", out_dir / "report.md", out_dir / "results.json",
+                  out_dir / "ctest-junit.xml"):
         if stale.exists():
             stale.unlink()
-    for stale_dir in ("perf", "sanitizer"):
+    for stale_dir in ("perf", "sanitizer", "catch2"):
         if (out_dir / stale_dir).is_dir():
             shutil.rmtree(out_dir / stale_dir)
     common = dict(tree=args.tree, tree_dir=str(tree_dir), build_dir=str(build_dir))
     env = {"COURSE_GRADING_SEED": str(args.seed)} if args.seed is not None else {}
     cores = grader_cores()
-    limits = time_limits(manifests, args.test_timeout)
+    try:
+        times = limits.load_times()
+    except limits.TimesError as e:
+        print(f"tools/grade: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    limit_for = time_limits(manifests, args.test_timeout, times, args.time_factor, args.time_floor, cores)
+    clock = Timings()
+    ccache_line = ""
+    graded_names: List[str] = []
 
     staged: Optional[Staged] = None
     try:
@@ -296,6 +443,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if not course:
                 raise GradeError("no course copy to splice into: neither solutions/ nor tools/grading/course/ exists")
             staging = build_dir / "spliced-tree"
+            clock.start("splice")
             staged = stage_tree(tree_dir, staging, course, me, strict=args.strict,
                                 chapters=[m.chapter for m in manifests] if args.chapter else None)
             if args.strict and (staged.outside or staged.missing):
@@ -309,36 +457,41 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                   f"(log: {build_log})", file=sys.stderr, flush=True)
             extra_arg = [f"-DCOURSE_EXTRA_TESTS_DIR={Path(args.extra_tests).resolve()}"] if args.extra_tests \
                 else ["-DCOURSE_EXTRA_TESTS_DIR="]
+            launcher, ccache_env = ccache_arguments(args.cmake_arg, build_dir)
+            clock.start("configure")
             code, out = proc.run_logged(["cmake", "-S", str(REPO), "-B", str(build_dir),
                                          f"-DCOURSE_TREE={tree_value}", "-DCMAKE_BUILD_TYPE=Release"]
-                                        + extra_arg + args.cmake_arg, build_log)
+                                        + extra_arg + launcher + args.cmake_arg, build_log, env=ccache_env)
+            ccache_line = describe_ccache(build_dir, ccache_env)
             if code == 0:
+                clock.start("build")
                 targets = build_targets(manifests, bool(args.chapter))
                 if targets and args.extra_tests:
                     targets += [f"test_extra_{p.stem}" for p in sorted(Path(args.extra_tests).glob("*.cpp"))
                                 if any(p.name.startswith(m.chapter) for m in manifests)]
-                code, out = proc.run_logged(["cmake", "--build", str(build_dir), "-j", str(args.jobs)] + targets, build_log)
+                code, out = proc.run_logged(["cmake", "--build", str(build_dir), "-j", str(args.jobs)] + targets,
+                                            build_log, env=ccache_env)
             if code != 0:
                 grade = build_failed_grade(manifests, build_log_excerpt(build_log.read_text(errors="replace")),
                                            **common)
         if grade is None:
             junit = out_dir / "junit.xml"
             labels = "^(" + "|".join(m.label for m in manifests) + ")$"
+            clock.start("tests")
+            step = None
             if reused is not None:
                 junit.write_text(reused[0], encoding="utf-8")
                 test_log.write_text(reused[1], encoding="utf-8")
                 console_text = reused[1]
                 print(f"[grade] test results reused from {reused[2]} (ran {reused[3]})", file=sys.stderr, flush=True)
+                tests = parse_junit(junit)
             else:
-                print(f"[grade] testing (ctest -L '{labels}', log: {test_log})", file=sys.stderr, flush=True)
-                timer = ctest.TestTimer(limits)
-                # One test at a time (-j 1 whatever CTEST_PARALLEL_LEVEL says): the timer follows one test.
-                _, console_text = proc.run_logged(["ctest", "--test-dir", str(build_dir), "--output-junit", str(junit),
-                                                   "-L", labels, "-j", "1"], test_log, env=env, watch=timer)
-                for name, limit in timer.timed_out.items():
-                    print(f"[grade] {name}: {ctest.timed_out_outcome(limit)} (the per-test time limit): ended",
-                          file=sys.stderr, flush=True)
-            tests = parse_junit(junit)
+                # Each chapter's Catch2 program once, the other tests through CTest one at a time (-j 1
+                # whatever CTEST_PARALLEL_LEVEL says: the timer follows one test); testrun.py says how.
+                step = testrun.run_tests(build_dir, out_dir, labels, env, test_log, limit_for, times.get, junit,
+                                         batch=not args.one_process_per_test)
+                tests, console_text = step.tests, step.console
+            graded_names = [t.name for t in tests]
             if not tests:
                 # Every graded chapter has tests: none at all means a broken build folder, not a zero.
                 raise GradeError(f"CTest ran no test labelled {labels} in {build_dir}: is the build complete? "
@@ -348,14 +501,30 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             grade = assemble(manifests, tests, None, console=console, expect_gpu=args.expect_gpu, cores=cores,
                              **common)
             grade.notes = []
+            if step is not None and step.batches:
+                grade.notes.append("Tests: each chapter's Catch2 program ran once for all its cases ("
+                                   + "; ".join(step.batches) + ")"
+                                   + (f"; {len(step.alone)} case(s) ran again alone (a crash, a hang, or a failure "
+                                      "after one that can break the CUDA context; test.log says which)"
+                                      if step.alone else "")
+                                   + "; the other tests ran through CTest, one at a time.")
+            if args.record_times and step is not None:
+                recorded = {t.name: t.seconds for t in tests if t.status == "passed"}
+                limits.save_times(Path(args.record_times), recorded, cores, detect_gpu() or "no GPU",
+                                  started, keep=times if Path(args.record_times) == limits.TIMES_FILE else None)
+                print(f"[grade] --record-times: {len(recorded)} passed test(s) timed into {args.record_times}",
+                      file=sys.stderr, flush=True)
             if reused is not None:
                 grade.notes.append(f"--reuse-tests: the test results are those of {reused[2]} (CTest ran "
                                    f"{reused[3]} on this build folder); the tests were not run again")
             grade.gpu_visible = detect_gpu()
+            clock.start("sanitizer")
             if args.no_sanitize:
                 grade.sanitizer.append("compute-sanitizer: not run (--no-sanitize)")
             else:
-                run_sanitizer(grade, build_dir, out_dir, test_log, env, args.sanitize_timeout)
+                run_sanitizer(grade, build_dir, out_dir, test_log, env, args.sanitize_timeout,
+                              batch=not args.one_process_per_test)
+            clock.start("performance")
             sanitized = {i.test_name: i for i in grade.items if i.kind == "correctness" and i.test_name}
             for t in tests:  # a test the sanitizer failed fails the performance rules that require it
                 if t.name in sanitized and sanitized[t.name].status == "failed" and t.status == "passed":
@@ -397,7 +566,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         grade.splice = [f"not spliced (--no-build): the build folder was graded as it is, with COURSE_TREE from "
                         "its own configuration"]
     grade.seed = str(args.seed) if args.seed is not None else None
-    grade.time_limit = describe_time_limits(manifests, args.test_timeout)
+    grade.time_limit = describe_time_limits(manifests, args.test_timeout, times, args.time_factor, args.time_floor,
+                                            graded_names)
+    if ccache_line:
+        grade.splice.append(ccache_line)
+    clock.stop()
+    grade.notes.append("Seconds per step: " + clock.line(time.monotonic() - t0))
+    print(f"[grade] seconds per step: {clock.line(time.monotonic() - t0)}", file=sys.stderr, flush=True)
     grade.cores = cores
     if grade.gpu_visible is None:
         grade.gpu_visible = detect_gpu()

@@ -10,7 +10,7 @@ import json
 import re
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional
 
 from . import proc
@@ -21,6 +21,8 @@ CTEST_START = re.compile(r"^\s*Start\s+\d+:\s(?P<name>.+?)\s*$")
 TIMED_OUT_LINE = re.compile(r"^\[grade\] timed out after (?P<seconds>[\d.]+) s \(the per-test time limit\): "
                             r"(?P<name>.+?)\s*$")
 TIMED_OUT = "timed out after"
+# The line the grader adds for a test that a signal killed when it ran alone (catchrun).
+CRASHED_LINE = re.compile(r"^\[grade\] (?P<outcome>crashed \(signal [^)]*\)): (?P<name>.+?)\s*$")
 
 
 def timed_out_outcome(seconds: float) -> str:
@@ -38,6 +40,10 @@ def parse_ctest_console(text: str) -> Dict[str, str]:
         t = TIMED_OUT_LINE.match(line)
         if t:
             outcomes[t.group("name")] = timed_out_outcome(float(t.group("seconds")))
+            continue
+        c = CRASHED_LINE.match(line)
+        if c:
+            outcomes[c.group("name")] = c.group("outcome")
             continue
         m = CTEST_LINE.match(line)
         if not m:
@@ -59,6 +65,8 @@ class ListedTest:
     name: str
     command: List[str]
     cwd: Optional[str] = None   # the WORKING_DIRECTORY property, when the test has one
+    properties: Dict[str, object] = field(default_factory=dict)   # every property: {name: value}
+    number: int = 0             # CTest's number for it (its place in the listing, from 1)
 
 
 def listing(show_only_json: str) -> Dict[str, ListedTest]:
@@ -69,11 +77,12 @@ def listing(show_only_json: str) -> Dict[str, ListedTest]:
     except (ValueError, json.JSONDecodeError):
         return {}
     tests = {}
-    for t in data.get("tests", []):
+    for k, t in enumerate(data.get("tests", []), start=1):
         if not t.get("name"):
             continue
-        cwd = next((p.get("value") for p in t.get("properties", []) if p.get("name") == "WORKING_DIRECTORY"), None)
-        tests[t["name"]] = ListedTest(t["name"], list(t.get("command") or []), cwd)
+        props = {p.get("name"): p.get("value") for p in t.get("properties", []) if isinstance(p, dict)}
+        tests[t["name"]] = ListedTest(t["name"], list(t.get("command") or []), props.get("WORKING_DIRECTORY"),
+                                      props, k)
     return tests
 
 

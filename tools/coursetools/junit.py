@@ -134,7 +134,7 @@ def failure_excerpt(test: TestResult, console_outcome: str = "", max_lines: int 
     # CTest 3.x writes <failure message=""/>, CTest 4 <failure message="Failed"/>: no news.
     if test.message and test.message.lower() not in ("", "fail", "failed"):
         head.append(test.message)
-    if console_outcome.startswith(TIMED_OUT):  # the per-test time limit: said first, in those words
+    if console_outcome.startswith((TIMED_OUT, "crashed (")):  # the limit, or a signal: said first, in those words
         head.insert(0, console_outcome)
     elif console_outcome and console_outcome not in ("Failed", "Passed"):
         head.append(f"CTest: {console_outcome}")

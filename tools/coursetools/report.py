@@ -26,7 +26,7 @@ def one_line(detail: str) -> str:
     """The line of a failure that says most: that it timed out, else the first Catch2 message (the
     text under "with message:"), else the first line."""
     lines = [line.strip() for line in detail.splitlines()]
-    if lines and lines[0].startswith(TIMED_OUT):
+    if lines and lines[0].startswith((TIMED_OUT, "crashed (signal")):
         return lines[0]
     for k, line in enumerate(lines):
         if line == "with message:" and k + 1 < len(lines) and lines[k + 1]:

@@ -1,0 +1,328 @@
+"""Running a chapter's Catch2 program once for all its test cases, instead of one process per
+case as CTest does (each process makes its own CUDA context: ~0.6 s of start-up apiece on an H200).
+
+What CTest would have decided, case by case, is decided here the same way:
+- which cases: exactly the CTest tests of the chapter that catch_discover_tests registered (a test
+  whose command is `PROGRAM ESCAPED-NAME` and that has no property changing how CTest reads it);
+  every other test (the hole scans, ch07's Python and Go, ch11's MPI runs, tools.*) still runs
+  through CTest;
+- passed, failed or skipped: a case whose Catch2 messages or captured output match the test's
+  SKIP_REGULAR_EXPRESSION (COURSE-NO-GPU, ...) is skipped, as CTest skips it; otherwise Catch2's
+  own verdict for the case;
+- the program's report is Catch2's XML reporter (`-r xml -d yes -o FILE`, the same in Catch2 2.13
+  and 3.x), read case by case, so a truncated file still gives every case it finished.
+
+A case the batch did not finish (the program crashed, hung past the batch's limit, or the filter
+did not select it) runs again alone, with its own time limit, as CTest would have run it; so does a
+failed case that followed a failure which may leave the CUDA context broken (a sticky error), so
+that one crash never takes the other cases' points. A case alone that runs past its limit reads
+"timed out after S s"; one killed by a signal, "crashed (signal N)".
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from .ctest import ListedTest, timed_out_outcome
+
+# Properties that do not change how CTest reads a Catch2 test's result: such a test may join a batch.
+BATCH_SAFE_PROPERTIES = {"LABELS", "TIMEOUT", "SKIP_REGULAR_EXPRESSION", "WORKING_DIRECTORY", "_BACKTRACE_TRIPLES"}
+CRASHED = "crashed"
+# A failure after which the rest of the process's CUDA calls may fail too (a sticky error): the
+# failed cases that follow it run again alone.
+STICKY = re.compile(r"(?i)(cuda\s*\w*error|illegal (memory )?(access|address)|illegal instruction|launch failure|"
+                    r"misaligned|device-side assert|hardware stack error|fatal error condition)")
+
+
+def crashed_outcome(sig: int) -> str:
+    """The words every report uses for a test killed by a signal: "crashed (signal N)"."""
+    try:
+        name = f", {signal.Signals(sig).name}"
+    except ValueError:
+        name = ""
+    return f"{CRASHED} (signal {sig}{name})"
+
+
+def unescape(arg: str) -> str:
+    """A test-case name as catch_discover_tests passes it (`,` `[` `]` and `\\` escaped) -> the name."""
+    return re.sub(r"\\(.)", r"\1", arg)
+
+
+def batchable(test: ListedTest, properties: Dict[str, object]) -> bool:
+    """Whether a CTest test is one Catch2 case as catch_discover_tests registers it, with nothing
+    that would make CTest read its result differently from Catch2's verdict plus the skip regex."""
+    cmd = test.command
+    if len(cmd) < 2 or unescape(cmd[1]) != test.name or any(a for a in cmd[2:]):
+        return False
+    return all(p in BATCH_SAFE_PROPERTIES for p in properties)
+
+
+@dataclass
+class CaseResult:
+    name: str
+    status: str                 # passed | failed | skipped
+    output: str = ""            # Catch2's messages and the case's captured output, console-like
+    seconds: float = 0.0
+    outcome: str = ""           # "" | "timed out after S s" | "crashed (signal N)" | "Failed"
+    alone: bool = False         # run in a process of its own (the fallback)
+    skip_message: str = ""      # CTest's words for a deliberate skip
+
+
+@dataclass
+class Group:
+    """The batchable tests of one program (and working folder)."""
+    program: str
+    cwd: Optional[str]
+    tests: List[ListedTest] = field(default_factory=list)
+    skip: Optional[re.Pattern] = None   # the tests' SKIP_REGULAR_EXPRESSION (one alternation)
+
+
+def skip_pattern(properties: Dict[str, object]) -> Optional[re.Pattern]:
+    values = properties.get("SKIP_REGULAR_EXPRESSION")
+    if not values:
+        return None
+    if isinstance(values, str):
+        values = [values]
+    return re.compile("|".join(f"(?:{v})" for v in values))
+
+
+def groups(tests: Iterable[Tuple[ListedTest, Dict[str, object]]]) -> Tuple[List[Group], List[str]]:
+    """(the batchable tests, grouped by program in CTest's order; the names of the others)."""
+    out: Dict[Tuple[str, Optional[str], str], Group] = {}
+    others: List[str] = []
+    for t, props in tests:
+        if not batchable(t, props):
+            others.append(t.name)
+            continue
+        pat = skip_pattern(props)
+        key = (t.command[0], t.cwd, pat.pattern if pat else "")
+        g = out.setdefault(key, Group(t.command[0], t.cwd, [], pat))
+        g.tests.append(t)
+    return list(out.values()), others
+
+
+# --- Catch2's XML reporter ---------------------------------------------------------------------
+
+def _where(e: ET.Element) -> str:
+    f, line = e.get("filename"), e.get("line")
+    return f"{f}:{line}: " if f and line else ""
+
+
+def _render(e: ET.Element, out: List[str]) -> None:
+    """Catch2's XML for one case (or section), in the words its console reporter uses."""
+    for c in e:
+        text = (c.text or "").strip()
+        if c.tag == "Section":
+            out.append(f"section: {c.get('name', '')}")
+            _render(c, out)
+        elif c.tag == "Expression":
+            ok = c.get("success") == "true"
+            out.append(f"{_where(c)}{'PASSED' if ok else 'FAILED'}:")
+            out.append(f"  {c.get('type', 'CHECK')}( {(c.findtext('Original') or '').strip()} )")
+            out.append("with expansion:")
+            out.append(f"  {(c.findtext('Expanded') or '').strip()}")
+            for sub in c:
+                if sub.tag in ("Exception", "FatalErrorCondition", "Failure", "Info", "Warning", "Skip"):
+                    _render_message(sub, out)
+        elif c.tag in ("Exception", "FatalErrorCondition", "Failure", "Info", "Warning", "Skip"):
+            _render_message(c, out)
+        elif c.tag in ("StdOut", "StdErr"):
+            out.extend(text.splitlines())
+
+
+def _render_message(c: ET.Element, out: List[str]) -> None:
+    text = (c.text or "").strip()
+    head = {"Exception": "FAILED:\ndue to unexpected exception with message:",
+            "FatalErrorCondition": "FAILED:\ndue to a fatal error condition:",
+            "Failure": "FAILED:\nexplicitly with message:",
+            "Info": "with message:",
+            "Warning": "warning:",
+            "Skip": "SKIPPED:"}[c.tag]
+    out.append(_where(c) + head)
+    out.extend("  " + line for line in text.splitlines())
+
+
+CASE_BLOCK = re.compile(r"<TestCase\b[^>]*?(?<!/)>.*?</TestCase>", re.S)
+
+
+@dataclass
+class CatchCase:
+    name: str
+    success: bool
+    text: str          # console-like rendering of everything the case reported
+    seconds: float
+    fatal: bool = False  # Catch2 caught a signal in it (<FatalErrorCondition>): the process ends there
+
+
+def parse_catch_xml(text: str) -> Dict[str, CatchCase]:
+    """{case name: its result} from Catch2's XML reporter (v2: <Catch><Group><TestCase>, v3:
+    <Catch2TestRun><TestCase>). Tolerant: a file cut short by a crash gives every case it holds
+    whole; a case without its <OverallResult> did not finish and is left out."""
+    cases: Dict[str, CatchCase] = {}
+    for m in CASE_BLOCK.finditer(text):
+        try:
+            e = ET.fromstring(m.group(0))
+        except ET.ParseError:
+            continue
+        res = e.find("OverallResult")
+        if res is None:
+            continue
+        name = e.get("name", "")
+        lines = [
+            "-" * 79, name, "-" * 79,
+            f"{e.get('filename', '')}:{e.get('line', '')}", "." * 79, "",
+        ]
+        body: List[str] = []
+        _render(e, body)
+        for sub in res:  # <StdOut>/<StdErr> live in <OverallResult>
+            if sub.tag in ("StdOut", "StdErr"):
+                body.extend((sub.text or "").strip().splitlines())
+        try:
+            seconds = float(res.get("durationInSeconds") or 0.0)
+        except ValueError:
+            seconds = 0.0
+        cases[name] = CatchCase(name, res.get("success") == "true", "\n".join(lines + body + ["=" * 79]), seconds,
+                                fatal=e.find(".//FatalErrorCondition") is not None)
+    return cases
+
+
+# --- running -------------------------------------------------------------------------------------
+
+@dataclass
+class Run:
+    code: int               # exit code; -N: killed by signal N
+    output: str
+    seconds: float
+    timed_out: bool = False
+
+
+def run_process(cmd: Sequence[str], cwd: Optional[str], env: Optional[Dict[str, str]], limit: float,
+                clock: Callable[[], float] = time.monotonic) -> Run:
+    """Runs cmd in a session of its own; past `limit` seconds (<= 0: none) the whole session is
+    killed and the run reads timed_out."""
+    t0 = clock()
+    try:
+        p = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=cwd, text=True,
+                             errors="replace", env=dict(os.environ, **env) if env else None, start_new_session=True)
+    except OSError as e:
+        return Run(127, f"cannot run {cmd[0]}: {e}", 0.0)
+    try:
+        out, _ = p.communicate(timeout=limit if limit > 0 else None)
+        return Run(p.returncode, out, clock() - t0)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        out, _ = p.communicate()
+        return Run(-signal.SIGKILL, out or "", clock() - t0, timed_out=True)
+
+
+Runner = Callable[[Sequence[str], Optional[str], Optional[Dict[str, str]], float], Run]
+
+
+def case_alone(test: ListedTest, skip: Optional[re.Pattern], env: Optional[Dict[str, str]], limit: float,
+               runner: Runner) -> CaseResult:
+    """One case in a process of its own, read as CTest reads it."""
+    r = runner(test.command, test.cwd, env, limit)
+    if r.timed_out:
+        return CaseResult(test.name, "failed", r.output, r.seconds, timed_out_outcome(limit), alone=True)
+    if r.code < 0:
+        return CaseResult(test.name, "failed", r.output, r.seconds, crashed_outcome(-r.code), alone=True)
+    if skip is not None and skip.search(r.output):
+        return CaseResult(test.name, "skipped", r.output, r.seconds, alone=True,
+                          skip_message="SKIP_REGULAR_EXPRESSION_MATCHED")
+    if r.code == 0:
+        return CaseResult(test.name, "passed", r.output, r.seconds, alone=True)
+    return CaseResult(test.name, "failed", r.output, r.seconds, "Failed", alone=True)
+
+
+def filter_arg(tests: Sequence[ListedTest]) -> str:
+    """Catch2's test spec for exactly these cases: their escaped names (as CTest passes them), joined
+    by commas."""
+    return ",".join(t.command[1] for t in tests)
+
+
+def batch_command(program: str, tests: Sequence[ListedTest], xml: Path) -> List[str]:
+    return [program, "-r", "xml", "-d", "yes", "-o", str(xml), filter_arg(tests)]
+
+
+@dataclass
+class GroupReport:
+    program: str
+    results: Dict[str, CaseResult]
+    batch_seconds: float = 0.0
+    batch_code: int = 0
+    batch_timed_out: bool = False
+    alone: List[str] = field(default_factory=list)   # cases run again alone, and why
+    log: str = ""
+
+
+def run_group(group: Group, xml: Path, env: Optional[Dict[str, str]], limit_for: Callable[[str], float],
+              batch_limit: float, runner: Runner = None) -> GroupReport:
+    """Every case of `group`: one batch run, then the fallback for the cases it did not settle."""
+    runner = runner or run_process
+    if xml.exists():
+        xml.unlink()
+    r = runner(batch_command(group.program, group.tests, xml), group.cwd, env, batch_limit)
+    rep = GroupReport(group.program, {}, r.seconds, r.code, r.timed_out)
+    rep.log = r.output
+    try:
+        text = xml.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    found = parse_catch_xml(text)
+    sticky_seen = False
+    again: List[Tuple[ListedTest, str]] = []
+    for t in group.tests:
+        c = found.get(t.name)
+        if c is None:
+            why = ("the program was ended past the batch's limit" if r.timed_out else
+                   f"the program {crashed_outcome(-r.code)}" if r.code < 0 else "the batch did not report it")
+            again.append((t, why))
+            continue
+        skipped = group.skip is not None and bool(group.skip.search(c.text))
+        if skipped:
+            rep.results[t.name] = CaseResult(t.name, "skipped", c.text, c.seconds,
+                                             skip_message="SKIP_REGULAR_EXPRESSION_MATCHED")
+        elif c.success:
+            rep.results[t.name] = CaseResult(t.name, "passed", c.text, c.seconds)
+        elif c.fatal:
+            again.append((t, "a signal ended it (Catch2 reported a fatal error condition)"))
+        elif sticky_seen:
+            again.append((t, "it failed after a failure that can break the CUDA context"))
+        else:
+            rep.results[t.name] = CaseResult(t.name, "failed", c.text, c.seconds, "Failed")
+        if not c.success and not skipped and STICKY.search(c.text):
+            sticky_seen = True
+    for t, why in again:
+        rep.alone.append(f"{t.name}: {why}")
+        rep.results[t.name] = case_alone(t, group.skip, env, limit_for(t.name), runner)
+    return rep
+
+
+def batch_limit(names: Sequence[str], reference: Callable[[str], Optional[float]], limit_for: Callable[[str], float],
+                floor: float = 30.0, factor: float = 3.0, unknown: float = 60.0) -> float:
+    """The time a whole batch may take: `floor` plus, per case, `factor` times its reference time
+    (at least 2 s), or its own limit, at most `unknown` s, when it has no reference time. A hung case
+    costs this plus its own limit when it runs again alone; a batch ended too soon costs only time
+    (its unfinished cases run alone, each with its own limit). 0 (none) when a case has no limit."""
+    total = floor
+    for n in names:
+        ref = reference(n)
+        own = limit_for(n)
+        if ref is None:
+            if own <= 0:
+                return 0.0
+            total += min(own, unknown)
+        else:
+            total += max(2.0, factor * ref) if own <= 0 else min(own, max(2.0, factor * ref))
+    return total
