@@ -232,7 +232,7 @@ def load_manifests(directory: Optional[Path] = None) -> List[Manifest]:
     any bad file."""
     directory = MANIFEST_DIR if directory is None else directory
     manifests = []
-    for path in sorted(Path(directory).glob("*.json")):
+    for path in sorted(Path(directory).glob("[0-9][0-9]_*.json")):  # test_times.json beside them is no manifest
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as e:
