@@ -14,7 +14,9 @@ Markdown (*.md):
     break and swaps code and prose).
   - `--option` in prose becomes a code span (Markdown made "--" an en dash), except inside
     "double quotes", which Doxygen shows as typed.
-  - a code span in a heading becomes plain text (Doxygen showed "<tt>--out</tt>").
+  - a code span in a heading becomes plain text (Doxygen showed "<tt>--out</tt>"), and so does
+    emphasis, `*x*`, `**x**`, `_x_` or `<em>x</em>` (Doxygen escapes a heading's title: "(*think*)"
+    showed as "(<em>think</em>)", in the page and in the navigation tree).
   - a `<details>` block (the chapters' "Check yourself" answers) loses its blank lines: GitHub needs
     the one after `</summary>` to render the answer's Markdown, and Doxygen 1.9.4 closed the
     `<details>` at it, showing the question with no answer and the answer as a second, unlabelled
@@ -96,11 +98,25 @@ def image_link(md_path, match):
     return f"{match.group(1)}{target}{match.group(3)}"
 
 
+# Emphasis in a heading, outside code: **x**, __x__, *x*, _x_ (not the _ inside dot_kernel_v2), <em>x</em>.
+HEADING_EMPHASIS = [re.compile(r"(?<![\\*])\*\*(?=\S)(.+?)(?<=\S)\*\*"),
+                    re.compile(r"(?<![\\\w])__(?=\S)(.+?)(?<=\S)__(?!\w)"),
+                    re.compile(r"(?<![\\*\w])\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?![*\w])"),
+                    re.compile(r"(?<![\\\w])_(?=[^\s_])(.+?)(?<=[^\s_])_(?!\w)"),
+                    re.compile(r"<(em|i|b|strong)>(.*?)</\1>", re.I)]
+
+
 def heading_text(text):
-    """A heading's code spans as plain text; "--" escaped so it stays two hyphens."""
+    """A heading's code spans and emphasis as plain text (Doxygen 1.9.4 shows a heading's markup as
+    typed); "--" escaped so it stays two hyphens, "_" and "*" from code so they emphasize nothing."""
     def plain(m):
-        return m.group(2).replace("--", "\\--").replace("_", "\\_")
-    return CODE_SPAN.sub(plain, text)
+        return m.group(2).replace("--", "\\--").replace("_", "\\_").replace("*", "\\*")
+
+    def no_emphasis(t):
+        for pattern in HEADING_EMPHASIS:
+            t = pattern.sub(lambda m: m.group(m.lastindex), t)
+        return t
+    return CODE_SPAN.sub(plain, outside_code(text, no_emphasis))
 
 
 def fragile_code(line, in_table):
