@@ -19,6 +19,7 @@ Fails on:
   - a figure wider than the text column (COLUMN_PX) that nothing scales down: no width attribute
     and no stylesheet rule "img { max-width: 100% }" (docs/site.css), so its right side is cut off;
   - the main page (index.html) not linking every chapter, or not showing the README's commands;
+  - a chapter's page not linking the previous and the next chapter;
   - markup in a title of the navigation tree (shown as typed there, as in the page's heading);
   - a page out of place in the navigation tree: the chapters not in order, or a chapter folder's
     other page (its appendix, "dotcourse for Python") not under its chapter (docs/pages.dox).
@@ -355,6 +356,15 @@ def check_structure(root, parsed):
             if command not in shown:
                 problems.append(f"index.html: the main page does not show the command '{command}' "
                                 "(README.md's \"The two commands\"): add it to docs/index.md")
+    order = sorted(chapters)
+    for k, nn in enumerate(order):  # each chapter's page links the one before it and the one after it
+        page = parsed.get(chapters[nn])
+        linked = {urllib.parse.unquote(urllib.parse.urlsplit(url).path) for _, url in page.links} if page else set()
+        for other, which in ((order[k - 1] if k > 0 else None, "previous"),
+                             (order[k + 1] if k + 1 < len(order) else None, "next")):
+            if other is not None and chapters[other] not in linked:
+                problems.append(f"{chapters[nn]}: chapter {nn}'s page does not link the {which} chapter, {other} "
+                                f"({chapters[other]}): tools/doxygen_filter.py adds those links to a chapter's README")
     tree = nav_tree(root)
     if tree is None:
         return problems

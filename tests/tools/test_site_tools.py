@@ -177,6 +177,27 @@ class DoxygenFilter(unittest.TestCase):
         self.assertEqual(self.md("## dot_kernel_v2 and 2 * n\n"), "## dot_kernel_v2 and 2 * n\n")
         self.assertEqual(self.md("a (*think*) in prose stays\n"), "a (*think*) in prose stays\n")
 
+    def test_table_header_names_may_break_after_an_underscore(self):
+        out = self.md("| n | final_vs_cublas | `a_b` |\n| --- | --- | --- |\n| 1 | x_y | 2 |\n")
+        self.assertEqual(out, "| n | final_\u200bvs_\u200bcublas | `a_b` |\n| --- | --- | --- |\n| 1 | x_y | 2 |\n")
+
+    def test_chapter_pages_link_their_neighbours(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            chapters = pathlib.Path(tmp) / "chapters"
+            for name, title in (("01_a", "# Chapter 01 — first"), ("02_b", '# Chapter 02 — "quoted" {#ch02_b}'),
+                                ("03_c", "# Chapter 03 — last")):
+                (chapters / name).mkdir(parents=True)
+                (chapters / name / "README.md").write_text(title + "\n\ntext\n", encoding="utf-8")
+                (chapters / name / "APPENDIX.md").write_text("# Appendix\n", encoding="utf-8")
+            first = df.chapter_nav(chapters / "01_a" / "README.md")
+            self.assertNotIn("Previous", first)
+            self.assertIn('Next: @ref ch02_b "Chapter 02 — quoted" →', first)
+            middle = df.chapter_nav(chapters / "02_b" / "README.md")
+            self.assertIn('Previous: @ref md_chapters_01_a_README "Chapter 01 — first"', middle)
+            self.assertIn('Next: @ref md_chapters_03_c_README "Chapter 03 — last"', middle)
+            self.assertNotIn("Next", df.chapter_nav(chapters / "03_c" / "README.md"))
+            self.assertEqual(df.chapter_nav(chapters / "02_b" / "APPENDIX.md"), "")
+
     def test_quote_in_code_and_pipe_in_table(self):
         self.assertIn("``ctest -L '^(a|b)$'``", self.md("2. `ctest -L '^(a|b)$'`: x\n"))
         out = self.md("| `--tree chapters\\|solutions` | what |\n")
