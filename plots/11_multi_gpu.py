@@ -99,7 +99,7 @@ def scaling(rows):
         ax.plot(g, [r["speedup"] for r in sel], "o-", color=cs.COLORS["gpu"], label="measured")
         for r in sel:
             ax.annotate(f"{r['speedup']:.2f}x ({100 * r['efficiency']:.0f}%)", (r["gpus"], r["speedup"]),
-                        textcoords="offset points", xytext=(5, -12), fontsize=8)
+                        textcoords="offset points", xytext=(8, 4) if r["gpus"] == g[0] else (5, -14), fontsize=10)
         if max(g) >= 2:
             ax.plot([2], [goals[kind]], "*", color=cs.COLORS["best"], markersize=12, label=f"target at 2 GPUs: {goals[kind]}x")
         n_text = cs.size_label(sel[0]["n_per_gpu"]) + " per GPU" if kind == "weak" else cs.size_label(sel[0]["n"]) + " in all"
@@ -107,7 +107,7 @@ def scaling(rows):
         ax.set_xlabel("GPUs")
         ax.set_ylabel("throughput / one GPU's" if kind == "weak" else "time on one GPU / time")
         ax.set_xticks(g)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=10)  # 12 inches wide, shown ~1000 px: 10 points are ~12 px there
     return fig
 
 
