@@ -30,6 +30,9 @@ def roofline_gbps(rows):
     return None
 
 
+LADDER_FLOOR = "speed_of_light"  # the registry's floor: reads only, no sum (a yardstick, not a rung)
+
+
 def colour_of(version):
     if version in BASELINES:
         return cs.COLORS["library"]
@@ -50,6 +53,9 @@ def ladder_bars(ladder, out):
         gbps = [r["gbps"] for r in rows]
         ys = list(range(len(rows)))
         bars = ax.barh(ys, gbps, color=[colour_of(v) for v in names])
+        for bar, name in zip(bars, names):
+            if name == LADDER_FLOOR:  # a yardstick, not a version: outlined as in chapters 03, 08 and 09
+                bar.set(facecolor="white", edgecolor=cs.COLORS["roofline"], hatch="//")
         for bar, r in zip(bars, rows):
             label = f"{r['gbps']:.0f} GB/s, {r['pct_roofline']:.0f}%"
             # The labels stand in a column right of the roofline, so its line crosses none of them.
@@ -65,7 +71,11 @@ def ladder_bars(ladder, out):
         ax.set_xlabel("GB/s (2 × 4 bytes per element read once)")
         ax.set_title(f"n = {cs.size_label(n)}: {8 * n / 1e6:.0f} MB per call")
     handles = [plt.Rectangle((0, 0), 1, 1, color=cs.COLORS[k]) for k in ("library", "gpu", "best")]
-    axes[0][-1].legend(handles, ["baseline", "course version", "final version"], loc="upper left",
+    labels = ["baseline", "course version", "final version"]
+    if any(r["version"] == LADDER_FLOOR for r in ladder):
+        handles.append(plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor=cs.COLORS["roofline"], hatch="//"))
+        labels.append("speed_of_light: reads only (floor)")
+    axes[0][-1].legend(handles, labels, loc="upper left",
                        bbox_to_anchor=(1.0, 1.0), fontsize=8)  # outside: it hid value labels
     fig.suptitle(f"The reduction ladder on {cs.gpu_name()} (labels: GB/s, % of the measured read roofline)")
     cs.save(fig, out, "06_ladder")

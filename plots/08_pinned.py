@@ -50,12 +50,23 @@ def sweep(rows, fits):
     return fig
 
 
+# The operations of 08_pinned_pinning.csv: (the path whose memory they make or give back, releases).
+OP_PATHS = {"malloc_and_touch": ("pageable", False), "free": ("pageable", True),
+            "cudaMallocHost": ("pinned", False), "cudaFreeHost": ("pinned", True),
+            "cudaHostRegister": ("registered", False), "cudaHostUnregister": ("registered", True)}
+
+
 def pinning(rows):
     fig, ax = plt.subplots()
     ops = list(dict.fromkeys(r["op"] for r in rows))
     for i, op in enumerate(ops):
         pts = sorted((r["bytes"], r["median_ms"]) for r in rows if r["op"] == op)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", ms=3, color=cs.PALETTE[i % len(cs.PALETTE)], label=op)
+        # Each operation in the colour of the path it serves (the other figures' colours), named
+        # "path: op"; what gives memory back is dashed.
+        path, release = OP_PATHS.get(op, (None, False))
+        color = cs.path_color(path) if path else cs.PALETTE[i % len(cs.PALETTE)]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], "o--" if release else "o-", ms=3, color=color,
+                label=f"{path}: {op}" if path else op)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("bytes")

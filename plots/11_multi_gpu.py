@@ -11,30 +11,60 @@ STYLE = {"allgather": "o-", "allgather_graph": "v-", "allreduce": "s--", "p2p": 
 FLOOR = "speed_of_light"  # not a combine: the registry's floor, drawn as a yardstick (absent from older CSVs)
 
 
+def gpus_label(g):
+    return f"{int(g)} GPU{'s' if g > 1 else ''}"
+
+
 def sweep(rows):
-    fig, ax = plt.subplots(figsize=(8, 5))
+    """One panel per combine, each with its GB/s on every GPU count (a colour per count), the floor
+    (speed_of_light, dashed crosses) and the summed read roofline (dash-dot) of that count: the
+    question of each panel is whether more GPUs pay for that combine, and from which n. (On one
+    axis the twelve lines hid each other.)"""
     counts = sorted({r["gpus"] for r in rows})
-    for ci, g in enumerate(counts):
-        for v in dict.fromkeys(r["version"] for r in rows):
+    combines = [v for v in dict.fromkeys(r["version"] for r in rows) if v != FLOOR]
+    cols = 3
+    nrows = -(-(len(combines) + 1) // cols)  # and one cell for the legend
+    fig, axes = plt.subplots(nrows, cols, figsize=(12.5, 3.6 * nrows + 0.6), sharex=True, sharey=True,
+                             squeeze=False)
+    cells = list(axes.flat)
+    roofs = {}
+    for g in counts:
+        top = [r for r in rows if r["gpus"] == g and r["pct_roofline"] > 0]
+        roofs[g] = max(r["gbps"] / r["pct_roofline"] * 100 for r in top) if top else None
+    for ax, v in zip(cells, combines):
+        for ci, g in enumerate(counts):
+            color = cs.PALETTE[ci]
+            floor = sorted((r for r in rows if r["gpus"] == g and r["version"] == FLOOR), key=lambda r: r["n"])
+            if floor:
+                ax.plot([r["n"] for r in floor], [r["gbps"] for r in floor], "x--", lw=1.0, ms=5, color=color, alpha=0.8)
             sel = sorted((r for r in rows if r["gpus"] == g and r["version"] == v), key=lambda r: r["n"])
-            if not sel:
-                continue
-            gpus = f"{int(g)} GPU{'s' if g > 1 else ''}"
-            if v == FLOOR:  # a baseline, not a combine: a thin dashed line of crosses
-                ax.plot([r["n"] for r in sel], [r["gbps"] for r in sel], "x--", lw=1.0, ms=5, color=cs.PALETTE[ci],
-                        label=f"speed_of_light: reads only (floor), {gpus}")
-            else:
-                ax.plot([r["n"] for r in sel], [r["gbps"] for r in sel], STYLE.get(v, "o-"), color=cs.PALETTE[ci],
-                        label=f"{v}, {gpus}")
-        top = [r for r in rows if r["gpus"] == g]
-        roof = max(r["gbps"] / r["pct_roofline"] * 100 for r in top if r["pct_roofline"] > 0)
-        ax.axhline(roof, color=cs.PALETTE[ci], lw=0.8, ls="-.", alpha=0.6)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("n (all GPUs together)")
-    ax.set_ylabel("GB/s (2·n·4 bytes / time per call, result on every GPU)")
-    ax.set_title("The dot on many GPUs (dash-dot: the GPUs' summed read roofline)")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+            if sel:
+                ax.plot([r["n"] for r in sel], [r["gbps"] for r in sel], STYLE.get(v, "o-")[0] + "-", ms=5,
+                        color=color)
+            if roofs[g]:
+                ax.axhline(roofs[g], color=color, lw=0.8, ls="-.", alpha=0.6)
+        ax.set_title(v, fontsize=12)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.tick_params(labelbottom=True, labelsize=10)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("GB/s (2·n·4 bytes / time)")
+    for ax in cells[:len(combines)]:
+        ax.set_xlabel("n (all GPUs together)")
+    legend_ax = cells[len(combines)]
+    for ax in cells[len(combines) + 1:]:
+        ax.set_visible(False)
+    legend_ax.axis("off")
+    handles = [plt.Line2D([], [], marker="o", color=cs.PALETTE[ci], label=f"the combine, {gpus_label(g)}")
+               for ci, g in enumerate(counts)]
+    handles += [plt.Line2D([], [], marker="x", ls="--", lw=1.0, color=cs.COLORS["key"],
+                           label="speed_of_light: reads only, no\ncombine (the floor), same colour"),
+                plt.Line2D([], [], ls="-.", lw=0.8, color=cs.COLORS["key"],
+                           label="the GPUs' summed read roofline")]
+    legend_ax.legend(handles=handles, loc="center", fontsize=11, title="time per call, result on every GPU",
+                     title_fontsize=11)
+    fig.suptitle(f"The dot on {' and '.join(str(int(g)) for g in counts)} GPUs of {cs.gpu_name()}: "
+                 "one panel per combine", fontsize=13)
     return fig
 
 
@@ -52,7 +82,7 @@ def split(rows):
     ax.set_yscale("log")
     ax.set_xlabel("n (all GPUs together)")
     ax.set_ylabel("microseconds (CUDA events, slowest GPU)")
-    ax.set_title("Where a call's time goes: the kernel against the combine")
+    ax.set_title(f"Where a call's time goes on {cs.gpu_name()}: the kernel against the combine", fontsize=10)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
 
@@ -69,7 +99,7 @@ def scaling(rows):
         ax.plot(g, [r["speedup"] for r in sel], "o-", color=cs.COLORS["gpu"], label="measured")
         for r in sel:
             ax.annotate(f"{r['speedup']:.2f}x ({100 * r['efficiency']:.0f}%)", (r["gpus"], r["speedup"]),
-                        textcoords="offset points", xytext=(5, -12), fontsize=8)
+                        textcoords="offset points", xytext=(8, 4) if r["gpus"] == g[0] else (5, -14), fontsize=10)
         if max(g) >= 2:
             ax.plot([2], [goals[kind]], "*", color=cs.COLORS["best"], markersize=12, label=f"target at 2 GPUs: {goals[kind]}x")
         n_text = cs.size_label(sel[0]["n_per_gpu"]) + " per GPU" if kind == "weak" else cs.size_label(sel[0]["n"]) + " in all"
@@ -77,7 +107,7 @@ def scaling(rows):
         ax.set_xlabel("GPUs")
         ax.set_ylabel("throughput / one GPU's" if kind == "weak" else "time on one GPU / time")
         ax.set_xticks(g)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=10)  # 12 inches wide, shown ~1000 px: 10 points are ~12 px there
     return fig
 
 

@@ -170,10 +170,13 @@ def save(fig, out_dir, stem):
     """Writes OUT/stem.png and OUT/stem.svg and returns the PNG's path."""
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:  # a figure that set its own (a legend below its panels) keeps it
+        fig.tight_layout()
     # The footer sits below everything; "tight" saving grows the image to hold it and any label
-    # that runs past an axis, so nothing is clipped.
-    fig.text(0.005, 0.0, run_label(), fontsize=7, color="#555555", ha="left", va="top")
+    # that runs past an axis, so nothing is clipped. The site shows a figure about 1,000 px wide
+    # whatever its size, so a wider figure gets a larger footer (7 points up to 8 inches, 10 at 12).
+    size = min(10.0, max(7.0, 0.8 * fig.get_figwidth()))
+    fig.text(0.005, 0.0, run_label(), fontsize=size, color="#555555", ha="left", va="top")
     tight = dict(bbox_inches="tight", pad_inches=0.12)
     png = out / f"{stem}.png"
     fig.savefig(png, metadata={"Software": None}, **tight)

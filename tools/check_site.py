@@ -10,13 +10,17 @@ Fails on:
     nothing after it: what Doxygen made of a blank line inside one, before the filter fixed it;
   - an option written as an en dash or em dash ("–help" where the text said "--help"): Markdown
     turns "--" into a dash outside code;
-  - markup shown as text outside code: a literal "<tt>", "\\|", "<!--" or entity; a number glued
+  - markup shown as text outside code: a literal HTML tag ("<em>", "<tt>", "</b>": Doxygen 1.9.4 shows
+    a heading's emphasis or code span that way), "\\|", "<!--" or an entity ("&lt;em&gt;" shown as
+    typed, after a double escape); a number glued
     to its unit ("2759GB/s"); a code span Doxygen read as a `quotation'; a backtick; on the pages
     written in Markdown, a literal "**" or an emphasis "*" (Doxygen 1.9.4 shows `**`x`**`, *"a quote"*
     and [`code`](link) as typed);
   - a figure wider than the text column (COLUMN_PX) that nothing scales down: no width attribute
     and no stylesheet rule "img { max-width: 100% }" (docs/site.css), so its right side is cut off;
   - the main page (index.html) not linking every chapter, or not showing the README's commands;
+  - a chapter's page not linking the previous and the next chapter;
+  - markup in a title of the navigation tree (shown as typed there, as in the page's heading);
   - a page out of place in the navigation tree: the chapters not in order, or a chapter folder's
     other page (its appendix, "dotcourse for Python") not under its chapter (docs/pages.dox).
 
@@ -32,12 +36,16 @@ import urllib.parse
 
 # A dash glued to a lowercase word, after a space, a bracket or the start: "–help", "(—csv".
 DASHED_OPTION = re.compile(r"(?:^|[\s(\[{'\"/])([\u2013\u2014][a-z][a-z0-9_-]*)")
-MANGLED = [("<tt>", "a literal <tt> (a code span inside a heading?)"),
-           ("</tt>", "a literal </tt>"),
-           ("\\|", "a literal \\| (an escaped pipe in a table)"),
-           ("<!--", "a literal HTML comment"),
-           ("&#", "a literal character entity"),
-           ("&amp;", "a doubly escaped &")]
+MANGLED = [("\\|", "a literal \\| (an escaped pipe in a table)"),
+           ("<!--", "a literal HTML comment")]
+# An HTML tag the reader sees as text: "(<em>think</em>)" in a heading, where Doxygen 1.9.4 escapes what
+# Markdown made of "(*think*)", or "<tt>--out</tt>" from a code span. Tags of text, not of C++ (a
+# template's "<float>" is not one of these names).
+LITERAL_TAG = re.compile(r"</?(?:a|b|i|u|s|em|strong|tt|code|kbd|var|samp|sup|sub|small|mark|del|ins|span|div|p|br|hr|"
+                         r"img|details|summary|table|thead|tbody|tr|td|th|ul|ol|li|dl|dt|dd|h[1-6]|pre|blockquote)"
+                         r"(?:\s[^<>]*)?/?>", re.I)
+# An entity the reader sees as typed ("&lt;em&gt;", "&amp;", "&#160;"): it was escaped twice.
+LITERAL_ENTITY = re.compile(r"&(?:[a-zA-Z][a-zA-Z0-9]{1,9}|#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6});")
 # A number glued to its unit: Doxygen swallowed the space after a sync marker ("2759GB/s").
 GLUED_UNIT = re.compile(r"\d(?:GB/s|TB/s|ms|µs|ns|GiB|MiB|KiB|MB|KB)\b")
 # Markdown emphasis Doxygen did not render: "**" anywhere, a "*" opening or closing a phrase.
@@ -238,6 +246,7 @@ def check_page(page_path, root, parser=None):
         for needle, what in MANGLED:
             if needle in text:
                 problems.append(f"{rel}:{line}: {what}: '{text.strip()[:80]}'")
+        problems.extend(f"{rel}:{line}: {what}" for what in literal_markup(text))
         if "`" in TEX_QUOTE.sub("", text):
             problems.append(f"{rel}:{line}: a literal backtick (a code span in link text or inside \"quotes\"?): "
                             f"'{text.strip()[:80]}'")
@@ -245,6 +254,21 @@ def check_page(page_path, root, parser=None):
             problems.append(f"{rel}:{line}: a literal * or ** (emphasis that opens on a backtick, a quote or a tag "
                             f"is shown as typed: use <em>/<b>): '{text.strip()[:80]}'")
     return problems
+
+
+def literal_markup(text):
+    """What a reader would see as typed markup in `text` (already unescaped once, as shown): HTML tags
+    and entities. Doxygen 1.9.4 escapes a heading's title, so "## Exercise (*think*)" shows
+    "(<em>think</em>)" (tools/doxygen_filter.py makes a heading's emphasis plain text)."""
+    found = []
+    tags = list(dict.fromkeys(m.group(0) for m in LITERAL_TAG.finditer(text)))
+    if tags:
+        found.append(f"a literal {', '.join(tags)} (HTML shown as text: emphasis or code in a heading? "
+                     f"see tools/doxygen_filter.py): '{text.strip()[:80]}'")
+    entities = list(dict.fromkeys(m.group(0) for m in LITERAL_ENTITY.finditer(text)))
+    if entities:
+        found.append(f"a literal {', '.join(entities)} (an entity escaped twice): '{text.strip()[:80]}'")
+    return found
 
 
 def js_value(text, name):
@@ -332,6 +356,15 @@ def check_structure(root, parsed):
             if command not in shown:
                 problems.append(f"index.html: the main page does not show the command '{command}' "
                                 "(README.md's \"The two commands\"): add it to docs/index.md")
+    order = sorted(chapters)
+    for k, nn in enumerate(order):  # each chapter's page links the one before it and the one after it
+        page = parsed.get(chapters[nn])
+        linked = {urllib.parse.unquote(urllib.parse.urlsplit(url).path) for _, url in page.links} if page else set()
+        for other, which in ((order[k - 1] if k > 0 else None, "previous"),
+                             (order[k + 1] if k + 1 < len(order) else None, "next")):
+            if other is not None and chapters[other] not in linked:
+                problems.append(f"{chapters[nn]}: chapter {nn}'s page does not link the {which} chapter, {other} "
+                                f"({chapters[other]}): tools/doxygen_filter.py adds those links to a chapter's README")
     tree = nav_tree(root)
     if tree is None:
         return problems
@@ -343,6 +376,14 @@ def check_structure(root, parsed):
             walk(children, page if under == "" and page in chapters.values() else under)
 
     walk(tree, "")
+
+    def titles(entries):
+        for title, page, children in entries:
+            yield title, page
+            yield from titles(children)
+
+    for title, page in titles(tree):  # navtree.js shows each title as text (createTextNode): no markup
+        problems.extend(f"navtreedata.js: the navigation tree's entry for {page}: {what}" for what in literal_markup(title))
     order = [chapter_of(sources.get(page)) for _, page, _ in tree if page in chapters.values()]
     if order != sorted(order):
         problems.append(f"navtreedata.js: the chapters are out of order in the navigation tree: {', '.join(order)}")

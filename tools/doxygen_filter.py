@@ -14,7 +14,9 @@ Markdown (*.md):
     break and swaps code and prose).
   - `--option` in prose becomes a code span (Markdown made "--" an en dash), except inside
     "double quotes", which Doxygen shows as typed.
-  - a code span in a heading becomes plain text (Doxygen showed "<tt>--out</tt>").
+  - a code span in a heading becomes plain text (Doxygen showed "<tt>--out</tt>"), and so does
+    emphasis, `*x*`, `**x**`, `_x_` or `<em>x</em>` (Doxygen escapes a heading's title: "(*think*)"
+    showed as "(<em>think</em>)", in the page and in the navigation tree).
   - a `<details>` block (the chapters' "Check yourself" answers) loses its blank lines: GitHub needs
     the one after `</summary>` to render the answer's Markdown, and Doxygen 1.9.4 closed the
     `<details>` at it, showing the question with no answer and the answer as a second, unlabelled
@@ -22,6 +24,10 @@ Markdown (*.md):
   - a code span holding a single quote gets double backticks (Doxygen read `like this' as a
     quotation and swapped code and prose); one holding `\\|` in a table row becomes <code>...</code>
     (Doxygen showed the backslash).
+  - a table's header names (CSV columns: final_vs_cublas) may break after an underscore (a zero-width
+    space): chapter 06's 12 columns then fit the text column instead of running past it.
+  - a chapter's page (chapters/NN_*/README.md) ends with links to the previous and the next
+    chapter, from the list of chapter folders (nothing to keep in step by hand when one is added).
 C++ headers (*.hpp, *.cuh, *.h): `--option` in a `///` or `//!` comment becomes a code span.
 Everything else passes through unchanged.
 
@@ -38,6 +44,10 @@ IMAGE = re.compile(r"(!\[[^\]]*\]\()([^)\s]+)((?:\s+\"[^\"]*\")?\))")
 OPTION = re.compile(r"(^|[\s(\[/])(--[a-zA-Z][\w-]*(?:[= ][A-Z][\w|]*)?)")
 CODE_SPAN = re.compile(r"(?<!\\)(`+)(.+?)(?<!`)\1(?!`)")
 HEADING = re.compile(r"^(#{1,6}\s+)(.*)$")
+CHAPTER_FOLDER = re.compile(r"^\d\d_[\w-]+$")
+PAGE_TITLE = re.compile(r"^#\s+(.*?)\s*(?:\{#([\w-]+)\})?\s*$")
+TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+WORD_UNDERSCORE = re.compile(r"(?<=[A-Za-z0-9])_(?=[A-Za-z0-9])")
 CODE_LANGS = {"cuda": "cpp", "cu": "cpp", "cuh": "cpp", "c++": "cpp", "hpp": "cpp"}
 
 
@@ -96,11 +106,25 @@ def image_link(md_path, match):
     return f"{match.group(1)}{target}{match.group(3)}"
 
 
+# Emphasis in a heading, outside code: **x**, __x__, *x*, _x_ (not the _ inside dot_kernel_v2), <em>x</em>.
+HEADING_EMPHASIS = [re.compile(r"(?<![\\*])\*\*(?=\S)(.+?)(?<=\S)\*\*"),
+                    re.compile(r"(?<![\\\w])__(?=\S)(.+?)(?<=\S)__(?!\w)"),
+                    re.compile(r"(?<![\\*\w])\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?![*\w])"),
+                    re.compile(r"(?<![\\\w])_(?=[^\s_])(.+?)(?<=[^\s_])_(?!\w)"),
+                    re.compile(r"<(em|i|b|strong)>(.*?)</\1>", re.I)]
+
+
 def heading_text(text):
-    """A heading's code spans as plain text; "--" escaped so it stays two hyphens."""
+    """A heading's code spans and emphasis as plain text (Doxygen 1.9.4 shows a heading's markup as
+    typed); "--" escaped so it stays two hyphens, "_" and "*" from code so they emphasize nothing."""
     def plain(m):
-        return m.group(2).replace("--", "\\--").replace("_", "\\_")
-    return CODE_SPAN.sub(plain, text)
+        return m.group(2).replace("--", "\\--").replace("_", "\\_").replace("*", "\\*")
+
+    def no_emphasis(t):
+        for pattern in HEADING_EMPHASIS:
+            t = pattern.sub(lambda m: m.group(m.lastindex), t)
+        return t
+    return CODE_SPAN.sub(plain, outside_code(text, no_emphasis))
 
 
 def fragile_code(line, in_table):
@@ -182,10 +206,52 @@ def filter_markdown(text, md_path):
         else:
             line = prose(line, quote_options)
             line = fragile_code(line, line.lstrip().startswith("|"))
+            if line.lstrip().startswith("|") and i + 1 < len(lines) and TABLE_RULE.match(lines[i + 1]):
+                line = outside_code(line, lambda t: WORD_UNDERSCORE.sub("_\u200b", t))
         out.append(line)
         i += 1
     out.extend([""] * owed)
     return "\n".join(out)
+
+
+def chapter_pages(chapters_dir):
+    """Every chapter in order, as (folder name, Doxygen page name, title): the folders NN_*/ of
+    `chapters_dir` with a README.md. The page name is the README's own {#label}, else the one Doxygen
+    gives a Markdown file (md_chapters_01_timing_README)."""
+    out = []
+    for readme in sorted(pathlib.Path(chapters_dir).glob("[0-9][0-9]_*/README.md")):
+        if not CHAPTER_FOLDER.match(readme.parent.name):
+            continue
+        first = readme.read_text(encoding="utf-8").split("\n", 1)[0]
+        m = PAGE_TITLE.match(first)
+        title = m.group(1) if m else readme.parent.name
+        page = m.group(2) if m and m.group(2) else f"md_chapters_{readme.parent.name}_README"
+        out.append((readme.parent.name, page, title))
+    return out
+
+
+def chapter_nav(md_path):
+    """The links to the previous and next chapter for a chapter's README (a Doxygen HTML block, styled
+    by docs/site.css), or "" for any other file."""
+    md_path = pathlib.Path(md_path).resolve()
+    if md_path.name != "README.md" or md_path.parent.parent.name != "chapters" \
+            or not CHAPTER_FOLDER.match(md_path.parent.name):
+        return ""
+    pages = chapter_pages(md_path.parent.parent)
+    names = [folder for folder, _, _ in pages]
+    if md_path.parent.name not in names:
+        return ""
+    k = names.index(md_path.parent.name)
+
+    def ref(entry):
+        title = re.sub(r"[\"*`]", "", entry[2])  # the text of a @ref "...": no quote, no markup
+        return f'@ref {entry[1]} "{title}"'
+    parts = []
+    if k > 0:
+        parts.append(f'<span class="prev">← Previous: {ref(pages[k - 1])}</span>')
+    if k + 1 < len(pages):
+        parts.append(f'<span class="next">Next: {ref(pages[k + 1])} →</span>')
+    return f'<div class="chapter-nav">{"".join(parts)}</div>' if parts else ""
 
 
 def filter_header(text):
@@ -211,6 +277,9 @@ def main(argv):
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".md":
         text = filter_markdown(text, path)
+        nav = chapter_nav(path)
+        if nav:  # after the last line, so that the lines Doxygen's warnings name stay where they were
+            text = text.rstrip("\n") + "\n\n" + nav + "\n"
     elif path.suffix in (".hpp", ".cuh", ".h"):
         text = filter_header(text)
     sys.stdout.write(text)

@@ -118,6 +118,25 @@ class Palette(unittest.TestCase):
             text = (ROOT / "plots" / f"{stem}.py").read_text()
             self.assertEqual(re.findall(r"[\"']#[0-9a-fA-F]{6}[\"']", text), [], f"plots/{stem}.py")
 
+    def test_colour_check_fails_when_two_chapters_give_a_name_two_colours(self):
+        cc = load(ROOT / "plots" / "colour_check.py", "colour_check")
+        self.assertEqual(cc.name_of("pinned: cudaMallocHost"), "pinned")
+        self.assertEqual(cc.name_of("allgather, 2 GPUs"), "allgather")
+        self.assertEqual(cc.name_of("cuBLAS (1.0)"), "cublas")
+        clash = {"speed_of_light": {("06", "#1f77b4"), ("07", "#000000"), ("09", "#000000")}}
+        self.assertEqual(cc.conflicts(clash), {"speed_of_light": {"#000000": ["07", "09"], "#1f77b4": ["06"]}})
+        shade = {"h2d": {("09", "#ff7f0e"), ("11", "#ff7f0e"), ("11", "#ffb97a")}}  # a lighter H2D beside H2D
+        self.assertEqual(cc.conflicts(shade), {})
+        one_chapter = {"v1": {("06", "#1f77b4"), ("06", "#d62728")}}
+        self.assertEqual(cc.conflicts(one_chapter), {})
+
+    @unittest.skipUnless(has_matplotlib(VENV_PYTHON), "no .venv with matplotlib (tools/plots.sh makes it)")
+    def test_every_name_keeps_its_colour_across_the_chapters(self):
+        r = subprocess.run([str(VENV_PYTHON), str(ROOT / "plots" / "colour_check.py")], capture_output=True, text=True,
+                           cwd=ROOT)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("0 name(s) with more than one colour", r.stdout)
+
     def test_unknown_path_gets_a_colour_no_known_path_has(self):
         self.assertNotIn(palette.path_color("some_new_path"), palette.PATHS.values())
 

@@ -21,7 +21,11 @@ def png(width, height=100):
             + b"\x08\x06\x00\x00\x00")
 
 
-def html(body, css=("doxygen.css",), markdown_page=True, source=None):
+def html(body, css=("doxygen.css",), markdown_page=True, source=None, nav=True):
+    """A page; chapter 07's (source md_chapters_07_library_README) links its previous chapter, 01, as
+    tools/doxygen_filter.py makes every chapter's page do, unless nav is False."""
+    if nav and source == "md_chapters_07_library_README":
+        body += '\n<div class="chapter-nav"><span class="prev">Previous: <a href="md_chapters_01_timing_README.html">01</a></span></div>'
     links = "".join(f'<link href="{c}" rel="stylesheet" type="text/css"/>' for c in css)
     anchor = f'<a class="anchor" id="{source}"></a>' if source else ""
     doc = "PageDoc" if markdown_page else "contents"
@@ -53,7 +57,8 @@ class SiteStructure(unittest.TestCase):
         root = pathlib.Path(tmp.name)
         pages = {
             "index.html": html(index, css=("doxygen.css", "site.css")),
-            CH01: html("<p>Chapter 01.</p>", css=("doxygen.css", "site.css")),
+            CH01: html('<p>Chapter 01.</p><p>Next: <a class="el" href="ch07_library.html">07</a></p>',
+                       css=("doxygen.css", "site.css")),
             "ch07_library.html": html('<p>Chapter 07.</p><div class="image"><img src="wide.png" alt=""/></div>',
                                       css=("doxygen.css", "site.css"), source="md_chapters_07_library_README"),
             "ch07_library_appendix.html": html("<p>How.</p>", source="md_chapters_07_library_APPENDIX"),
@@ -148,6 +153,13 @@ class SiteStructure(unittest.TestCase):
         children = [c for c in CH07_CHILDREN if "appendix" not in c[1]]
         self.assertOneProblem(self.site(tree=tree, ch07_children=children),
                               "ch07_library_appendix.html", f"under {CH01}")
+
+    def test_chapter_without_its_neighbours_links_fails(self):
+        page = html("<p>Chapter 07.</p>", source="md_chapters_07_library_README", nav=False)
+        self.assertOneProblem(self.site(extra={"ch07_library.html": page}), "ch07_library.html", "chapter 07",
+                              "previous chapter, 01")
+        extra = {CH01: html("<p>Chapter 01, no link onward.</p>")}
+        self.assertOneProblem(self.site(extra=extra), CH01, "next chapter, 07")
 
     def test_chapters_out_of_order_fail(self):
         self.assertOneProblem(self.site(tree=list(reversed(GOOD_TREE))), "out of order", "07, 01")

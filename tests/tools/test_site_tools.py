@@ -80,6 +80,26 @@ class CheckSite(unittest.TestCase):
         self.assertIn("glued to its unit: '9GB/s'", text)
         self.assertIn("quotation", text)
 
+    def test_literal_markup_in_a_heading_fails(self):
+        """Issue 36: chapter 06's "(*think*)" heading showed "(<em>think</em>)" and check_site passed."""
+        problems = cs.check_site(ROOT / "tests" / "tools" / "fixtures" / "site_markup")
+        self.assertEqual(len(problems), 3, problems)
+        self.assertTrue(problems[0].startswith("ch06_ladder.html:"), problems[0])
+        self.assertIn("a literal <em>, </em>", problems[0])
+        self.assertIn("(<em>think</em>)", problems[0])
+        self.assertIn("a literal &lt;, &gt; (an entity escaped twice)", problems[1])
+        self.assertIn("navigation tree", problems[2])
+        self.assertIn("(<em>think</em>)", problems[2])
+
+    def test_only_markup_shown_as_text_fails(self):
+        self.assertEqual(self.site({"index.html": "<h2>Exercise 5 (<em>think</em>)</h2><p>std::vector&lt;float&gt;, "
+                                                  "a &lt; b &gt; c, x &amp; y, <code>&lt;em&gt;&amp;lt;</code></p>"}),
+                         [])
+        for shown in ("&lt;b&gt;bold&lt;/b&gt;", "&lt;br/&gt;", "&lt;a href=\"x.html\"&gt;", "&amp;nbsp;", "&amp;#160;"):
+            problems = self.site({"index.html": f"<p>see {shown} here</p>"})
+            self.assertEqual(len(problems), 1, (shown, problems))
+            self.assertIn("a literal", problems[0])
+
     def test_details_split_from_their_summary_fail(self):
         good = "<details>\n <summary>Why?</summary>\nBecause. <code>x</code></details>"
         self.assertEqual(self.site({"index.html": good}), [])
@@ -147,6 +167,36 @@ class DoxygenFilter(unittest.TestCase):
 
     def test_heading_code_becomes_text(self):
         self.assertEqual(self.md("## What lands in `--out`\n"), "## What lands in \\--out\n")
+
+    def test_heading_emphasis_becomes_text(self):
+        """Doxygen 1.9.4 escapes a heading's title: "(*think*)" showed as "(<em>think</em>)" (issue 36)."""
+        self.assertEqual(self.md("### Exercise 5 — the waves of a grid (*think*)\n"),
+                         "### Exercise 5 — the waves of a grid (think)\n")
+        self.assertEqual(self.md("## **Bold** and _under_ and <em>tag</em>, `a*b` x*y\n"),
+                         "## Bold and under and tag, a\\*b x*y\n")
+        self.assertEqual(self.md("## dot_kernel_v2 and 2 * n\n"), "## dot_kernel_v2 and 2 * n\n")
+        self.assertEqual(self.md("a (*think*) in prose stays\n"), "a (*think*) in prose stays\n")
+
+    def test_table_header_names_may_break_after_an_underscore(self):
+        out = self.md("| n | final_vs_cublas | `a_b` |\n| --- | --- | --- |\n| 1 | x_y | 2 |\n")
+        self.assertEqual(out, "| n | final_\u200bvs_\u200bcublas | `a_b` |\n| --- | --- | --- |\n| 1 | x_y | 2 |\n")
+
+    def test_chapter_pages_link_their_neighbours(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            chapters = pathlib.Path(tmp) / "chapters"
+            for name, title in (("01_a", "# Chapter 01 — first"), ("02_b", '# Chapter 02 — "quoted" {#ch02_b}'),
+                                ("03_c", "# Chapter 03 — last")):
+                (chapters / name).mkdir(parents=True)
+                (chapters / name / "README.md").write_text(title + "\n\ntext\n", encoding="utf-8")
+                (chapters / name / "APPENDIX.md").write_text("# Appendix\n", encoding="utf-8")
+            first = df.chapter_nav(chapters / "01_a" / "README.md")
+            self.assertNotIn("Previous", first)
+            self.assertIn('Next: @ref ch02_b "Chapter 02 — quoted" →', first)
+            middle = df.chapter_nav(chapters / "02_b" / "README.md")
+            self.assertIn('Previous: @ref md_chapters_01_a_README "Chapter 01 — first"', middle)
+            self.assertIn('Next: @ref md_chapters_03_c_README "Chapter 03 — last"', middle)
+            self.assertNotIn("Next", df.chapter_nav(chapters / "03_c" / "README.md"))
+            self.assertEqual(df.chapter_nav(chapters / "02_b" / "APPENDIX.md"), "")
 
     def test_quote_in_code_and_pipe_in_table(self):
         self.assertIn("``ctest -L '^(a|b)$'``", self.md("2. `ctest -L '^(a|b)$'`: x\n"))
