@@ -512,6 +512,7 @@ class Worker:
     course: Optional[CourseCopy]    # None: tools/grade of the checkout itself (a --grader given)
     cpus: Optional[List[int]] = None
     cores: int = 0
+    lock: object = None             # the flock of its build slot
 
 
 @dataclass
@@ -1003,17 +1004,20 @@ def run_class(subs: Sequence[Submission], opts: Options, workers: Sequence[Worke
     return [records[s.name] for s in subs]
 
 
-def make_workers(work: Path, gpus: Sequence[str], cpu_workers: int, use_course_copy: bool, pin: bool
-                 ) -> List[Worker]:
+def make_workers(root: Path, scratch: Path, gpus: Sequence[str], cpu_workers: int, use_course_copy: bool,
+                 pin: bool) -> List[Worker]:
+    """One worker per GPU (or CPU worker), each holding a free slot of the build root: its course
+    copy and build folder, kept for the next run (and for --slurm tasks given the same root)."""
     ids: List[Optional[str]] = list(gpus) if gpus else [None] * cpu_workers
     shares = split_cores(len(ids)) if pin else []
     workers = []
     for k, gpu in enumerate(ids):
-        tag = f"gpu{gpu}" if gpu is not None else f"cpu{k}"
-        course = CourseCopy(REPO, work / f"course-{tag}") if use_course_copy else None
+        slot, lock = build_slot(root)
+        course = CourseCopy(REPO, slot / "course") if use_course_copy else None
         cpus = shares[k] if shares else None
-        workers.append(Worker(k, gpu, work / f"build-{tag}", work / f"scratch-{tag}", course, cpus,
-                              len(cpus) if cpus else 0))
+        w = Worker(k, gpu, slot / "build", scratch / f"worker-{k}", course, cpus, len(cpus) if cpus else 0)
+        w.lock = lock
+        workers.append(w)
     return workers
 
 
@@ -1086,8 +1090,9 @@ def write_slurm(out: Path, subs: Sequence[Submission], minutes: int, gpu: bool, 
 
 
 def build_slot(root: Path) -> Tuple[Path, object]:
-    """A build folder under `root` that no other task on this node holds (an flock on its lock
-    file, held until the task ends): tasks that follow reuse the build of those before them."""
+    """A slot of `root` (slot-K: the course copy and the build folder that go together, as CMake
+    remembers its source folder) that no other worker or task on this node holds: an flock on its
+    lock file, held while the lock object lives. Later workers and tasks build incrementally there."""
     import fcntl
     root.mkdir(parents=True, exist_ok=True)
     for k in range(1024):
@@ -1097,7 +1102,7 @@ def build_slot(root: Path) -> Tuple[Path, object]:
         except OSError:
             lock.close()
             continue
-        return root / f"build-{k}", lock
+        return root / f"slot-{k}", lock
     raise RuntimeError(f"no free build slot in {root}")
 
 
@@ -1116,10 +1121,11 @@ def slurm_task(out: Path, index: int) -> int:
     base.mkdir(parents=True, exist_ok=True)
     lock = None
     try:
-        build = base / "build"
+        slot = base
         if plan.get("build_root"):
-            build, lock = build_slot(Path(plan["build_root"]))
-        course = CourseCopy(Path(plan["repo"]), base / "course") if not plan.get("grader") else None
+            slot, lock = build_slot(Path(plan["build_root"]))
+        build = slot / "build"
+        course = CourseCopy(Path(plan["repo"]), slot / "course") if not plan.get("grader") else None
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 0
         worker = Worker(index, os.environ.get("CUDA_VISIBLE_DEVICES", "") if plan["kind"] == "gpu" else None,
                         build, base / "scratch", course, None, cores)
@@ -1183,6 +1189,11 @@ def parse_args(argv: Optional[Sequence[str]]) -> Tuple[argparse.Namespace, List[
                    help=f"processes one grade may have at once before it is killed as a fork bomb "
                         f"(default {DEFAULT_MAX_PROCS})")
     p.add_argument("--force", action="store_true", help="grade every submission again, changed or not")
+    p.add_argument("--build-root", metavar="DIR",
+                   help="where the workers' build folders and course copies go, one slot-K each, kept so that the "
+                        "next run builds incrementally (default OUT/.work). With --slurm: a node-local folder, "
+                        "e.g. /tmp/grade-class-builds, whose slots later tasks on a node reuse (default: each task "
+                        "builds afresh in $TMPDIR)")
     p.add_argument("--no-pin", action="store_true", help="do not give each worker its own share of the cores")
     p.add_argument("--grader", metavar="CMD", help=argparse.SUPPRESS)  # tests: a stand-in for tools/grade
     p.add_argument("--slurm", action="store_true",
@@ -1195,10 +1206,6 @@ def parse_args(argv: Optional[Sequence[str]]) -> Tuple[argparse.Namespace, List[
     p.add_argument("--slurm-cpus", type=int, default=8, metavar="N", help="with --slurm: --cpus-per-task (default 8)")
     p.add_argument("--slurm-arg", action="append", default=[], metavar="ARG",
                    help="with --slurm: one more #SBATCH line, e.g. --slurm-arg=--partition=gpu (repeatable)")
-    p.add_argument("--slurm-build-root", metavar="DIR",
-                   help="with --slurm: build folders in DIR (node-local, e.g. /tmp/grade-class-builds), one per task "
-                        "running at once and kept, so that later tasks on a node build incrementally (default: each "
-                        "task builds afresh in $TMPDIR)")
     p.add_argument("--merge", metavar="OUT", help="build gradebook.csv and class_summary.md from a --slurm run's OUT")
     p.add_argument("--slurm-task", metavar="OUT", help=argparse.SUPPRESS)
     p.add_argument("--task-index", type=int, help=argparse.SUPPRESS)
@@ -1256,7 +1263,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 todo.append(s)
         minutes = slurm_minutes(out, subs, args.slurm_time)
         write_plan(out, subs, todo, opts, keys, minutes,
-                   str(Path(args.slurm_build_root).resolve()) if args.slurm_build_root else None)
+                   str(Path(args.build_root).resolve()) if args.build_root else None)
         if not todo:
             print("grade-class: every submission is graded and unchanged (--force grades them again); "
                   f"tools/grade-class --merge {out}", file=sys.stderr)
@@ -1273,7 +1280,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
           flush=True)
     work = out / ".work"
     work.mkdir(exist_ok=True)
-    workers = make_workers(work, gpus, workers_n, use_course_copy=grader is None, pin=not args.no_pin)
+    root = Path(args.build_root).resolve() if args.build_root else work
+    workers = make_workers(root, work, gpus, workers_n, use_course_copy=grader is None, pin=not args.no_pin)
     watch = Watch(watched_files(class_dir, subs))
     t0 = time.monotonic()
     records = run_class(subs, opts, workers, args.force, watch)
