@@ -9,7 +9,7 @@ localhost; Debian's slurm-wlm and munge), the way docs/grading.md says to run it
 
 Local: two submissions, the solutions and the unfilled tree, one CPU worker; the solutions get every
 point of chapter 02's correctness, the unfilled tree none; a second run grades nothing (resume).
-Slurm: the same two and a negative case (tests/negative/02_pairwise_cached_by_pointer: some points,
+Slurm: the same two and a negative case (tests/negative/02_threads_partials_chunk_short: some points,
 not all), a job array of three tasks submitted with sbatch, waited for (with a bound), merged with
 --merge. Both share one build root, so that the Slurm tasks build incrementally on the local run's
 build. Exit codes: 0 every check passed · 1 a check failed · 2 cannot run (no Slurm, not root).
@@ -179,7 +179,7 @@ def slurm(tmp, build_root, full_marks):
               "(apt-get install slurm-wlm munge)", file=sys.stderr)
         return 2
     cls, out = tmp / "class-slurm", tmp / "out-slurm"
-    make_class(cls, ["solutions", "unfilled", "neg:02_pairwise_cached_by_pointer"])
+    make_class(cls, ["solutions", "unfilled", "neg:02_threads_partials_chunk_short"])
     daemons = Slurm(tmp / "slurm")
     try:
         p = run([GRADE_CLASS, cls, "--out", out, "--slurm", "--slurm-no-gpu", "--slurm-cpus", str(os.cpu_count() or 2),
@@ -199,7 +199,7 @@ def slurm(tmp, build_root, full_marks):
         check(p.returncode == 0, "--merge exits 0")
         book = gradebook(out)
         sol, unf = book.get("solutions", {}), book.get("unfilled", {})
-        neg = book.get("neg-02_pairwise_cached_by_pointer", {})
+        neg = book.get("neg-02_threads_partials_chunk_short", {})
         check(sol.get("status") == "graded" and sol.get("02_correctness") == full_marks,
               f"Slurm: the solutions get every point ({sol.get('02_correctness')} of {full_marks})")
         check(unf.get("status") == "graded" and unf.get("02_correctness") == "0",

@@ -13,8 +13,8 @@ Isolation of one submission from the rest of the class:
   read-only; the grade reads that copy;
 - each worker grades against its own copy of the course, whose files are hashed before and checked
   after every grade: a change is recorded ("wrote outside its folder: <path>") and undone;
-- the class folder and the instructor's checkout are watched too (sizes and mtimes), and a change
-  is laid at the door of the grades that were running when it happened;
+- the class folder's submissions are watched too (sizes and times), and a change is laid at the
+  door of the grade that was running when it happened (each of several is graded again alone);
 - the grade runs in a session of its own under a wall-clock limit (the whole process group is
   killed), with a cap on its processes (a fork bomb is killed and the submission refused), and
   rlimits: CPU seconds, file size, no core files, and RLIMIT_NPROC where it holds (not for root);
@@ -445,7 +445,7 @@ def kill_session(sid: int) -> None:
 
 
 def run_limited(cmd: Sequence[str], env: Dict[str, str], log: Path, timeout: float, max_procs: int,
-                cpus: Optional[List[int]] = None, poll: float = 0.2,
+                cpus: Optional[List[int]] = None, cwd: Optional[Path] = None, poll: float = 0.2,
                 clock: Callable[[], float] = time.monotonic) -> Outcome:
     """Runs `cmd` in a session of its own with its output in `log`; kills the whole session past
     `timeout` seconds or past `max_procs` processes; cleans up whatever is left when it ends."""
@@ -457,7 +457,7 @@ def run_limited(cmd: Sequence[str], env: Dict[str, str], log: Path, timeout: flo
         out.write(("$ " + " ".join(shlex.quote(c) for c in cmd) + "\n").encode())
         out.flush()
         p = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
-                             start_new_session=True)
+                             cwd=cwd, start_new_session=True)
     outcome = Outcome(None, 0.0)
     checks = 0
     while True:
@@ -618,11 +618,13 @@ def grade_one(sub: Submission, key: str, worker: Worker, opts: Options,
     if worker.cores and not any(a in ("--jobs", "-j") or a.startswith(("--jobs=", "-j")) for a in opts.grade_args):
         cmd += ["--jobs", str(worker.cores)]
     cmd += opts.grade_args
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    # Not the paths this command was started from (PWD, OLDPWD): the grade runs in its scratch folder.
+    env = {k: v for k, v in os.environ.items() if k not in ("PWD", "OLDPWD")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
     if worker.gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = worker.gpu
     log = out / "grade-class.log"
-    outcome = run_limited(cmd, env, log, opts.timeout, opts.max_procs, worker.cpus, clock=clock)
+    outcome = run_limited(cmd, env, log, opts.timeout, opts.max_procs, worker.cpus, cwd=copy.parent, clock=clock)
     results = read_results(out)
     status, reason = classify(outcome.returncode, outcome, results, _log_tail(log), opts.timeout, opts.max_procs)
     if worker.course is not None:
@@ -1021,12 +1023,12 @@ def make_workers(root: Path, scratch: Path, gpus: Sequence[str], cpu_workers: in
     return workers
 
 
-def watched_files(class_dir: Optional[Path], subs: Sequence[Submission]) -> Callable[[], List[Path]]:
-    """The files of every submission in the class folder and the checkout's tracked files."""
-    repo_files = [REPO / f for f in course_files(REPO)]
+def watched_files(subs: Sequence[Submission]) -> Callable[[], List[Path]]:
+    """The files of every submission in the class folder. (The checkout is not watched: the grades
+    run from private copies of it, and an instructor's own edits there would be laid on a student.)"""
 
     def files() -> List[Path]:
-        found = list(repo_files)
+        found: List[Path] = []
         for s in subs:
             if s.tree:
                 tree = Path(s.tree)
@@ -1282,7 +1284,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     work.mkdir(exist_ok=True)
     root = Path(args.build_root).resolve() if args.build_root else work
     workers = make_workers(root, work, gpus, workers_n, use_course_copy=grader is None, pin=not args.no_pin)
-    watch = Watch(watched_files(class_dir, subs))
+    watch = Watch(watched_files(subs))
     t0 = time.monotonic()
     records = run_class(subs, opts, workers, args.force, watch)
     print(f"[class] {len(subs)} submissions in {fmt_duration(time.monotonic() - t0)}", file=sys.stderr, flush=True)
