@@ -76,14 +76,14 @@ class ClassMode(unittest.TestCase):
                                     "henry": None})
         out = self.tmp / "out"
         t0 = time.monotonic()
-        code, text = run([cls, "--out", out, "--workers", "2", "--timeout", "4", "--max-procs", "30",
+        code, text = run([cls, "--out", out, "--workers", "2", "--timeout", "8", "--max-procs", "30",
                           "--grader", FAKE, "--chapter", "02"])
         book = gradebook(out)
         self.assertEqual(code, 1, text)  # gina's grader error: no grade, run again
         want = {"alice": "graded", "bob": "timed-out", "carol": "crashed", "dave": "build-error",
                 "eve": "incomplete", "frank": "refused", "gina": "grader-error", "henry": "refused"}
         self.assertEqual({k: v["status"] for k, v in book.items()}, want, text)
-        self.assertIn("past 4 s", book["bob"]["reason"])
+        self.assertIn("past 8 s", book["bob"]["reason"])
         self.assertIn("SIGSEGV", book["carol"]["reason"])
         self.assertIn("expected ';'", book["dave"]["reason"])
         self.assertIn("fork bomb", book["frank"]["reason"])
@@ -193,6 +193,18 @@ class ClassMode(unittest.TestCase):
                 except SystemExit as e:
                     code = e.code
                 self.assertEqual(code, 2)
+
+
+    def test_options_that_tools_grade_refuses_stop_the_class_at_once(self):
+        cls = make_class(self.tmp, {f"s{k}": "graded 10" for k in range(4)})
+        real = f"{sys.executable} {REPO / 'tools' / 'grade'}"
+        code, text = run([cls, "--out", self.tmp / "out", "--workers", "1", "--grader", real, "--no-such-option"])
+        self.assertEqual(code, 2, text)
+        self.assertIn("the class is stopped", text)
+        book = gradebook(self.tmp / "out")
+        self.assertEqual(len(book), 4)
+        # The first grade's refusal stops the class; a worker may have started one more meanwhile.
+        self.assertGreaterEqual(sum("not graded" in r["reason"] for r in book.values()), 2)
 
 
 class Pieces(unittest.TestCase):

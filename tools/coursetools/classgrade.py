@@ -479,7 +479,10 @@ def run_limited(cmd: Sequence[str], env: Dict[str, str], log: Path, timeout: flo
             outcome.returncode = p.returncode
             break
         time.sleep(poll)
-    kill_session(p.pid)  # what the grade left behind in its session
+    left = len(session_processes(p.pid))  # what the grade left behind in its session
+    outcome.processes = max(outcome.processes, left)
+    outcome.fork_bomb |= left > max_procs  # its head died (out of processes, say), its forks live on
+    kill_session(p.pid)
     outcome.wall_s = clock() - t0
     return outcome
 
@@ -982,11 +985,24 @@ def run_class(subs: Sequence[Submission], opts: Options, workers: Sequence[Worke
                 walls.append(float(rec.get("wall_s") or 0))
             failed += rec.get("status") not in (GRADED, INCOMPLETE)
             show(rec, was_skipped)
+            if not was_skipped and rec.get("exit_code") == 2:
+                # tools/grade refused its command line: every other grade would too.
+                stop.set()
+                print(f"[class] tools/grade refused its arguments ({rec.get('reason')}): the class is stopped; "
+                      "fix the options passed to it", file=stream, flush=True)
+                break
     except KeyboardInterrupt:
         stop.set()
         raise
     for t in threads:
         t.join()
+    if stop.is_set():
+        while not done_q.empty():
+            rec, _ = done_q.get()
+            records[rec["student"]] = rec
+        return [records.get(s.name) or {"student": s.name, "source": s.source, "status": GRADER_ERROR,
+                                        "reason": "not graded: tools/grade refused its arguments", "wall_s": 0.0}
+                for s in subs]
     for name in sorted(doubt):
         if name not in records or records[name].get("status") == WROTE_OUTSIDE:
             continue
@@ -1178,7 +1194,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> Tuple[argparse.Namespace, List[
         epilog="Resumable: a submission graded before with the same content, course commit and options is "
                "skipped (--force grades it again). Statuses: " + "; ".join(f"{k}: {v}" for k, v in STATUS_HELP.items())
                + ". Exit codes: 0 every submission has a final status (their grades are in the gradebook) · "
-                 "1 some grades could not be made (grader-error, missing) · 2 bad arguments. docs/grading.md, "
+                 "1 some grades could not be made (grader-error, missing) · 2 bad arguments (its own, or "
+                 "tools/grade's: the class stops at the first grade that exits 2). docs/grading.md, "
                  "'Grading a class'.")
     p.add_argument("class_dir", nargs="?", metavar="DIR", help="the class folder: one folder per student")
     p.add_argument("--out", metavar="OUT", help="where the class's results go (default: grade-class-<DIR name>)")
@@ -1250,8 +1267,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not subs:
         print(f"grade-class: {class_dir} holds no student folder", file=sys.stderr)
         return 2
-    gpus = args.gpus.split(",") if args.gpus else ([] if args.workers else detect_gpus())
-    kind = "gpu" if gpus or args.slurm and not args.slurm_no_gpu else "cpu"
+    gpus = args.gpus.split(",") if args.gpus else ([] if args.workers or args.slurm else detect_gpus())
+    if args.slurm:
+        kind = "cpu" if args.slurm_no_gpu else "gpu"
+    else:
+        kind = "gpu" if gpus else "cpu"
     grader = shlex.split(args.grader) if args.grader else None
     opts = Options(out=out, grade_args=grade_args, grader=grader, timeout=args.timeout, max_procs=args.max_procs,
                    kind=kind, course=course_state())
@@ -1288,7 +1308,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     t0 = time.monotonic()
     records = run_class(subs, opts, workers, args.force, watch)
     print(f"[class] {len(subs)} submissions in {fmt_duration(time.monotonic() - t0)}", file=sys.stderr, flush=True)
-    return _finish(out, records, str(class_dir))
+    code = _finish(out, records, str(class_dir))
+    return 2 if any(r.get("exit_code") == 2 for r in records) else code
 
 
 def _finish(out: Path, records: Sequence[dict], title: str) -> int:
