@@ -16,7 +16,10 @@ writes results/local/run_metadata.json and draws the plots into results/local/pl
 Without a GPU: the chapters that need none still run; the rest are skipped (the reason is
 said once), and their plots are drawn from the reference results into results/local/plots-h100/
 (tools/run_course.sh 07: only chapter 07's). Ends with a summary table: per chapter ran, skipped
-or failed, seconds, where its CSVs and plots went. Exit 1 when a chapter fails.
+or failed, seconds, where its CSVs and plots went, and the seconds of set-up (tools/setup.sh and
+the plots' Python, .venv/ on first use), build and plots. Each chapter's captions are checked
+against its rows (tools/check_captions.py). Exit 1 when a chapter fails or a caption is contradicted.
+Go is set up only for chapter 07 (its Go caller); COURSE_SETUP_GO=0 or 1 decides instead.
 USAGE
 }
 for arg in "$@"; do
@@ -47,8 +50,15 @@ if [ ${#chapters[@]} -eq 0 ]; then
   for dir in chapters/[0-9][0-9]_*/; do chapters+=("$(basename "$dir")"); done
 fi
 
+# Set-up: the build's dependencies (tools/setup.sh) and the plots' Python (made into .venv on first
+# use, which takes a while: counted here). Go only serves chapter 07's Go caller: without chapter 07
+# there is nothing to install it for (COURSE_SETUP_GO=1 asks for it anyway).
+go_wanted=0
+for ch in "${chapters[@]}"; do [ "$ch" = 07_library ] && go_wanted=1; done
+export COURSE_SETUP_GO=${COURSE_SETUP_GO:-$go_wanted}
 phase_start=$(date +%s.%N)
 source tools/setup.sh
+python=$(course_python)
 setup_seconds=$(since "$phase_start")
 jobs=$(nproc 2>/dev/null || echo 2)
 preset=solutions
@@ -71,7 +81,6 @@ for ch in "${chapters[@]}"; do
 done
 chapters=("${built[@]}")
 
-python=$(course_python)
 status=0
 gpu=1
 if probe=$("$bin/course_info" --probe 2>&1); then
@@ -101,7 +110,12 @@ for ch in "${chapters[@]}"; do
     before=(--telemetry-before "build/telemetry-$ch.json")
   fi
   start=$(date +%s.%N)
-  "$bin/$ch" --csv "results/local/$ch.csv" || rc=$?
+  # What the chapter prints is kept: its captions are checked against its rows below.
+  log="build/$preset/run_course-$ch.log"
+  set +e
+  "$bin/$ch" --csv "results/local/$ch.csv" | tee "$log"
+  rc=${PIPESTATUS[0]}
+  set -e
   seconds[$ch]=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   # Exit code 3 is "no GPU": without one, a chapter that needs it is skipped, not failed.
   if [ $gpu = 0 ] && [ $rc = 3 ]; then
@@ -116,6 +130,12 @@ for ch in "${chapters[@]}"; do
   if [ $rc = 0 ]; then
     result[$ch]=ran
     ran_chapters+=("$ch")
+    # The captions against the rows: what a caption says the table shows ("valid = 0 in every row
+    # where ..."), checked on this run's CSVs (tools/check_captions.py).
+    if ! python3 tools/check_captions.py "$ch" --results results/local --output "$log"; then
+      result[$ch]="ran, a caption contradicts its rows"
+      status=1
+    fi
     # Chapter 07 is also called from Python and Go: their CSVs go beside its own.
     if [ "$ch" = 07_library ]; then library/bench/run_callers.sh build/$preset results/local || status=1; fi
     # Chapter 10 is also timed from Python (dotcourse's typed path beside PyTorch and CuPy, one run).

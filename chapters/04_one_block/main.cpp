@@ -151,8 +151,8 @@ thread with one atomicAdd each is right and much faster.
     progress.done();
 
     std::cout << "Random signed inputs; each version validated against the fp64 reference before and after "
-                 "timing.\nbytes = 2 n sizeof(float): x and y read once. valid = 0 on the racy version is "
-                 "the lesson, not a bug.\nspeed_of_light is not a dot (the floor: the whole GPU reads x and y, "
+                 "timing.\nbytes = 2 n sizeof(float): x and y read once. The racy version loses updates, the lesson, not a "
+                 "bug:\nvalid = 0 in every row where version=race, n>=2^16.\nspeed_of_light is not a dot (the floor: the whole GPU reads x and y, "
                  "nothing else): checked for having written a value, its rel_error empty.\n\n";
     table.print(std::cout, course::measurement_screen_columns());
     std::cout << "\nEvery version adds " << course::format_size(opt.n) << " ones " << kRaceRuns
