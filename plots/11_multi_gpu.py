@@ -102,6 +102,9 @@ def scaling(rows):
                         textcoords="offset points", xytext=(8, 4) if r["gpus"] == g[0] else (5, -14), fontsize=10)
         if max(g) >= 2:
             ax.plot([2], [goals[kind]], "*", color=cs.COLORS["best"], markersize=12, label=f"target at 2 GPUs: {goals[kind]}x")
+        else:  # a one-GPU run: the target is not missed, it cannot be tried
+            ax.text(0.03, 0.95, f"target {goals[kind]}x at 2 GPUs:\nneeds 2 GPUs (this run had one)", transform=ax.transAxes,
+                    ha="left", va="top", fontsize=11, color=cs.COLORS["best"])
         n_text = cs.size_label(sel[0]["n_per_gpu"]) + " per GPU" if kind == "weak" else cs.size_label(sel[0]["n"]) + " in all"
         ax.set_title(f"{kind} scaling ({n_text})")
         ax.set_xlabel("GPUs")
