@@ -904,6 +904,48 @@ TEST_CASE("ch07 host auto: the kit's cpu_dot matches the fp64 reference on any p
   }
 }
 
+// Issue 41: the serial dot is compiled for several x86-64 levels, the CPU's best chosen at run time.
+// Its lanes are summed in the same order at every level, so the bits must not depend on the CPU.
+TEST_CASE("ch07 host auto: the serial CPU dot gives the same bits at every instruction-set level", "[ch07][cpu_dot]") {
+  const std::vector<course::CpuLevel> levels = course::cpu_dot_levels();
+  REQUIRE(!levels.empty());
+  CHECK(levels.front() == course::CpuLevel::baseline);
+  CHECK(course::cpu_dot_level() == levels.back());  // the best this CPU runs, not the build's baseline
+  // Products spread over 2^-40 .. 2^40: the sum's bits depend on the order of the additions.
+  std::mt19937_64 rng(4141);
+  std::uniform_real_distribution<float> mant(1.0f, 2.0f);
+  std::uniform_int_distribution<int> expo(-20, 20);
+  auto wide = [&](std::size_t n) {
+    std::vector<float> v(n + 1);  // one more: an unaligned start at v.data() + 1
+    for (float& f : v) f = std::ldexp(rng() % 2 ? mant(rng) : -mant(rng), expo(rng));
+    return v;
+  };
+  std::vector<std::size_t> sizes = {0, 1, 7, 15, 16, 17, 31, 33, 1000, 1024 + 3, std::size_t{1} << 14,
+                                    (std::size_t{1} << 20) + 5};
+  int order_matters = 0;
+  for (std::size_t n : sizes) {
+    const std::vector<float> x = wide(n), y = wide(n);
+    for (int offset : {0, 1}) {
+      const float* px = x.data() + offset;
+      const float* py = y.data() + offset;
+      const double base = course::cpu_dot_serial_at(course::CpuLevel::baseline, px, py, n);
+      for (course::CpuLevel level : levels) {
+        INFO("n = " << n << ", offset " << offset << ", level " << course::cpu_level_name(level)
+                    << ": common/src/cpu_dot.cpp compiles one body per level; a level whose body differs or"
+                       " reorders the sum changes the bits");
+        const double got = course::cpu_dot_serial_at(level, px, py, n);
+        CHECK(std::memcmp(&base, &got, sizeof base) == 0);
+      }
+      CHECK(course::cpu_dot_serial(px, py, n) == base);
+      // The same sum in plain order: these inputs can tell one order from another.
+      double plain = 0.0;
+      for (std::size_t i = 0; i < n; ++i) plain += static_cast<double>(px[i]) * static_cast<double>(py[i]);
+      order_matters += plain != base;
+    }
+  }
+  CHECK(order_matters > 0);
+}
+
 TEST_CASE("ch07 host auto: a CPU-only context computes on the CPU without any GPU", "[ch07][host_auto]") {
   CpuCtx c(4);
   REQUIRE(c.status == DOTCOURSE_OK);

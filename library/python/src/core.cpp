@@ -170,6 +170,7 @@ PlanTuple plan_tuple(const dotcourse_plan& plan) {
 // ---- the fast path's pieces ------------------------------------------------------------------------
 
 PyObject* g_ndarray = nullptr;  // numpy.ndarray (a strong reference, taken on the first dot)
+PyObject* g_np_dot = nullptr;   // numpy.dot (likewise: looked up once, not per call)
 PyObject* g_auto = nullptr;     // the interned "auto", "cpu", "gpu"
 PyObject* g_cpu = nullptr;
 PyObject* g_gpu = nullptr;
@@ -265,6 +266,7 @@ class Core {
     if (ctx_ == nullptr) raise(errors_module().attr("closed")());
     if (g_ndarray == nullptr) {
       nb::object np = nb::module_::import_("numpy");
+      g_np_dot = nb::object(np.attr("dot")).release().ptr();
       g_ndarray = nb::object(np.attr("ndarray")).release().ptr();
     }
     if (Py_TYPE(x.ptr()) == reinterpret_cast<PyTypeObject*>(g_ndarray) &&
@@ -392,8 +394,12 @@ class Core {
     if (code == 0 && n < numpy_below_) {  // a plan measured NumPy's own dot faster here
       last_.kind = 1;
       last_.n = n;
-      nb::object np = nb::module_::import_("numpy");
-      return nb::float_(np.attr("dot")(x, y));
+      PyObject* args[2] = {x.ptr(), y.ptr()};
+      nb::object r = nb::steal(PyObject_Vectorcall(g_np_dot, args, 2, nullptr));
+      if (!r.is_valid()) throw nb::python_error();
+      PyObject* f = PyNumber_Float(r.ptr());
+      if (f == nullptr) throw nb::python_error();
+      return nb::steal(f);
     }
     // The registration cache, where the GPU will read the arrays (see dotcourse._pins).
     const bool wants_gpu = code == 2 || (code == 0 && n >= pin_from_);
