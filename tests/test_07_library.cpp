@@ -1355,7 +1355,7 @@ TEST_CASE("ch07 thread policy: a pool whose thread creation is refused throws an
   CHECK(parts.load() == 4);
 }
 
-TEST_CASE("ch07 thread policy: idle workers yield on every look, then park; the clock decides, not the speed",
+TEST_CASE("ch07 thread policy: idle workers yield on every look, then park, by the clock and not the speed",
           "[ch07][thread_pool]") {
   // A fake clock that moves only when a worker relaxes: 1 us per relax. A worker that looked
   // without relaxing would never see its poll window end and would never park.
