@@ -27,6 +27,8 @@ dotcourse_install()  # cmake --install build/<preset> --component dotcourse [--p
 target_link_libraries(07_library PRIVATE dotcourse)
 if(TARGET test_07_library)
   target_link_libraries(test_07_library PRIVATE dotcourse)
+  # The tests of the library's own parts that need no export (calibration_order, host_auto.hpp).
+  target_include_directories(test_07_library PRIVATE "${library_dir}/src")
   # What dotcourse_version() must return: the one version (packaging/version.cmake), never a copy.
   target_compile_definitions(test_07_library PRIVATE "DOTCOURSE_EXPECTED_VERSION=\"${DOTCOURSE_VERSION}\"")
 endif()

@@ -904,6 +904,48 @@ TEST_CASE("ch07 host auto: the kit's cpu_dot matches the fp64 reference on any p
   }
 }
 
+// Issue 41: the serial dot is compiled for several x86-64 levels, the CPU's best chosen at run time.
+// Its lanes are summed in the same order at every level, so the bits must not depend on the CPU.
+TEST_CASE("ch07 host auto: the serial CPU dot gives the same bits at every instruction-set level", "[ch07][cpu_dot]") {
+  const std::vector<course::CpuLevel> levels = course::cpu_dot_levels();
+  REQUIRE(!levels.empty());
+  CHECK(levels.front() == course::CpuLevel::baseline);
+  CHECK(course::cpu_dot_level() == levels.back());  // the best this CPU runs, not the build's baseline
+  // Products spread over 2^-40 .. 2^40: the sum's bits depend on the order of the additions.
+  std::mt19937_64 rng(4141);
+  std::uniform_real_distribution<float> mant(1.0f, 2.0f);
+  std::uniform_int_distribution<int> expo(-20, 20);
+  auto wide = [&](std::size_t n) {
+    std::vector<float> v(n + 1);  // one more: an unaligned start at v.data() + 1
+    for (float& f : v) f = std::ldexp(rng() % 2 ? mant(rng) : -mant(rng), expo(rng));
+    return v;
+  };
+  std::vector<std::size_t> sizes = {0, 1, 7, 15, 16, 17, 31, 33, 1000, 1024 + 3, std::size_t{1} << 14,
+                                    (std::size_t{1} << 20) + 5};
+  int order_matters = 0;
+  for (std::size_t n : sizes) {
+    const std::vector<float> x = wide(n), y = wide(n);
+    for (int offset : {0, 1}) {
+      const float* px = x.data() + offset;
+      const float* py = y.data() + offset;
+      const double base = course::cpu_dot_serial_at(course::CpuLevel::baseline, px, py, n);
+      for (course::CpuLevel level : levels) {
+        INFO("n = " << n << ", offset " << offset << ", level " << course::cpu_level_name(level)
+                    << ": common/src/cpu_dot.cpp compiles one body per level; a level whose body differs or"
+                       " reorders the sum changes the bits");
+        const double got = course::cpu_dot_serial_at(level, px, py, n);
+        CHECK(std::memcmp(&base, &got, sizeof base) == 0);
+      }
+      CHECK(course::cpu_dot_serial(px, py, n) == base);
+      // The same sum in plain order: these inputs can tell one order from another.
+      double plain = 0.0;
+      for (std::size_t i = 0; i < n; ++i) plain += static_cast<double>(px[i]) * static_cast<double>(py[i]);
+      order_matters += plain != base;
+    }
+  }
+  CHECK(order_matters > 0);
+}
+
 TEST_CASE("ch07 host auto: a CPU-only context computes on the CPU without any GPU", "[ch07][host_auto]") {
   CpuCtx c(4);
   REQUIRE(c.status == DOTCOURSE_OK);
@@ -1272,4 +1314,129 @@ TEST_CASE("ch07 speed_of_light: refuses pageable input and n > n_max, and the en
   INFO(verdict.message);
   CHECK(verdict.ok);
   CHECK(ch07::check_link_floor(engine, x.data(), y.data(), 0).ok);  // nothing to move
+}
+
+// ---- issue 41: one thread policy (common/course/thread_pool.hpp, library/src/host_auto.*) ------------
+// No timing here: a refused thread, an affinity mask, a fake clock and counters.
+
+#include <sched.h>
+#include <system_error>
+
+#include "course/thread_pool.hpp"
+#include "host_auto.hpp"
+
+TEST_CASE("ch07 thread policy: a pool whose thread creation is refused throws and leaves nothing running",
+          "[ch07][thread_pool]") {
+  std::atomic<int> started{0}, finished{0};
+  course::PoolHooks hooks;
+  hooks.start = [&](std::function<void()> fn) {
+    if (started.load() == 3) throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again));
+    ++started;
+    return std::thread([fn = std::move(fn), &finished] {
+      fn();
+      ++finished;
+    });
+  };
+  std::string message;
+  try {
+    course::ThreadPool pool(8, hooks);
+    FAIL("the pool was made although its fourth thread was refused");
+  } catch (const std::system_error& e) {
+    message = e.what();
+  }
+  INFO("common/course/thread_pool.hpp: the constructor stops the threads it started, then throws");
+  CHECK(message.find("could not start thread 5 of 8") != std::string::npos);
+  CHECK(started.load() == 3);
+  CHECK(finished.load() == 3);  // joined: every started worker has returned, none waits forever
+  // The pool works once threads can be made again.
+  course::ThreadPool pool(4);
+  std::atomic<int> parts{0};
+  pool.run([&](unsigned) { ++parts; });
+  CHECK(parts.load() == 4);
+}
+
+TEST_CASE("ch07 thread policy: idle workers yield on every look, then park, by the clock and not the speed",
+          "[ch07][thread_pool]") {
+  // A fake clock that moves only when a worker relaxes: 1 us per relax. A worker that looked
+  // without relaxing would never see its poll window end and would never park.
+  std::atomic<long> fake_us{0}, relaxes{0};
+  course::PoolHooks hooks;
+  hooks.relax = [&] {
+    ++relaxes;
+    ++fake_us;
+    std::this_thread::yield();
+  };
+  hooks.now = [&] { return std::chrono::steady_clock::time_point(std::chrono::microseconds(fake_us.load())); };
+  const unsigned threads = 4;
+  course::ThreadPool pool(threads, hooks);
+  auto wait_parked = [&] {
+    // Real time only bounds a failure (a hang), it decides nothing: with the fake clock the workers
+    // park after kPollUs relaxes each, however fast the machine is.
+    for (int i = 0; i < 20000 && pool.parked() < threads - 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return pool.parked();
+  };
+  CHECK(wait_parked() == threads - 1);
+  for (int round = 0; round < 3; ++round) {
+    std::atomic<int> parts{0};
+    pool.run([&](unsigned) { ++parts; });
+    CHECK(parts.load() == static_cast<int>(threads));
+    INFO("common/course/thread_pool.hpp: after a run, idle workers poll with relax() (a yield) and park");
+    CHECK(wait_parked() == threads - 1);
+  }
+  // Each idle period costs each worker at most kPollUs + 1 relaxes (the fake clock shared by all
+  // workers only makes it fewer): 4 idle periods of 3 workers.
+  CHECK(relaxes.load() <= 4L * (threads - 1) * (course::ThreadPool::kPollUs + 1));
+  CHECK(relaxes.load() > 0);
+}
+
+TEST_CASE("ch07 thread policy: the CPU pool is sized by the affinity mask, and its threads keep it",
+          "[ch07][thread_pool]") {
+  cpu_set_t saved;
+  CPU_ZERO(&saved);
+  REQUIRE(sched_getaffinity(0, sizeof saved, &saved) == 0);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &saved)) cpus.push_back(c);
+  CHECK(course::usable_cpus() == cpus.size());
+  for (std::size_t want : {std::size_t{1}, std::size_t{2}}) {
+    if (cpus.size() < want) continue;
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    for (std::size_t i = 0; i < want; ++i) CPU_SET(cpus[i], &mask);
+    REQUIRE(sched_setaffinity(0, sizeof mask, &mask) == 0);  // like taskset -c: this thread and what it starts
+    INFO("mask of " << want << " CPU(s); hardware_concurrency() = " << std::thread::hardware_concurrency()
+                    << ": common/course/thread_pool.hpp usable_cpus(), library/src/host_auto.cpp default_threads()");
+    CHECK(course::usable_cpus() == want);
+    dotcourse_context* ctx = nullptr;
+    const dotcourse_status created = dotcourse_create_cpu(0, &ctx);  // 0: the default thread count
+    CHECK(created == DOTCOURSE_OK);
+    if (created == DOTCOURSE_OK) {
+      dotcourse_plan plan{};
+      plan.size = sizeof plan;
+      CHECK(dotcourse_get_plan(ctx, &plan) == DOTCOURSE_OK);
+      CHECK(plan.cpu_threads == want);
+      // A CPU dot large enough for the pool: its workers inherit the mask.
+      std::vector<float> x(std::size_t{1} << 16, 1.0f);
+      float result = 0.0f;
+      CHECK(dotcourse_dot(ctx, x.data(), x.data(), x.size(), &result) == DOTCOURSE_OK);
+      CHECK(result == static_cast<float>(x.size()));
+      dotcourse_destroy(ctx);
+    }
+    REQUIRE(sched_setaffinity(0, sizeof saved, &saved) == 0);
+  }
+}
+
+TEST_CASE("ch07 thread policy: calibrate times each candidate in a block of its own, warm-up first",
+          "[ch07][thread_pool][host_auto]") {
+  const std::size_t candidates = 7;
+  const int reps = 5;
+  const std::vector<ch07::CalibrationStep> order = ch07::calibration_order(candidates, reps);
+  REQUIRE(order.size() == candidates * (reps + 1));
+  INFO("library/src/host_auto.hpp calibration_order: one candidate's calls together, never interleaved");
+  for (std::size_t k = 0; k < candidates; ++k)
+    for (int r = 0; r <= reps; ++r) {
+      const ch07::CalibrationStep& s = order[k * (reps + 1) + static_cast<std::size_t>(r)];
+      CHECK(s.candidate == k);
+      CHECK(s.timed == (r > 0));
+    }
 }

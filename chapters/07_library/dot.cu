@@ -23,13 +23,11 @@
 #include <limits>
 #include <string>
 
-#if defined(__linux__)
-#include <sched.h>
-#endif
 
 #include "course/check.hpp"
 #include "course/kernels/two_pass.cuh"
 #include "course/pinned.hpp"
+#include "course/thread_pool.hpp"
 #include "dot.hpp"
 
 namespace ch07 {
@@ -78,21 +76,15 @@ void launch_dot(const float* d_x, const float* d_y, std::size_t n, float* d_part
 // ---- The engine: everything planned once for n_max ------------------------------------------
 
 namespace {
-// Three quarters of the cores, at most 12; DOTCOURSE_STAGE_THREADS overrides it. A call stages
-// two vectors at once, which is why 12 and not 8, where one vector stops gaining: the chapter's
-// appendix ("The link and the staging threads") and 07_library_staging.csv give the measurements.
+// Three quarters of the cores this process may use (its affinity mask, course::usable_cpus: where a
+// framework pinned the caller to a few cores, more threads would only take turns), at most 12;
+// DOTCOURSE_STAGE_THREADS overrides it. A call stages two vectors at once, which is why 12 and not
+// 8, where one vector stops gaining: the chapter's appendix ("The link and the staging threads")
+// and 07_library_staging.csv give the measurements.
 int default_stage_threads() {
   if (const char* env = std::getenv("DOTCOURSE_STAGE_THREADS"); env != nullptr && std::atoi(env) > 0)
     return std::min(std::atoi(env), 64);
-  unsigned cpus = std::thread::hardware_concurrency();
-#if defined(__linux__)
-  // New threads inherit the creating thread's CPU mask: where a framework has pinned the caller to
-  // a few cores (OpenMP runtimes do), more threads than cores would only take turns.
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  if (sched_getaffinity(0, sizeof mask, &mask) == 0) cpus = std::min<unsigned>(cpus == 0 ? 1024 : cpus, CPU_COUNT(&mask));
-#endif
-  return static_cast<int>(std::clamp<unsigned>(cpus == 0 ? 4 : cpus * 3 / 4, 1, 12));
+  return static_cast<int>(std::clamp<unsigned>(course::usable_cpus() * 3 / 4, 1, 12));
 }
 
 // kChunk floats per pinned chunk; DOTCOURSE_STAGE_CHUNK (floats) overrides it.
@@ -209,18 +201,19 @@ float* Engine::d_result() const { return region(gpu_, bytes_, off_result_); }
 // ---- The staged copy: pinned chunks, several host threads ------------------------------------
 
 namespace {
-// How long a thread spins before it sleeps: long enough to catch the next call of a loop of calls,
-// short enough that an idle library does not keep cores busy.
+// How long a thread polls before it sleeps: long enough to catch the next call of a loop of calls,
+// short enough that an idle library does not keep cores busy. Between looks it yields: the staging
+// threads of one call must not hold the cores the CPU dot's threads of the next call start on.
 constexpr auto kSpin = std::chrono::microseconds(200);
 
 template <class Ready>
 bool spin_until(Ready ready) {
   const auto until = std::chrono::steady_clock::now() + kSpin;
-  do {
-    for (int i = 0; i < 64; ++i)
-      if (ready()) return true;
-  } while (std::chrono::steady_clock::now() < until);
-  return ready();
+  while (!ready()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::yield();
+  }
+  return true;
 }
 }  // namespace
 

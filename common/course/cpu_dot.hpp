@@ -6,12 +6,14 @@
 /// that wants the CPU's answer for host data uses this one. Two changes from the lesson: the
 /// threads are a course::ThreadPool started once (starting 16 threads per call costs more than a
 /// dot of 2^16 floats), and each thread accumulates in double (the products of two floats are exact
-/// in double), in 8 independent lanes so that the compiler vectorizes without -ffast-math. The
-/// threads' partials are added in part order: the same inputs and the same pool size give the same
-/// bits on every call.
+/// in double), in 16 independent lanes so that the compiler vectorizes without -ffast-math. The
+/// serial loop is compiled for several x86-64 levels (SSE2, AVX2, AVX-512) and the CPU's best is
+/// chosen once, as NumPy does; every level gives the same bits. The threads' partials are added in
+/// part order: the same inputs and the same pool size give the same bits on every call.
 
 #include <cstddef>
 #include <functional>
+#include <vector>
 
 #include "course/thread_pool.hpp"
 
@@ -20,8 +22,21 @@ namespace course {
 /// Below this many elements cpu_dot runs on the calling thread alone: waking the pool costs more.
 constexpr std::size_t kCpuDotSerialMax = std::size_t{1} << 15;
 
-/// x·y over [0, n) on one thread, in double: 8 lanes, combined pairwise, then the tail.
+/// x·y over [0, n) on one thread, in double: 16 lanes, combined pairwise, then the tail; compiled
+/// for the CPU level cpu_dot_level().
 double cpu_dot_serial(const float* x, const float* y, std::size_t n) noexcept;
+
+/// The instruction-set levels the serial dot is compiled for (x86-64 with GCC; elsewhere only
+/// baseline, the build's own flags).
+enum class CpuLevel { baseline, avx2, avx512 };
+/// The levels this CPU and OS run, lowest first; baseline always.
+std::vector<CpuLevel> cpu_dot_levels();
+/// The level cpu_dot_serial uses: the last of cpu_dot_levels().
+CpuLevel cpu_dot_level() noexcept;
+const char* cpu_level_name(CpuLevel level) noexcept;
+/// cpu_dot_serial compiled for `level`, which must be one of cpu_dot_levels() (the tests compare
+/// the levels' bits).
+double cpu_dot_serial_at(CpuLevel level, const float* x, const float* y, std::size_t n) noexcept;
 
 /// x·y over [0, n) on every thread of `pool` (one contiguous part each, in part order), or on the
 /// calling thread alone for n < serial_max.

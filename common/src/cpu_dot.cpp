@@ -5,6 +5,13 @@
 
 #include <vector>
 
+// Several instruction-set levels where GCC can compile one function for each (x86-64, ELF).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define COURSE_CPU_DOT_LEVELS 1
+#else
+#define COURSE_CPU_DOT_LEVELS 0
+#endif
+
 namespace course {
 namespace {
 
@@ -38,18 +45,92 @@ double run_parts(ThreadPool& pool, const float* x, const float* y, std::size_t n
 }  // namespace
 
 // [cpu_dot_serial]
-double cpu_dot_serial(const float* x, const float* y, std::size_t n) noexcept {
-  constexpr std::size_t kLanes = 8;
-  double acc[kLanes] = {};
-  std::size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (std::size_t k = 0; k < kLanes; ++k) acc[k] += static_cast<double>(x[i + k]) * static_cast<double>(y[i + k]);
-  double tail = 0.0;
-  for (; i < n; ++i) tail += static_cast<double>(x[i]) * static_cast<double>(y[i]);
-  for (std::size_t width = kLanes / 2; width > 0; width /= 2)
-    for (std::size_t k = 0; k < width; ++k) acc[k] += acc[k + width];
+// One body, compiled once per instruction-set level below. Its lanes are independent and combined
+// in a fixed order, and a product of two floats is exact in double (so a fused multiply-add rounds
+// it no differently): every level gives the same bits; only how many lanes one instruction holds
+// changes.
+#define COURSE_CPU_DOT_SERIAL_BODY                                                                  \
+  constexpr std::size_t kLanes = 16;                                                                \
+  double acc[kLanes] = {};                                                                          \
+  std::size_t i = 0;                                                                                \
+  for (; i + kLanes <= n; i += kLanes)                                                              \
+    for (std::size_t k = 0; k < kLanes; ++k)                                                        \
+      acc[k] += static_cast<double>(x[i + k]) * static_cast<double>(y[i + k]);                      \
+  double tail = 0.0;                                                                                \
+  for (; i < n; ++i) tail += static_cast<double>(x[i]) * static_cast<double>(y[i]);                 \
+  for (std::size_t width = kLanes / 2; width > 0; width /= 2)                                       \
+    for (std::size_t k = 0; k < width; ++k) acc[k] += acc[k + width];                               \
   return acc[0] + tail;
+
+namespace {
+double serial_baseline(const float* x, const float* y, std::size_t n) noexcept { COURSE_CPU_DOT_SERIAL_BODY }
+
+#if COURSE_CPU_DOT_LEVELS
+// The build targets the oldest x86-64 (SSE2: two doubles per instruction); NumPy picks AVX2 or
+// AVX-512 at run time, and so does this: 4 or 8 doubles per instruction, chosen once per process.
+__attribute__((target("avx2,fma"))) double serial_avx2(const float* x, const float* y, std::size_t n) noexcept {
+  COURSE_CPU_DOT_SERIAL_BODY
 }
+// GCC's tuning keeps AVX-512 code at 256 bits unless asked: the conversions to double are what
+// limits this loop, and 512-bit ones convert twice as many floats per instruction.
+__attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,prefer-vector-width=512"))) double serial_avx512(
+    const float* x, const float* y, std::size_t n) noexcept {
+  COURSE_CPU_DOT_SERIAL_BODY
+}
+#endif
+#undef COURSE_CPU_DOT_SERIAL_BODY
+
+using SerialFn = double (*)(const float*, const float*, std::size_t) noexcept;
+
+SerialFn serial_at(CpuLevel level) noexcept {
+  switch (level) {
+#if COURSE_CPU_DOT_LEVELS
+    case CpuLevel::avx2: return serial_avx2;
+    case CpuLevel::avx512: return serial_avx512;
+#endif
+    default: return serial_baseline;
+  }
+}
+
+SerialFn serial_chosen() noexcept {
+  static const SerialFn fn = serial_at(cpu_dot_level());
+  return fn;
+}
+}  // namespace
+
+std::vector<CpuLevel> cpu_dot_levels() {
+  std::vector<CpuLevel> levels = {CpuLevel::baseline};
+#if COURSE_CPU_DOT_LEVELS
+  __builtin_cpu_init();  // may run before the constructors that would otherwise do it
+  // __builtin_cpu_supports also asks whether the OS saves the wide registers (XGETBV).
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    levels.push_back(CpuLevel::avx2);
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw"))
+      levels.push_back(CpuLevel::avx512);
+  }
+#endif
+  return levels;
+}
+
+const char* cpu_level_name(CpuLevel level) noexcept {
+  switch (level) {
+    case CpuLevel::avx2: return "avx2";
+    case CpuLevel::avx512: return "avx512";
+    default: return "baseline";
+  }
+}
+
+CpuLevel cpu_dot_level() noexcept {
+  static const CpuLevel level = cpu_dot_levels().back();
+  return level;
+}
+
+double cpu_dot_serial_at(CpuLevel level, const float* x, const float* y, std::size_t n) noexcept {
+  return serial_at(level)(x, y, n);
+}
+
+double cpu_dot_serial(const float* x, const float* y, std::size_t n) noexcept { return serial_chosen()(x, y, n); }
 // [cpu_dot_serial]
 
 double cpu_dot(ThreadPool& pool, const float* x, const float* y, std::size_t n, std::size_t serial_max) {

@@ -13,14 +13,17 @@ are timed in turns (every rep runs each once, so all see the same moments of the
     torch            torch.dot(torch.from_numpy(x).cuda(), ...).item()
     dotcourse_gpu    ctx.dot(x, y, where="gpu")    (today's path: staged)
     dotcourse_auto   ctx.dot(x, y, where="auto")   (after ctx.calibrate() on this host)
+    dotcourse_default  ctx.dot(x, y)               (a context nobody calibrated: the built-in plan)
 and, on arrays already on the GPU (PyTorch tensors), torch.dot(...).item() against ctx.dot(dx, dy).
-The host's memory read bandwidth: 16 threads each reading its part of x and y (numpy's max of a
+The call's own cost: numpy.dot against ctx.dot (calibrated and not) at n = 16 on the same arrays,
+per call in blocks of 2000 calls, blocks interleaved. The host's memory read bandwidth: 16 threads each reading its part of x and y (numpy's max of a
 uint64 view, which releases the GIL), at 2^26 and 2^28, the best of several.
 
 Writes, in --out:
   07_library_host.csv          peer, n, reps, median_ms, min_ms, gbps, rel_error, path, n_gpu
   07_library_host_read.csv     n, threads, reps, median_ms, gbps (the read bandwidth)
   07_library_host_device.csv   peer, n, reps, median_ms (device arrays)
+  07_library_host_call.csv     peer, n, blocks, calls_per_block, median_us, min_us (n = 16)
   07_library_host_targets.csv  target, n, value, limit, unit, passed, note
   07_library_host_plan.json    the calibration the "auto" rows ran with
 Peers that are missing (CuPy, PyTorch, a GPU) are left out, with a line saying so; their targets
@@ -133,6 +136,10 @@ def main():
     if gpu.device != "cpu":
         peers.append(("dotcourse_gpu", lambda a, b: gpu.dot(a, b, where="gpu")))
     peers.append(("dotcourse_auto", lambda a, b: gpu.dot(a, b, where="auto")))
+    # Without calibrate(): what a program gets that never calls it (the plan every context starts with).
+    default = dotcourse.Context(n_top, calibration="none") if gpu.device != "cpu" else \
+        dotcourse.Context(1, device="cpu", cpu_threads=args.threads, calibration="none")
+    peers.append(("dotcourse_default", lambda a, b: default.dot(a, b)))
 
     rng = np.random.default_rng(26)
     x_all = rng.uniform(-1, 1, n_top).astype(np.float32)
@@ -173,6 +180,25 @@ def main():
                   + (f"  ({path}, n_gpu = {n_gpu})" if path else ""), flush=True)
         write_csv(args.out / "07_library_host.csv", rows)  # after every n: a run cut short keeps what it measured
 
+    # The call's own cost at n = 16: the same two arrays every call, per call in blocks of calls.
+    call_rows = []
+    x16, y16 = x_all[:16].copy(), y_all[:16].copy()
+    calls = [("numpy", lambda: np.dot(x16, y16)), ("dotcourse_auto", lambda: gpu.dot(x16, y16)),
+             ("dotcourse_default", lambda: default.dot(x16, y16))]
+    per_block, blocks = 2000, max(5, int(25 * args.reps_scale))
+    cs = {k: [] for k, _ in calls}
+    for r in range(blocks + 1):
+        for k, fn in (calls if r % 2 else calls[::-1]):
+            t0 = time.perf_counter()
+            for _ in range(per_block):
+                fn()
+            if r >= 1:
+                cs[k].append((time.perf_counter() - t0) / per_block)
+    for k, _ in calls:
+        call_rows.append({"peer": k, "n": 16, "blocks": blocks, "calls_per_block": per_block,
+                          "median_us": 1e6 * statistics.median(cs[k]), "min_us": 1e6 * min(cs[k])})
+    print("call cost n = 16: " + ", ".join(f"{r['peer']} {r['median_us']:.3f} us" for r in call_rows))
+
     # The host's read bandwidth, at the target's size and the largest.
     read_rows = []
     with concurrent.futures.ThreadPoolExecutor(args.threads) as pool:
@@ -210,20 +236,27 @@ def main():
     targets = []
     med = {(r["peer"], r["n"]): r["median_ms"] for r in rows}
     peer_names = [name for name, _ in peers if name in ("numpy", "cpu16", "cupy", "torch")]
-    for n in sizes:
-        best_name = min(peer_names, key=lambda k: med[(k, n)])
-        auto = med[("dotcourse_auto", n)]
-        targets.append({"target": "auto_not_slower_than_fastest_peer", "n": n, "value": auto,
-                        "limit": NOISE * med[(best_name, n)], "unit": "ms",
-                        "passed": auto <= NOISE * med[(best_name, n)],
-                        "note": f"fastest peer {best_name} {med[(best_name, n)]:.4f} ms; 5% allowed for noise; "
-                                f"gap {1e3 * (auto - med[(best_name, n)]):+.2f} us"})
+    for ours_name, target in (("dotcourse_auto", "auto_not_slower_than_fastest_peer"),
+                              ("dotcourse_default", "uncalibrated_not_slower_than_fastest_peer")):
+        for n in sizes:
+            best_name = min(peer_names, key=lambda k: med[(k, n)])
+            auto = med[(ours_name, n)]
+            targets.append({"target": target, "n": n, "value": auto,
+                            "limit": NOISE * med[(best_name, n)], "unit": "ms",
+                            "passed": auto <= NOISE * med[(best_name, n)],
+                            "note": f"fastest peer {best_name} {med[(best_name, n)]:.4f} ms; 5% allowed for noise; "
+                                    f"gap {1e3 * (auto - med[(best_name, n)]):+.2f} us"})
     n26 = 1 << 26
     if n26 in sizes:
         gbps = 8 * n26 / (med[("dotcourse_auto", n26)] / 1e3) / 1e9
         targets.append({"target": "auto_read_bandwidth_at_2^26", "n": n26, "value": gbps,
                         "limit": READ_TARGET * host_read, "unit": "GB/s", "passed": gbps >= READ_TARGET * host_read,
                         "note": f"85% of the host's read bandwidth {host_read:.1f} GB/s (median; 16 threads, numpy max of uint64 views)"})
+    cmed = {r["peer"]: r["median_us"] for r in call_rows}
+    for k in ("dotcourse_auto", "dotcourse_default"):
+        targets.append({"target": "call_cost_at_16_not_slower_than_numpy", "n": 16, "value": cmed[k],
+                        "limit": NOISE * cmed["numpy"], "unit": "us", "passed": cmed[k] <= NOISE * cmed["numpy"],
+                        "note": f"{k}: the call's own cost; numpy.dot {cmed['numpy']:.3f} us"})
     dmed = {(r["peer"], r["n"]): r["median_ms"] for r in device_rows}
     for n in sorted({r["n"] for r in device_rows}):
         ours, theirs = dmed[("dotcourse_device", n)], dmed[("torch_dot_item", n)]
@@ -232,7 +265,8 @@ def main():
                         "note": f"torch.dot(...).item() {theirs:.4f} ms; 5% allowed for noise"})
 
     for name, data in (("07_library_host.csv", rows), ("07_library_host_read.csv", read_rows),
-                       ("07_library_host_device.csv", device_rows), ("07_library_host_targets.csv", targets)):
+                       ("07_library_host_device.csv", device_rows), ("07_library_host_call.csv", call_rows),
+                       ("07_library_host_targets.csv", targets)):
         write_csv(args.out / name, data)
     if not pathlib.Path(os.environ["DOTCOURSE_CALIBRATION"]).is_file():
         (args.out / "07_library_host_plan.json").write_text(json.dumps(plan, indent=1) + "\n")
@@ -244,6 +278,7 @@ def main():
           "targets met")
     cpu.close()
     gpu.close()
+    default.close()
 
 
 if __name__ == "__main__":

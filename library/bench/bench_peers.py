@@ -61,13 +61,13 @@ def binding_cost(ctx, x, y, reps):
     cost (timed on dotcourse_version(), which does nothing) is counted as the binding's, since a
     C++ caller does not pay it. Per-pair differences, median."""
     import ctypes
+    import c_abi
     n = x.shape[0]
-    lib, handle = ctx._lib, ctx._live()
+    lib, handle = c_abi.library(ctx)
     result = ctypes.c_float()
     out, px, py = ctypes.byref(result), x.ctypes.data, y.ctypes.data
     c_call, version = lib.dotcourse_dot_ex, lib.dotcourse_version  # the C call ctx.dot makes
-    opts = dotcourse._auto.options(dotcourse._auto.WHERE["gpu"])
-    report = dotcourse._auto.new_report()
+    opts, report = c_abi.options("gpu"), c_abi.new_report()
     opts_p, report_p = ctypes.byref(opts), ctypes.byref(report)
 
     def raw():

@@ -13,10 +13,10 @@ threads that spin while dotcourse works show up there.
     python3 library/bench/diagnose.py --parts binding --out results/local
 writes 07_library_binding_parts.csv: what bench_peers' binding pair (ctx.dot against the same C
 call, alternated, median of the per-pair differences) is made of at 2^10 and 2^20: the method
-against itself (the C call against the C call), ctx.dot, ctx.dot's own Python work alone (its C
-call told n = 0, against the C call with n = 0: no GPU work in either), and 5 us of spinning
-before the C call (work that touches nothing). On one H100 host ctx.dot at 2^20 cost more than
-its Python work alone plus the C call, while the spin cost exactly 5 us.
+against itself (the C call against the C call), ctx.dot, the binding's own work alone (ctx.dot of
+empty arrays against the C call with n = 0: no GPU work in either), and 5 us of spinning before
+the C call (work that touches nothing). The binding is the compiled extension dotcourse._core; the
+bare C call goes through the benchmarks' own ctypes handle (c_abi.py).
 """
 import argparse, csv, json, os, subprocess, sys, time, statistics, pathlib
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))  # the dotcourse package
@@ -146,6 +146,7 @@ def device_questions(out):
 
 def binding_parts(out, reps=400):
     import ctypes
+    import c_abi
     import numpy as np
     import dotcourse
 
@@ -168,9 +169,10 @@ def binding_parts(out, reps=400):
             x = rng.uniform(-1, 1, n).astype(np.float32); y = rng.uniform(-1, 1, n).astype(np.float32)
             for _ in range(3):
                 ctx.dot(x, y, where="gpu")  # the registration cache pins arrays of 1 MiB and more here
-            lib, handle, real = ctx._lib, ctx._live(), ctx._dot_host
+            lib, handle = c_abi.library(ctx)
             out_f = ctypes.c_float(); out_p = ctypes.byref(out_f)
             px, py, c = x.ctypes.data, y.ctypes.data, lib.dotcourse_dot
+            x0, y0 = x[:0], y[:0]
 
             def spin_then_call():
                 t = time.perf_counter()
@@ -180,15 +182,11 @@ def binding_parts(out, reps=400):
 
             parts = [("c_call_vs_itself", lambda: c(handle, px, py, n, out_p), lambda: c(handle, px, py, n, out_p)),
                      ("ctx_dot", lambda: c(handle, px, py, n, out_p), lambda: ctx.dot(x, y, where="gpu")),
-                     ("ctx_dot_n0_python_work", lambda: c(handle, px, py, 0, out_p), lambda: ctx.dot(x, y, where="gpu")),
+                     # the binding's own steps: ctx.dot of empty arrays against the C call with n = 0
+                     ("ctx_dot_n0_binding_work", lambda: c(handle, px, py, 0, out_p), lambda: ctx.dot(x0, y0, where="gpu")),
                      ("spin_5us_then_c_call", lambda: c(handle, px, py, n, out_p), spin_then_call)]
             for name, f, g in parts:
-                if name == "ctx_dot_n0_python_work":  # ctx.dot's own steps, its C call told n = 0 (a lambda more)
-                    ctx._dot_host = lambda h, a, b, m, o: real(h, a, b, 0, o)
-                try:
-                    first, second, diff = pair(f, g)
-                finally:
-                    ctx._dot_host = real
+                first, second, diff = pair(f, g)
                 rows.append({"part": name, "n": n, "reps": reps, "c_call_ms": first, "other_ms": second, "diff_us": diff})
                 print(f"binding part n=2^{n.bit_length() - 1:<2d} {name:24s} {diff:7.2f} us ({second:.4f} against {first:.4f} ms)",
                       flush=True)

@@ -52,8 +52,11 @@ echo "== ci_wheel: the wheel's library =="
 "$python" - "$wheel" "$work/unpacked" <<'PY' || fail "the wheel's contents"
 import sys, zipfile
 names = zipfile.ZipFile(sys.argv[1]).namelist()
-need = ["dotcourse/__init__.py", "dotcourse/py.typed", "dotcourse/libdotcourse.so", "dotcourse/_build_version.py"]
+need = ["dotcourse/__init__.py", "dotcourse/py.typed", "dotcourse/libdotcourse.so", "dotcourse/_build_version.py",
+        "dotcourse/_core.pyi"]
 missing = [n for n in need if n not in names]
+if not any(n.startswith("dotcourse/_core.") and n.endswith(".so") for n in names):
+    missing.append("dotcourse/_core*.so (the compiled extension)")
 if missing:
     sys.exit(f"the wheel lacks {missing}")
 zipfile.ZipFile(sys.argv[1]).extract("dotcourse/libdotcourse.so", sys.argv[2])

@@ -2,7 +2,10 @@
 # ctest ch07.python: runs the Python package's pytest suite against a given libdotcourse.so.
 #   run_pytest.sh path/to/libdotcourse.so [pytest args]
 # The Python: $DOTCOURSE_PYTHON, else python3 on PATH, else the repository's .venv; it needs
-# NumPy and pytest. Without them it prints COURSE-SKIP and the reason (ctest: skipped). Without a
+# NumPy and pytest, and nanobind to build the package's extension (dotcourse._core) for this
+# build: into <build>/python-core (CMakeLists.txt here; no CUDA, seconds once ccache has it). A
+# .venv without nanobind gets it from pip (library/python/requirements-test.txt). Without them it
+# prints COURSE-SKIP and the reason (ctest: skipped). Without a
 # GPU the GPU tests skip with the reason; if everything else passed it prints COURSE-NO-GPU, so
 # ctest reports the test as skipped, never as passed.
 set -uo pipefail
@@ -19,6 +22,27 @@ if [ -z "$python" ]; then
   echo "COURSE-SKIP: no Python with NumPy and pytest (python3 -m venv .venv && .venv/bin/pip install numpy pytest)"
   exit 0
 fi
+if ! "$python" -c 'import nanobind' >/dev/null 2>&1; then
+  case $python in
+    "$root"/.venv/*) "$root/.venv/bin/pip" install -q -r "$here/requirements-test.txt" >&2 || true ;;
+  esac
+fi
+"$python" -c 'import nanobind' >/dev/null 2>&1 ||
+  { echo "COURSE-SKIP: $python has no nanobind, needed to build dotcourse._core (pip install nanobind)"; exit 0; }
+# The extension for this Python, next to the library's build (one per interpreter version).
+tag=$("$python" -c 'import sys; print("%d%d" % sys.version_info[:2])')
+core_build=$(cd "$(dirname "$DOTCOURSE_LIB")/.." && pwd)/python-core-build-$tag
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+if ! { cmake -S "$here" -B "$core_build" "${generator[@]}" -DPython_EXECUTABLE="$(command -v "$python")" \
+         -DCMAKE_LIBRARY_OUTPUT_DIRECTORY="$core_build/out" >"$core_build.log" 2>&1 &&
+       cmake --build "$core_build" >>"$core_build.log" 2>&1; }; then
+  tail -n 30 "$core_build.log"
+  echo "run_pytest: building dotcourse._core failed (log: $core_build.log)" >&2
+  exit 1
+fi
+DOTCOURSE_CORE=$(ls "$core_build"/out/_core*.so | head -n 1)
+export DOTCOURSE_CORE
 log=$(mktemp)
 "$python" -m pytest -q -rs -p no:cacheprovider "$here/tests" "$@" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}

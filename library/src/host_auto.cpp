@@ -31,7 +31,7 @@ unsigned default_threads() {
     const unsigned long t = std::strtoul(env, &end, 10);
     if (end != env && *end == '\0' && t >= 1 && t <= 1024) return static_cast<unsigned>(t);
   }
-  return std::max(1u, std::thread::hardware_concurrency());
+  return course::usable_cpus();  // the affinity mask's CPUs, not the machine's
 }
 
 // The fields of a report the caller's size covers (a report from an older header is shorter).
@@ -183,8 +183,8 @@ float HostAuto::dot(Engine* engine, const float* x, const float* y, std::size_t 
 // [host_auto_dot]
 
 // [calibrate]
-// For each size, every candidate (CPU, GPU, and both at several shares) runs in turns, so that all
-// of them see the same moments of the machine; the median of each decides. The CPU keeps the row
+// For each size, every candidate (CPU, GPU, and both at several shares) runs in a block of its own
+// (calibration_order); the median of each decides. The CPU keeps the row
 // unless another path is at least 10% faster: it needs no GPU, and on a shared host the medians of
 // one calibration move by several per cent (an H100 host's calibration with a 3% margin chose the
 // split at 2^26, which then ran 1.35x slower than the CPU alone in the benchmark).
@@ -225,17 +225,16 @@ const dotcourse_plan& HostAuto::calibrate(Engine& engine, std::size_t n_limit) {
       for (std::size_t n = std::size_t{1} << 12; n <= top; n *= 4) {
         const int reps = static_cast<int>(std::clamp<std::size_t>((std::size_t{1} << 24) / n, 5, 31));
         std::vector<std::vector<double>> times(candidates.size());
-        for (int rep = -1; rep < reps; ++rep) {  // rep -1: warm-up
-          for (std::size_t k = 0; k < candidates.size(); ++k) {
-            forced.rows = 1;
-            forced.row[0] = {0, registered, candidates[k].path, candidates[k].share};
-            plan_ = forced;  // put back below, and by the catch if a call throws
-            const auto t0 = Clock::now();
-            (void)dot(&engine, x, y, n, DOTCOURSE_WHERE_AUTO, nullptr);
-            const double t = seconds_since(t0);
-            plan_ = saved;
-            if (rep >= 0) times[k].push_back(t);
-          }
+        for (const CalibrationStep& step : calibration_order(candidates.size(), reps)) {
+          const Candidate& cand = candidates[step.candidate];
+          forced.rows = 1;
+          forced.row[0] = {0, registered, cand.path, cand.share};
+          plan_ = forced;  // put back below, and by the catch if a call throws
+          const auto t0 = Clock::now();
+          (void)dot(&engine, x, y, n, DOTCOURSE_WHERE_AUTO, nullptr);
+          const double t = seconds_since(t0);
+          plan_ = saved;
+          if (step.timed) times[step.candidate].push_back(t);
         }
         std::vector<double> median(candidates.size());
         for (std::size_t k = 0; k < candidates.size(); ++k) {

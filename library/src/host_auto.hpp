@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "course/thread_pool.hpp"
 #include "dotcourse.h"
@@ -41,12 +42,33 @@ void check_plan(const dotcourse_plan& plan);
 /// (none: the CPU). Pure: no context, no GPU, no clock.
 Choice choose(const dotcourse_plan& plan, std::size_t n, bool registered);
 
+/// One call of calibrate() at one size: which candidate, and whether it is timed (the first call of
+/// each candidate is a warm-up).
+struct CalibrationStep {
+  std::size_t candidate;
+  bool timed;
+};
+
+/// The order of calibrate()'s calls at one size: each candidate in a block of its own (a warm-up,
+/// then `reps` timed calls), the candidates one after another. Interleaved, every candidate was
+/// timed right after another's call, whose threads (the staging threads after a GPU or a split
+/// call) were still polling for their next job on the cores the candidate wanted.
+inline std::vector<CalibrationStep> calibration_order(std::size_t candidates, int reps) {
+  std::vector<CalibrationStep> order;
+  for (std::size_t k = 0; k < candidates; ++k)
+    for (int rep = -1; rep < reps; ++rep) order.push_back({k, rep >= 0});  // rep -1: the warm-up
+  return order;
+}
+
 /// The CPU side of a context: its pool (made on first use) and its plan.
 class HostAuto {
  public:
-  /// `threads` for the CPU dot (0: $DOTCOURSE_CPU_THREADS, else one per hardware thread).
+  /// `threads` for the CPU dot (0: $DOTCOURSE_CPU_THREADS, else one per CPU of the process's affinity
+  /// mask, course::usable_cpus()).
   explicit HostAuto(unsigned threads = 0);
 
+  /// The pool, started on first use; throws std::system_error (and keeps no pool) when its threads
+  /// cannot be started, so that the next call tries again.
   course::ThreadPool& pool();
   unsigned threads() const noexcept { return threads_; }
   const dotcourse_plan& plan() const noexcept { return plan_; }

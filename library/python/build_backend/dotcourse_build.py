@@ -21,7 +21,8 @@ VENDOR = HERE / "_vendor"
 # What the packaging project reads, relative to the repository root (globs).
 SOURCES = ["LICENSE", "common/course/**/*", "common/src/**/*", "library/src/*",
            "library/dotcourse.map", "library/packaging/*.cmake",
-           "library/packaging/*.in", "library/packaging/CMakeLists.txt"]
+           "library/packaging/*.in", "library/packaging/CMakeLists.txt",
+           "library/python/core.cmake", "library/python/src/*"]
 # Chapter 07's lesson files the library compiles, from solutions/07_library (else chapters/07_library).
 ENGINE = ["c_api.cpp", "dotcourse.h", "dot.cu", "dot.hpp"]
 

@@ -1,4 +1,4 @@
-"""dotcourse: the course's GPU dot product from Python (ctypes over libdotcourse.so).
+"""dotcourse: the course's GPU dot product from Python (a compiled extension over libdotcourse.so).
 
     import numpy as np, dotcourse
     with dotcourse.Context(n_max=1 << 20) as ctx:
@@ -17,13 +17,14 @@ libdotcourse.so beside this file (an installed wheel); and only when the package
 source folder in the course repository, the newest build/*/lib/libdotcourse.so there.
 
 Where a host dot runs: ``ctx.dot(x, y, where="auto")`` (the default) sends two float32 NumPy
-arrays wherever they finish soonest on this machine: NumPy's own dot for small n, the library's
-threaded CPU dot, the GPU, or both at once on two parts of the vectors, as the context's plan says
+arrays wherever they finish soonest on this machine: the library's CPU dot (small n on the calling
+thread, inside the compiled extension; NumPy's own dot only below a bound a calibration measured), the GPU, or both at once on two parts of the vectors, as the context's plan says
 (``ctx.plan``; measured by ``ctx.calibrate()`` and cached per host and GPU, else the built-in rule:
 the CPU, since host memory is faster than the link). ``where="cpu"`` and ``where="gpu"`` force a
 path; ``ctx.last_call`` says what the last call did. ``Context(1, device="cpu")`` needs no GPU.
 
-A Context may be shared by threads (the library locks it; ctypes releases the GIL during a call);
+A Context may be shared by threads (the library locks it; the extension releases the GIL during
+every call but the shortest, n < 2^14);
 threads that should run at the same time use one Context each.
 
 NumPy arrays seen again are pinned (the registration cache), where the GPU will read them

@@ -1,8 +1,7 @@
-"""Where a host dot runs (issue 26): the C structs of dotcourse_dot_ex, the diagnostics of a call
+"""Where a host dot runs (issue 26): the plan's rows, the diagnostics of a call
 (Context.last_call), and the calibration cache kept per host and device."""
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import json
 import operator
@@ -10,95 +9,49 @@ import os
 import pathlib
 import re
 import socket
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ._ints import SIZE_MAX
 
 WHERE = {"auto": 0, "cpu": 1, "gpu": 2}
+WHERE_NAMES = {v: k for k, v in WHERE.items()}
 PATHS = {1: "cpu", 2: "gpu", 3: "split"}
 PATH_CODES = {v: k for k, v in PATHS.items()}
 
-# Below this n, Context.dot(where="auto") on a float32 NumPy pair calls NumPy's own dot: a call into
-# the library (ctypes, the arguments, the report, waking the CPU dot's threads) costs more than
-# NumPy's whole dot of data that is still in the caches. A calibration (Context.calibrate) measures
-# it on the host; this is the value without one.
-NUMPY_BELOW = 1 << 17
+# Below this n, Context.dot(where="auto") on a float32 NumPy pair calls NumPy's own dot. The compiled
+# extension's call into the library costs tens of nanoseconds and small n runs there on the
+# calling thread, so without a calibration NumPy is never called (0); a calibration
+# (Context.calibrate) measures the two on the host and may set it where NumPy won.
+NUMPY_BELOW = 0
 
 CACHE_VERSION = 1
-
-
-class Options(ctypes.Structure):
-    """dotcourse_options."""
-
-    _fields_ = [("size", ctypes.c_size_t), ("where", ctypes.c_int)]
-
-
-class Report(ctypes.Structure):
-    """dotcourse_report."""
-
-    _fields_ = [("size", ctypes.c_size_t), ("path", ctypes.c_int), ("n_cpu", ctypes.c_size_t),
-                ("n_gpu", ctypes.c_size_t), ("cpu_threads", ctypes.c_uint), ("registered", ctypes.c_int),
-                ("calibrated", ctypes.c_int), ("seconds", ctypes.c_double)]
 
 
 PLAN_ROWS = 32
 
 
-class PlanRow(ctypes.Structure):
-    """dotcourse_plan_row."""
-
-    _fields_ = [("n_min", ctypes.c_size_t), ("registered", ctypes.c_int), ("path", ctypes.c_int),
-                ("gpu_share", ctypes.c_double)]
-
-
-class Plan(ctypes.Structure):
-    """dotcourse_plan."""
-
-    _fields_ = [("size", ctypes.c_size_t), ("calibrated", ctypes.c_int), ("cpu_threads", ctypes.c_uint),
-                ("device", ctypes.c_char * 96), ("rows", ctypes.c_size_t), ("row", PlanRow * PLAN_ROWS)]
-
-
-def options(where: int) -> Options:
-    o = Options()
-    o.size = ctypes.sizeof(Options)
-    o.where = where
-    return o
-
-
-def new_report() -> Report:
-    r = Report()
-    r.size = ctypes.sizeof(Report)
-    return r
-
-
-def new_plan() -> Plan:
-    p = Plan()
-    p.size = ctypes.sizeof(Plan)
-    return p
-
-
-def plan_rows(plan: Plan) -> List[Dict[str, Any]]:
-    """The plan's rows as dicts: n_min, registered (bool), path ("cpu", "gpu", "split"), gpu_share."""
-    return [{"n_min": int(r.n_min), "registered": bool(r.registered), "path": PATHS.get(r.path, str(r.path)),
-             "gpu_share": float(r.gpu_share)} for r in plan.row[:plan.rows]]
-
-
-def set_rows(plan: Plan, rows: List[Dict[str, Any]]) -> None:
-    """Writes rows (as plan_rows gives them) into plan; ValueError for a row that is not one."""
+def rows_for_core(rows: List[Dict[str, Any]]) -> List[Tuple[int, bool, int, float]]:
+    """rows (as plan_rows gives them) as the extension takes them: (n_min, registered, path code,
+    gpu_share); ValueError for a row that is not one."""
     if len(rows) > PLAN_ROWS:
         raise ValueError(f"a plan holds at most {PLAN_ROWS} rows, not {len(rows)}")
+    out = []
     for i, row in enumerate(rows):
         try:
             n_min = row["n_min"]
             if isinstance(n_min, bool) or not 0 <= operator.index(n_min) <= SIZE_MAX:
                 raise ValueError(f"n_min must be an integer between 0 and {SIZE_MAX}")
-            plan.row[i].n_min = operator.index(n_min)
-            plan.row[i].registered = 1 if row["registered"] else 0
-            plan.row[i].path = PATH_CODES[row["path"]]
-            plan.row[i].gpu_share = float(row["gpu_share"])
+            out.append((operator.index(n_min), bool(row["registered"]), PATH_CODES[row["path"]],
+                        float(row["gpu_share"])))
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"plan row {i} is not a row ({row!r}): {e}") from e
-    plan.rows = len(rows)
+    return out
+
+
+def plan_rows(rows: List[Tuple[int, bool, int, float]]) -> List[Dict[str, Any]]:
+    """The extension's rows as dicts: n_min, registered (bool), path ("cpu", "gpu", "split"), gpu_share."""
+    return [{"n_min": int(n_min), "registered": bool(registered), "path": PATHS.get(path, str(path)),
+             "gpu_share": float(share)} for n_min, registered, path, share in rows]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,16 +94,19 @@ class LastCall:
     reason: str
 
 
-def from_report(where: str, n: int, r: Report) -> LastCall:
-    path = PATHS.get(r.path, "?")
+def from_report(report: Tuple[int, int, int, int, int, int, bool, bool, float]) -> LastCall:
+    """The LastCall of the extension's record of a dotcourse_dot_ex call (Core.last())."""
+    code, n, path_code, n_cpu, n_gpu, cpu_threads, registered, calibrated, seconds = report
+    where = WHERE_NAMES[code]
+    path = PATHS.get(path_code, "?")
     if where != "auto":
         reason = f"where={where!r}"
-    elif r.calibrated:
-        reason = "auto: the calibrated plan's row for this n" + (" (registered arrays)" if r.registered else "")
+    elif calibrated:
+        reason = "auto: the calibrated plan's row for this n" + (" (registered arrays)" if registered else "")
     else:
         reason = "auto: the built-in rule (the CPU at every n: host memory is faster than the link)"
-    return LastCall(where, path, n, int(r.n_cpu), int(r.n_gpu), int(r.cpu_threads), bool(r.registered),
-                    bool(r.calibrated), float(r.seconds), reason)
+    return LastCall(where, path, n, int(n_cpu), int(n_gpu), int(cpu_threads), bool(registered),
+                    bool(calibrated), float(seconds), reason)
 
 
 def numpy_call(n: int, below: int) -> LastCall:

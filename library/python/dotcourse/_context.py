@@ -1,7 +1,6 @@
 """Context: one GPU context of the library, and its dot product of any two arrays."""
 from __future__ import annotations
 
-import ctypes
 import statistics
 import time
 import warnings
@@ -17,23 +16,8 @@ from ._pins import PIN_MIN, PinCache
 
 from typing import SupportsIndex
 
-_ndarray: Any = None
-_F32: Any = None  # numpy.dtype(numpy.float32): a float32 array's dtype is this object, compared by identity
-_np_dot: Any = None
-
 _WHERE = _auto.WHERE
-_WHERE_NAMES = {v: k for k, v in _WHERE.items()}
-_OPTIONS = {code: _auto.options(code) for code in _WHERE.values()}  # read-only: shared by every call
-_OPTIONS_REF = {code: ctypes.byref(o) for code, o in _OPTIONS.items()}
-_Report = _auto.Report
-_REPORT_SIZE = ctypes.sizeof(_auto.Report)
-_view = (ctypes.c_char * 0).from_buffer  # a ctypes view of an array's memory, passed as its address
-
-
-def _numpy_fast() -> None:
-    global _ndarray, _F32, _np_dot
-    np = A.numpy()
-    _ndarray, _F32, _np_dot = np.ndarray, np.dtype(np.float32), np.dot
+_WHERE_NAMES = _auto.WHERE_NAMES
 
 
 def plan_choose(rows: List[Dict[str, Any]], n: SupportsIndex, registered: bool = False) -> Tuple[str, int]:
@@ -66,29 +50,21 @@ def plan_choose(rows: List[Dict[str, Any]], n: SupportsIndex, registered: bool =
     """
     n = index("n", n, 0, SIZE_MAX)
     lib = _lib.load()
-    plan = _auto.new_plan()
-    _auto.set_rows(plan, rows)
-    path, n_gpu = ctypes.c_int(), ctypes.c_size_t()
-    check(lib, lib.dotcourse_plan_choose(ctypes.byref(plan), n, 1 if registered else 0, ctypes.byref(path),
-                                         ctypes.byref(n_gpu)))
-    return _auto.PATHS[path.value], int(n_gpu.value)
+    path, n_gpu = lib.plan_choose(_auto.rows_for_core(rows), n, bool(registered))
+    return _auto.PATHS[path], int(n_gpu)
 
 
 _accumulators: Dict[Tuple[int, int, int], int] = {}  # (id(lib), tx, ty) -> the library's answer
 
 
-def accumulator(lib: Any, tx: int, ty: int) -> Tuple[int, int]:
-    """(status, accumulator dtype) of a pair, asked of the library once per pair (the rule lives in
-    the library, dotcourse_accumulator, and does not change)."""
+def accumulator(lib: Any, tx: int, ty: int) -> int:
+    """The accumulator dtype of a pair, asked of the library once per pair (the rule lives in the
+    library, dotcourse_accumulator, and does not change); raises the library's error."""
     key = (id(lib), tx, ty)
     acc = _accumulators.get(key)
-    if acc is not None:
-        return 0, acc
-    out = ctypes.c_int()
-    status = lib.dotcourse_accumulator(tx, ty, ctypes.byref(out))
-    if status == 0:
-        _accumulators[key] = out.value
-    return status, out.value
+    if acc is None:
+        acc = _accumulators[key] = int(lib.accumulator(tx, ty))
+    return acc
 
 
 def check_host_arrays(x: Any, y: Any, n_max: SupportsIndex) -> int:
@@ -134,6 +110,12 @@ def check_host_arrays(x: Any, y: Any, n_max: SupportsIndex) -> int:
         for v in views:
             if v.release is not None:
                 v.release()
+
+
+def _pin_from(rows: List[Any]) -> Optional[int]:
+    """The smallest n where the plan (the extension's rows) sends registered arrays to the GPU."""
+    return min((n_min for n_min, registered, path, _ in rows if registered and path != _auto.PATH_CODES["cpu"]),
+               default=None)
 
 
 class Context:
@@ -189,10 +171,9 @@ class Context:
     ...     cpu.dot(x, y, where="cpu")
     """
 
-    _handle: Optional[ctypes.c_void_p] = None  # set last: close() and __del__ work after a failed __init__
+    _core: Any = None  # the extension's Core; set last: close() and __del__ work after a failed __init__
     _numpy_below: int = _auto.NUMPY_BELOW
     _pin_from: Optional[int] = None  # the smallest n where the plan sends registered arrays to the GPU
-    _last: Any = None
 
     def __init__(self, n_max: SupportsIndex, device: Union[SupportsIndex, str] = 0, pin_arrays: SupportsIndex = 4,
                  pin_bytes: SupportsIndex = 1 << 30, *, cpu_threads: SupportsIndex = 0,
@@ -208,26 +189,28 @@ class Context:
         if calibration not in ("cache", "none"):
             raise ValueError(f"calibration must be 'cache' or 'none', not {calibration!r}")
         lib = _lib.load()
-        handle = ctypes.c_void_p()
-        if cpu_only:
-            check(lib, lib.dotcourse_create_cpu(cpu_threads, ctypes.byref(handle)))
-        else:
-            check(lib, lib.dotcourse_create(device_id, n_max, ctypes.byref(handle)))
-        self._lib = lib
         self.n_max: int = SIZE_MAX if cpu_only else n_max
         self.device: Union[int, str] = "cpu" if cpu_only else device_id
-        self._dot_host = lib.dotcourse_dot
-        self._dot_ex = lib.dotcourse_dot_ex
-        self._dot_device = lib.dotcourse_dot_device
-        self._dot_typed_host = lib.dotcourse_dot_typed_host
-        self._dot_typed = lib.dotcourse_dot_typed
-        self._pins = PinCache(lib, handle, 0 if cpu_only else pin_arrays, pin_bytes)
-        self._handle = handle
+        try:
+            core = lib.Core(self, device_id, self.n_max, cpu_threads)
+        except E.NoGpuError as e:
+            if cpu_only:
+                raise
+            raise E.NoGpuError(e.status, e.message + "; Context(n_max, device=\"cpu\") computes on the CPU without "
+                                                   "one") from None
+        self._lib = lib
+        self._pins = PinCache(core, 0 if cpu_only else pin_arrays, pin_bytes)
+        self._core = core
+        # The hot call: `ctx.dot` finds the compiled method in the instance's dict, before the
+        # class's documented Python method (which calls the same), so the call goes straight into
+        # the extension.
+        self.dot = core.dot  # type: ignore[method-assign]
+        self._sync_fast()
         if calibration == "cache":
             self._load_cached()
 
     def __repr__(self) -> str:
-        state = "closed" if self._handle is None else f"{self.pinned()} arrays pinned"
+        state = "closed" if self._core is None or self._core.closed else f"{self.pinned()} arrays pinned"
         return f"<dotcourse.Context n_max={getattr(self, 'n_max', '?')} device={getattr(self, 'device', '?')} {state}>"
 
     def close(self) -> None:
@@ -238,14 +221,13 @@ class Context:
         DotcourseError
             The library failed to unregister or destroy (the context is closed all the same).
         """
-        handle = self._handle
-        if handle is None:
+        core = self._core
+        if core is None or core.closed:
             return
-        self._handle = None
         try:
             self._pins.clear()
         finally:
-            check(self._lib, self._lib.dotcourse_destroy(handle))
+            core.close()
 
     def unpin(self) -> None:
         """Unregisters and releases every array the registration cache holds.
@@ -266,7 +248,7 @@ class Context:
         int
             0 for a closed context.
         """
-        return len(self._pins.entries) if self._handle is not None else 0
+        return len(self._pins.entries) if self._core is not None and not self._core.closed else 0
 
     def __enter__(self) -> "Context":
         return self
@@ -280,11 +262,17 @@ class Context:
         except Exception:
             pass
 
-    def _live(self) -> ctypes.c_void_p:
-        handle = self._handle
-        if handle is None:
+    def _live(self) -> Any:
+        core = self._core
+        if core is None or core.closed:
             raise E.closed()
-        return handle
+        return core
+
+    def _sync_fast(self) -> None:
+        """Tells the extension's fast path what it reads from Python's side: below which n NumPy's
+        dot runs, from which n registered arrays go to the GPU, whether the cache registers."""
+        self._core.set_fast(self._numpy_below, SIZE_MAX if self._pin_from is None else self._pin_from,
+                            bool(self._pins.capacity))
 
     # ---- where a host dot runs ------------------------------------------------------------------
 
@@ -294,18 +282,19 @@ class Context:
         ("numpy", "cpu", "gpu", "split", "device" or "typed"), the elements on the CPU and on the
         GPU, the CPU threads, whether the arrays were registered and the plan calibrated, the time
         inside the library, and the reason in words. None before the first dot."""
-        last = self._last
-        if last is None or isinstance(last, _auto.LastCall):
-            return last
-        if type(last) is int:
-            return _auto.numpy_call(last, self._numpy_below)
-        where, n, report = last
-        return _auto.from_report(where, n, report)
+        core = self._core
+        record = core.last() if core is not None else None
+        if record is None or isinstance(record, _auto.LastCall):
+            return record
+        if type(record) is int:
+            return _auto.numpy_call(record, self._numpy_below)
+        return _auto.from_report(record)
 
-    def _get_plan(self) -> _auto.Plan:
-        plan = _auto.new_plan()
-        check(self._lib, self._lib.dotcourse_get_plan(self._live(), ctypes.byref(plan)))
-        return plan
+    def _set_last(self, call: _auto.LastCall) -> None:
+        self._core.set_last(call)
+
+    def _get_plan(self) -> Tuple[bool, int, str, List[Any]]:
+        return self._live().get_plan()
 
     @property
     def plan(self) -> Dict[str, Any]:
@@ -318,10 +307,9 @@ class Context:
         InvalidHandleError
             The context is closed.
         """
-        plan = self._get_plan()
-        return {"calibrated": bool(plan.calibrated), "device": plan.device.decode(errors="replace"),
-                "cpu_threads": int(plan.cpu_threads), "numpy_below": self._numpy_below,
-                "rows": _auto.plan_rows(plan)}
+        calibrated, cpu_threads, device, rows = self._get_plan()
+        return {"calibrated": bool(calibrated), "device": device, "cpu_threads": int(cpu_threads),
+                "numpy_below": self._numpy_below, "rows": _auto.plan_rows(rows)}
 
     def set_plan(self, rows: List[Dict[str, Any]], numpy_below: Optional[SupportsIndex] = None,
                  calibrated: bool = True) -> None:
@@ -343,22 +331,19 @@ class Context:
         InvalidHandleError
             The context is closed.
         """
-        handle = self._live()
-        plan = _auto.new_plan()
-        _auto.set_rows(plan, rows)
-        plan.calibrated = 1 if calibrated else 0
+        core = self._live()
+        core_rows = _auto.rows_for_core(rows)
         below = None if numpy_below is None else index("numpy_below", numpy_below, 0, SIZE_MAX)
-        check(self._lib, self._lib.dotcourse_set_plan(handle, ctypes.byref(plan)))
+        core.set_plan(core_rows, bool(calibrated))
         if below is not None:
             self._numpy_below = below
-        self._pin_from = min((r["n_min"] for r in _auto.plan_rows(plan) if r["registered"] and r["path"] != "cpu"),
-                             default=None)
+        self._pin_from = _pin_from(core_rows)
+        self._sync_fast()
 
     def _load_cached(self) -> None:
-        plan = self._get_plan()
-        device_name = plan.device.decode(errors="replace")
+        _, cpu_threads, device_name, _ = self._get_plan()
         path = _auto.cache_path(device_name)
-        data = _auto.load(path, device_name, int(plan.cpu_threads))
+        data = _auto.load(path, device_name, int(cpu_threads))
         if data is None:
             return
         try:
@@ -399,14 +384,12 @@ class Context:
         DotcourseError
             Any failure inside the library.
         """
-        handle = self._live()
+        core = self._live()
         n_limit = index("n_limit", n_limit, 0, SIZE_MAX)
         if self.device != "cpu":
-            plan = _auto.new_plan()
-            check(self._lib, self._lib.dotcourse_calibrate(handle, n_limit, ctypes.byref(plan)))
-            self._pin_from = min((r["n_min"] for r in _auto.plan_rows(plan) if r["registered"] and r["path"] != "cpu"),
-                                 default=None)
+            self._pin_from = _pin_from(core.calibrate(n_limit)[3])
         self._numpy_below = self._measure_numpy_below()
+        self._sync_fast()
         result = self.plan
         if save:
             data = dict(result, version=_auto.CACHE_VERSION, host=_auto.socket.gethostname(), library=_lib.version())
@@ -446,7 +429,7 @@ class Context:
             if not win:
                 break
             below = n
-        return below
+        return 0 if below == sizes[0] else below  # the library won at every size: NumPy never
 
     def dot(self, x: Any, y: Any, where: str = "auto") -> Union[float, int]:
         """x·y, where it finishes soonest (host float32 pairs) or on the context's GPU.
@@ -493,70 +476,38 @@ class Context:
         DotcourseError
             Any failure inside the library (CudaError, OutOfMemoryError, ...).
         """
-        if where == "auto":  # the default object: an identity test, the cheapest
-            code = 0
-        else:
-            code = _WHERE.get(where) if type(where) is str else None  # type: ignore[call-overload]
-            if code is None:
-                raise ValueError(f"where must be 'auto', 'cpu' or 'gpu', not {where!r}")
-        handle = self._handle
-        if handle is None:
-            raise E.closed()
-        if _ndarray is None:
-            _numpy_fast()
-        # The common case, float32 NumPy vectors, with the fewest Python steps: a binding's own work is
-        # what a caller pays on every call (for small n, NumPy's whole dot takes about a microsecond).
-        if type(x) is _ndarray and type(y) is _ndarray:
-            shape = x.shape
-            if shape == y.shape and len(shape) == 1 and x.dtype is _F32 and y.dtype is _F32 \
-                    and x.flags.c_contiguous and y.flags.c_contiguous:
-                n = shape[0]
-                if code != 1 and n > self.n_max:
-                    raise E.too_large(n, self.n_max)
-                if code == 0 and n < self._numpy_below:  # a call into the library costs more than this
-                    self._last = n
-                    return float(_np_dot(x, y))
-                return self._host_float32(handle, x, y, n, code)
-        return self._dot_any(handle, x, y, code)
+        # Context() puts the extension's Core.dot into the instance (see __init__): a call on an
+        # instance goes there directly; this method is the documented signature and the route for
+        # Context.dot(ctx, ...).
+        return self._live().dot(x, y, where)  # type: ignore[no-any-return]
 
-    def _host_float32(self, handle: Any, x: Any, y: Any, n: int, code: int = 0) -> float:
+    def _pin_pair(self, x: Any, y: Any) -> None:
+        """The registration cache's step for a float32 NumPy pair the GPU will read (the extension
+        calls it only then): registers an array on its second call (see the package's docstring)."""
         pins = self._pins
-        # Registering pays only where the GPU will read the arrays: where="gpu", or a plan that sends
-        # registered arrays of this n to the GPU.
-        pin_from = self._pin_from
-        wants_gpu = code == 2 or (code == 0 and pin_from is not None and n >= pin_from)
-        if wants_gpu and pins.capacity and x.nbytes >= PIN_MIN:
-            with pins.lock:  # the cache's bookkeeping; the call itself runs outside the lock
-                px = pins.known(x)
-                if px is None:
-                    px = x.ctypes.data
-                    pins.see(x, px)
-                py = px if y is x else pins.known(y)
-                if py is None:
-                    py = y.ctypes.data
-                    if py != px:
-                        pins.see(y, py)
-        else:
-            # A zero-length ctypes view of each array's buffer: ctypes passes its address, and it
-            # costs a fifth of reading x.ctypes.data. Read-only arrays export no writable buffer.
-            try:
-                px = _view(x)
-            except TypeError:
-                px = x.ctypes.data
-            try:
-                py = _view(y)
-            except TypeError:
+        with pins.lock:
+            if pins.known(x) is None:
+                pins.see(x, x.ctypes.data)
+            if y is not x and pins.known(y) is None:
                 py = y.ctypes.data
-        result = ctypes.c_float()
-        report = _Report(_REPORT_SIZE)
-        status = self._dot_ex(handle, px, py, n, _OPTIONS_REF[code], ctypes.byref(result), ctypes.byref(report))
-        if status != 0:
-            check(self._lib, status)
-        self._last = (_WHERE_NAMES[code], n, report)
-        return float(result.value)
+                if py != x.ctypes.data:
+                    pins.see(y, py)
 
-    def _dot_any(self, handle: Any, x: Any, y: Any, code: int = 0) -> Union[float, int]:
-        """Every other pair: one adapter for every producer and dtype, one wording per error."""
+    def _host_float32(self, x: Any, y: Any, n: int, code: int = 0) -> float:
+        """A float32 host pair that did not take the extension's fast path (another producer)."""
+        core = self._live()
+        wants_gpu = code == 2 or (code == 0 and self._pin_from is not None and n >= self._pin_from)
+        if wants_gpu and self._pins.capacity and x.nbytes >= PIN_MIN:
+            self._pin_pair(x, y)
+        if code == 0 and n < self._numpy_below:
+            self._set_last(_auto.numpy_call(n, self._numpy_below))
+            return float(A.numpy().dot(x, y))
+        return float(core.dot_ptr(x.ctypes.data, y.ctypes.data, n, code))
+
+    def _dot_any(self, x: Any, y: Any, code: int = 0) -> Union[float, int]:
+        """Every pair but two float32 NumPy vectors (the extension calls it): one adapter for every
+        producer and dtype, one wording per error."""
+        core = self._live()
         vx: Optional[A.Vector] = None
         vy: Optional[A.Vector] = None
         try:
@@ -576,13 +527,12 @@ class Context:
                 if tx == ty == A.FLOAT32:
                     if code != 1 and n > self.n_max:
                         raise E.too_large(n, self.n_max)
-                    return self._host_float32(handle, vx.host_array, vy.host_array, n, code)
+                    return self._host_float32(vx.host_array, vy.host_array, n, code)
                 if n > self.n_max:
                     raise E.too_large(n, self.n_max)
-                self._last = _auto.other_call(_WHERE_NAMES[code], "typed", n,
-                                              "a host pair of other dtypes than float32: copied to the GPU")
-                result = ctypes.c_double()
-                check(self._lib, self._dot_typed_host(handle, vx.ptr, tx, vy.ptr, ty, n, ctypes.byref(result)))
+                self._set_last(_auto.other_call(_WHERE_NAMES[code], "typed", n,
+                                                "a host pair of other dtypes than float32: copied to the GPU"))
+                result = core.dot_typed_host(vx.ptr, tx, vy.ptr, ty, n)
             else:
                 for name, v in (("x", vx), ("y", vy)):
                     if v.device_id is not None and v.device_id != self.device:
@@ -592,19 +542,15 @@ class Context:
                 sx, sy = vx.stream, vy.stream
                 if sx and sy and sx != sy:
                     raise E.mixed_streams()
-                stream = sx or sy or None
-                self._last = _auto.other_call(_WHERE_NAMES[code], "device", n,
-                                              "arrays already on the GPU: computed there, no copy")
+                stream = sx or sy or 0  # 0: NULL, the legacy default stream
+                self._set_last(_auto.other_call(_WHERE_NAMES[code], "device", n,
+                                                "arrays already on the GPU: computed there, no copy"))
                 if tx == ty == A.FLOAT32:
-                    result32 = ctypes.c_float()
-                    check(self._lib, self._dot_device(handle, vx.ptr, vy.ptr, n, stream, ctypes.byref(result32)))
-                    return float(result32.value)
-                result = ctypes.c_double()
-                check(self._lib, self._dot_typed(handle, vx.ptr, tx, vy.ptr, ty, n, stream, ctypes.byref(result)))
+                    return float(core.dot_device(vx.ptr, vy.ptr, n, stream))
+                result = core.dot_typed(vx.ptr, tx, vy.ptr, ty, n, stream)
         finally:
             for w in (vx, vy):
                 if w is not None and w.release is not None:
                     w.release()
-        status, acc = accumulator(self._lib, tx, ty)
-        check(self._lib, status)
-        return int(result.value) if acc == A.INT64 else float(result.value)
+        acc = accumulator(self._lib, tx, ty)
+        return int(result) if acc == A.INT64 else float(result)

@@ -1,16 +1,18 @@
-"""Finding and loading libdotcourse.so, and the C signatures of every function of dotcourse.h."""
+"""Finding libdotcourse.so and the compiled extension (dotcourse._core) that calls it."""
 from __future__ import annotations
 
-import ctypes
+import importlib.machinery
+import importlib.util
 import os
 import pathlib
+import sys
 import threading
-from typing import Optional
+from typing import Any, Optional
 
 from ._errors import Status, error_for
 
 _HERE = pathlib.Path(__file__).resolve().parent
-_lib: Optional[ctypes.CDLL] = None
+_lib: Any = None  # the extension module, once the library is open
 _lock = threading.Lock()
 
 
@@ -52,65 +54,53 @@ def library_path() -> Optional[pathlib.Path]:
     return found[0] if found else None
 
 
-def _declare(lib: ctypes.CDLL) -> None:
-    c_status, ctx_p, c_dtype, vp, size = ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t
-    fp, dp = ctypes.POINTER(ctypes.c_float), ctypes.POINTER(ctypes.c_double)
-    sigs = {
-        "dotcourse_version": (ctypes.c_char_p, []),
-        "dotcourse_status_string": (ctypes.c_char_p, [c_status]),
-        "dotcourse_last_error": (ctypes.c_char_p, []),
-        "dotcourse_create": (c_status, [ctypes.c_int, size, ctypes.POINTER(ctx_p)]),
-        "dotcourse_destroy": (c_status, [ctx_p]),
-        "dotcourse_n_max": (c_status, [ctx_p, ctypes.POINTER(size)]),
-        "dotcourse_dot": (c_status, [ctx_p, vp, vp, size, fp]),
-        "dotcourse_host_register": (c_status, [ctx_p, vp, size]),
-        "dotcourse_host_unregister": (c_status, [ctx_p, vp]),
-        "dotcourse_dot_device": (c_status, [ctx_p, vp, vp, size, vp, fp]),
-        "dotcourse_accumulator": (c_status, [c_dtype, c_dtype, ctypes.POINTER(c_dtype)]),
-        "dotcourse_dot_typed": (c_status, [ctx_p, vp, c_dtype, vp, c_dtype, size, vp, dp]),
-        "dotcourse_dot_typed_host": (c_status, [ctx_p, vp, c_dtype, vp, c_dtype, size, dp]),
-        # Host arrays on the fastest path (issue 26); the structs are in _auto.py, passed by reference.
-        "dotcourse_create_cpu": (c_status, [ctypes.c_uint, ctypes.POINTER(ctx_p)]),
-        "dotcourse_dot_ex": (c_status, [ctx_p, vp, vp, size, vp, fp, vp]),
-        "dotcourse_plan_choose": (c_status, [vp, size, ctypes.c_int, ctypes.POINTER(ctypes.c_int),
-                                             ctypes.POINTER(size)]),
-        "dotcourse_get_plan": (c_status, [ctx_p, vp]),
-        "dotcourse_set_plan": (c_status, [ctx_p, vp]),
-        "dotcourse_calibrate": (c_status, [ctx_p, size, vp]),
-    }
-    for name, (restype, argtypes) in sigs.items():
-        fn = getattr(lib, name)
-        fn.restype, fn.argtypes = restype, argtypes
+def core_path() -> Optional[pathlib.Path]:
+    """Where the compiled extension (dotcourse._core) is taken from: beside this package (an
+    installed wheel), else the file named by ``DOTCOURSE_CORE``, else, only when the package is used
+    from its source folder, the newest ``build/*/python-core-build-*/out/_core*`` built for this Python
+    (library/python/run_pytest.sh builds it)."""
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    beside = sorted(_HERE.glob("_core*" + suffix))
+    if beside:
+        return beside[0]
+    env = os.environ.get("DOTCOURSE_CORE")
+    if env:
+        return pathlib.Path(env)
+    root = _source_tree_root()
+    if root is None:
+        return None
+    found = sorted(root.glob("build/*/python-core-build-*/out/_core" + suffix), key=lambda p: p.stat().st_mtime, reverse=True)
+    return found[0] if found else None
 
 
-def _preload_cuda() -> bool:
-    """Loads libcudart and libcublas (with their dependencies) from $CUDA_HOME, $CUDA_PATH or
-    /usr/local/cuda, so that libdotcourse.so, whose rpath is only its own folder, finds them by
-    name. True when something was loaded."""
-    dirs = [pathlib.Path(d) / sub for d in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda")
-            if d for sub in ("lib64", "lib", "targets/x86_64-linux/lib")]
-    loaded = False
-    for stem in ("libcudart.so", "libcublasLt.so", "libcublas.so"):
-        for d in dirs:
-            found = sorted(d.glob(stem + ".[0-9]*"))
-            if found:
-                try:
-                    ctypes.CDLL(str(found[0]), mode=ctypes.RTLD_GLOBAL)
-                    loaded = True
-                    break
-                except OSError:
-                    pass
-    return loaded
+def _import_core() -> Any:
+    try:
+        from . import _core  # an installed package: the extension lies beside this file
+        return _core
+    except ImportError:
+        pass
+    path = core_path()
+    if path is None or not path.is_file():
+        raise OSError("dotcourse's compiled extension (_core) not found: install the package (pip install "
+                      "library/python), or build it for a course build (library/python/run_pytest.sh does), or set "
+                      f"DOTCOURSE_CORE to its path (looked at {path})")
+    spec = importlib.util.spec_from_file_location(__package__ + "._core", path)
+    if spec is None or spec.loader is None:
+        raise OSError(f"{path} is not a Python extension module")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules[spec.name] = module
+    return module
 
 
-def load() -> ctypes.CDLL:
-    """The loaded library, with every function's signature declared (loaded once per process).
+def load() -> Any:
+    """The compiled extension (dotcourse._core) with the library open (once per process).
 
     Raises
     ------
     OSError
-        No libdotcourse.so was found, or it could not be loaded; the message says where it looked
-        and how to get one.
+        No libdotcourse.so or no extension was found, or one could not be loaded; the message says
+        where it looked and how to get one.
     """
     global _lib
     with _lock:
@@ -123,22 +113,16 @@ def load() -> ctypes.CDLL:
             raise OSError("libdotcourse.so not found: install the package (pip install library/python), "
                           "build it in the course (cmake --build --preset solutions --target dotcourse), or set "
                           f"DOTCOURSE_LIB to its path ({where})")
-        try:
-            lib = ctypes.CDLL(str(path))
-        except OSError as e:  # libcudart/libcublas not on the loader's path: look where CUDA lives
-            if not _preload_cuda():
-                raise OSError(f"{path} could not be loaded: {e}. It needs the CUDA runtime and cuBLAS of its "
-                              "CUDA major version: put their folder on LD_LIBRARY_PATH or set CUDA_HOME") from e
-            lib = ctypes.CDLL(str(path))
-        _declare(lib)
-        _lib = lib
-        return lib
+        core = _import_core()
+        core.open(str(path.resolve()))
+        _lib = core
+        return core
 
 
-def check(lib: ctypes.CDLL, status: int) -> None:
+def check(lib: Any, status: int) -> None:
     """Raises the status's DotcourseError subclass, with the library's message, unless status is OK."""
     if status != 0:
-        message = lib.dotcourse_last_error().decode(errors="replace") or lib.dotcourse_status_string(status).decode()
+        message = lib.last_error() or lib.status_string(status)
         raise error_for(status, message)
 
 
@@ -156,7 +140,7 @@ def version() -> str:
     OSError
         The library could not be found or loaded.
     """
-    return str(load().dotcourse_version().decode())
+    return str(load().version())
 
 
 def status_string(status: "Status | int") -> str:
@@ -177,4 +161,4 @@ def status_string(status: "Status | int") -> str:
     OSError
         The library could not be found or loaded.
     """
-    return str(load().dotcourse_status_string(int(status)).decode())
+    return str(load().status_string(int(status)))

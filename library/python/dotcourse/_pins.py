@@ -6,8 +6,6 @@ import threading
 import weakref
 from typing import Any, Dict, List, Tuple
 
-from ._lib import check
-
 PIN_MIN = 1 << 20  # bytes: below this a staged copy costs less than registering
 
 
@@ -15,8 +13,8 @@ class PinCache:
     """Arrays seen once (weak references: a candidate never keeps memory alive), and arrays
     registered with the library (strong references, in least-recently-used order)."""
 
-    def __init__(self, lib: Any, handle: Any, capacity: int, max_bytes: int) -> None:
-        self.lib, self.handle = lib, handle
+    def __init__(self, core: Any, capacity: int, max_bytes: int) -> None:
+        self.core = core  # the extension's Core: register(ptr, bytes) -> status, unregister(ptr) raises
         self.capacity, self.max_bytes = capacity, max_bytes
         self.lock = threading.Lock()
         self.entries: "collections.OrderedDict[Tuple[int, int], List[Any]]" = collections.OrderedDict()  # (ptr, nbytes) -> [array, uses]
@@ -64,7 +62,7 @@ class PinCache:
             self._evict(next(iter(self.entries)))
         if self.stopped:
             return
-        if self.lib.dotcourse_host_register(self.handle, ptr, a.nbytes) != 0:
+        if self.core.register(ptr, a.nbytes) != 0:
             self.refused[key] = weakref.ref(a)  # e.g. a page shared with a registered array: staged
             while len(self.refused) > 4 * self.capacity:
                 self.refused.popitem(last=False)
@@ -77,7 +75,7 @@ class PinCache:
         a, uses = self.entries.pop(key)
         del self.by_id[id(a)]
         self.bytes -= a.nbytes
-        check(self.lib, self.lib.dotcourse_host_unregister(self.handle, key[0]))
+        self.core.unregister(key[0])
         if uses < 4:
             self.churn += 1
             if self.churn >= 3:

@@ -29,6 +29,8 @@ def test_public_names_and_nothing_else():
 def test_typed_package():
     assert (pathlib.Path(dotcourse.__file__).parent / "py.typed").is_file(), "py.typed missing (PEP 561)"
     assert dotcourse.Context.dot.__annotations__, "Context.dot has no type hints"
+    stubs = sorted(pathlib.Path(dotcourse.__file__).parent.glob("_core.pyi"))
+    assert stubs and "def dot(" in stubs[0].read_text(), "the extension's type stub (_core.pyi) is missing"
 
 
 def test_version_is_the_one_version():
@@ -120,64 +122,86 @@ def test_unknown_status_is_kept():
 # ---- integer arguments --------------------------------------------------------------------------
 
 class FakeLib:
-    """Stands in for libdotcourse.so: records each C call and answers OK (or `fail`'s status)."""
+    """Stands in for the compiled extension with its library open: records each C call it would make
+    and answers OK (or raises `fail`'s status as the extension does). Its Core has no fast path:
+    every dot takes the package's Python route (_dot_any), whose checks these tests read."""
 
     def __init__(self):
         self.calls = []
         self.fail = {}  # function name -> (status, message)
-        self.message = b""
+        lib = self
+
+        class Core:
+            def __init__(self, owner, device, n_max, cpu_threads):
+                lib._call("create", device, n_max)
+                self.owner, self.closed, self.n_max, self.record = owner, False, n_max, None
+
+            def dot(self, x, y, where="auto"):
+                codes = {"auto": 0, "cpu": 1, "gpu": 2}
+                if type(where) is not str or where not in codes:
+                    raise ValueError(f"where must be 'auto', 'cpu' or 'gpu', not {where!r}")
+                if self.closed:
+                    raise dotcourse._errors.closed()
+                return self.owner._dot_any(x, y, codes[where])
+
+            def dot_ptr(self, px, py, n, code):
+                lib._call("dot", px, py, n)
+                return 0.0
+
+            def dot_device(self, px, py, n, stream):
+                lib._call("dot_device", px, py, n, stream)
+                return 0.0
+
+            def dot_typed(self, px, tx, py, ty, n, stream):
+                lib._call("dot_typed", px, tx, py, ty, n, stream)
+                return 7.0
+
+            def dot_typed_host(self, px, tx, py, ty, n):
+                lib._call("dot_typed_host", px, tx, py, ty, n)
+                return 7.0
+
+            def register(self, p, nbytes):
+                lib.calls.append(("register", p, nbytes))
+                return 0
+
+            def unregister(self, p):
+                lib._call("unregister", p)
+
+            def get_plan(self):
+                lib._call("get_plan")
+                return (False, 1, "", [])
+
+            def set_fast(self, numpy_below, pin_from, pins):
+                pass
+
+            def set_last(self, call):
+                self.record = call
+
+            def last(self):
+                return self.record
+
+            def close(self):
+                self.closed = True
+                lib._call("destroy")
+
+        self.Core = Core
 
     def _call(self, name, *args):
         self.calls.append((name,) + args)
         status, message = self.fail.get(name, (0, ""))
-        self.message = message.encode()
-        return status
+        if status:
+            raise dotcourse._errors.error_for(status, message)
 
-    def dotcourse_create(self, device, n_max, out):
-        out._obj.value = 0x1234
-        return self._call("create", device, n_max)
-
-    def dotcourse_destroy(self, handle):
-        return self._call("destroy")
-
-    def dotcourse_dot(self, handle, px, py, n, out):
-        return self._call("dot", px, py, n)
-
-    def dotcourse_dot_ex(self, handle, px, py, n, opts, out, report):  # an address may come as a ctypes view
-        address = [p if isinstance(p, int) else ctypes.addressof(p) for p in (px, py)]
-        return self._call("dot", address[0], address[1], n)
-
-    def dotcourse_get_plan(self, handle, plan):
-        return self._call("get_plan")
-
-    def dotcourse_dot_device(self, handle, px, py, n, stream, out):
-        return self._call("dot_device", px, py, n, stream)
-
-    def dotcourse_dot_typed_host(self, handle, px, tx, py, ty, n, out):
-        out._obj.value = 7.0
-        return self._call("dot_typed_host", px, tx, py, ty, n)
-
-    def dotcourse_dot_typed(self, handle, px, tx, py, ty, n, stream, out):
-        out._obj.value = 7.0
-        return self._call("dot_typed", px, tx, py, ty, n, stream)
-
-    def dotcourse_accumulator(self, tx, ty, out):
+    def accumulator(self, tx, ty):
         ints = (_arrays.INT8, _arrays.BOOL)
-        out._obj.value = _arrays.INT64 if tx in ints and ty in ints else (
+        return _arrays.INT64 if tx in ints and ty in ints else (
             _arrays.FLOAT64 if _arrays.FLOAT64 in (tx, ty) else _arrays.FLOAT32)
-        return 0
 
-    def dotcourse_host_register(self, handle, p, nbytes):
-        return self._call("register", p, nbytes)
+    def last_error(self):
+        return ""
 
-    def dotcourse_host_unregister(self, handle, p):
-        return self._call("unregister", p)
-
-    def dotcourse_last_error(self):
-        return self.message
-
-    def dotcourse_status_string(self, status):
-        return b"status"
+    def status_string(self, status):
+        return "status"
 
 
 @pytest.fixture
@@ -335,7 +359,7 @@ def test_dlpack_read_and_released_once(fake, versioned):
         x = FakeDLPack(versioned=versioned, accepts_max_version=versioned)
         y = FakeDLPack(versioned=versioned, accepts_max_version=versioned, code=0, bits=8, ptr=0x9000)
         assert ctx.dot(x, y) == 7.0
-        assert fake.calls[-1] == ("dot_typed", 0x8000, _arrays.FLOAT32, 0x9000, _arrays.INT8, 8, None)
+        assert fake.calls[-1] == ("dot_typed", 0x8000, _arrays.FLOAT32, 0x9000, _arrays.INT8, 8, 0)
         assert (x.deleted, y.deleted) == (1, 1)
         assert x.asked == [(1, 0)] if versioned else x.asked == [None]
         b = FakeDLPack(versioned=versioned, code=4, bits=16)  # bfloat16

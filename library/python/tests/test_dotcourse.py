@@ -1,7 +1,6 @@
 """The Python binding of chapter 07: the checks the C side cannot make, the library's statuses,
 results against an fp64 reference with the course's error bound, threads, and CuPy/PyTorch device
 arrays without a copy. GPU tests skip with the reason where there is no GPU."""
-import ctypes
 import math
 import threading
 
@@ -63,12 +62,11 @@ def test_version_and_statuses(lib_available):
     assert dotcourse.version() == dotcourse.__version__, "the library and the package disagree on the version"
     lib = dotcourse._lib.load()
     for s in dotcourse.Status:
-        assert len(lib.dotcourse_status_string(s)) > 3
-        assert dotcourse.status_string(s) == lib.dotcourse_status_string(s).decode()
+        assert len(lib.status_string(s)) > 3
+        assert dotcourse.status_string(s) == lib.status_string(s)
     # A NULL handle is refused by the C side, whatever the binding does.
-    r = ctypes.c_float()
-    assert lib.dotcourse_dot(None, None, None, 0, ctypes.byref(r)) == dotcourse.Status.INVALID_HANDLE
-    assert b"NULL" in lib.dotcourse_last_error()
+    assert lib.c_dot(0, 0, 0, 0)[0] == dotcourse.Status.INVALID_HANDLE
+    assert "NULL" in lib.last_error()
 
 
 def test_no_gpu_is_an_error_with_the_reason(lib_available):
@@ -109,8 +107,7 @@ def test_too_large_and_the_context_still_works(ctx):
     with pytest.raises(dotcourse.TooLargeError, match="n_max"):  # the typed host path: the same error
         ctx.dot(x, x.astype(np.float64))
     # Past the binding, the library refuses it too.
-    r = ctypes.c_float()
-    status = ctx._lib.dotcourse_dot(ctx._handle, x.ctypes.data, x.ctypes.data, x.size, ctypes.byref(r))
+    status, _ = ctx._lib.c_dot(ctx._core.handle, x.ctypes.data, x.ctypes.data, x.size)
     assert status == dotcourse.Status.TOO_LARGE
     assert ctx.dot(x[:1000], x[:1000]) == 1000.0
 
@@ -119,15 +116,13 @@ def test_closed_and_destroyed():
     if gpu_reason():
         pytest.skip(gpu_reason())
     c = dotcourse.Context(100)
-    handle = c._handle
+    handle = c._core.handle
     c.close()
     c.close()  # idempotent
     x = np.ones(10, np.float32)
     with pytest.raises(dotcourse.InvalidHandleError, match="closed"):
         c.dot(x, x)
-    r = ctypes.c_float()
-    assert c._lib.dotcourse_dot(handle, x.ctypes.data, x.ctypes.data, 10, ctypes.byref(r)) == \
-        dotcourse.Status.INVALID_HANDLE
+    assert c._lib.c_dot(handle, x.ctypes.data, x.ctypes.data, 10)[0] == dotcourse.Status.INVALID_HANDLE
 
 
 def test_out_of_memory():
@@ -256,7 +251,9 @@ class _FakeLib:
     def __init__(self, refuse=()):
         self.registered, self.calls, self.refuse = {}, [], set(refuse)
 
-    def dotcourse_host_register(self, handle, ptr, nbytes):
+    closed = False
+
+    def register(self, ptr, nbytes):
         self.calls.append(("register", ptr))
         if ptr in self.refuse:
             return dotcourse.Status.INVALID_ARGUMENT
@@ -264,29 +261,27 @@ class _FakeLib:
         self.registered[ptr] = nbytes
         return dotcourse.Status.OK
 
-    def dotcourse_host_unregister(self, handle, ptr):
+    def unregister(self, ptr):
         self.calls.append(("unregister", ptr))
-        return dotcourse.Status.OK if self.registered.pop(ptr, None) is not None else dotcourse.Status.INVALID_ARGUMENT
+        if self.registered.pop(ptr, None) is None:
+            raise dotcourse._errors.error_for(dotcourse.Status.INVALID_ARGUMENT, "not registered")
 
+    def dot(self, x, y, where="auto"):  # no fast path here: the package's Python route
+        return self.owner._dot_any(x, y, {"auto": 0, "cpu": 1, "gpu": 2}[where])
 
-def _address(p):
-    return p if isinstance(p, int) else ctypes.addressof(p)
+    def dot_ptr(self, px, py, n, code):
+        self.calls.append(("dot", px, py, n))
+        return 0.0
 
 
 def _fake_context(lib, n_max=1 << 21, pin_arrays=4):
     """A Context whose library is _FakeLib and whose C dot records the pointers it is given (no
     GPU): what the binding itself does before the C call."""
     ctx = object.__new__(dotcourse.Context)
-    ctx._handle, ctx._lib, ctx.n_max, ctx.device = "fake", lib, n_max, 0
-    ctx._pins = dotcourse._pins.PinCache(lib, "fake", pin_arrays, 1 << 30)
-
-    def dot_host(handle, px, py, n, out):
-        lib.calls.append(("dot", px, py, n))
-        return dotcourse.Status.OK
-
-    def dot_ex(handle, px, py, n, opts, out, report):  # an array's address may come as a ctypes view
-        return dot_host(handle, _address(px), _address(py), n, out)
-    ctx._dot_host, ctx._dot_ex = dot_host, dot_ex
+    lib.owner = ctx
+    ctx._core, ctx._lib, ctx.n_max, ctx.device = lib, lib, n_max, 0
+    ctx._pins = dotcourse._pins.PinCache(lib, pin_arrays, 1 << 30)
+    ctx.dot = lib.dot
     return ctx
 
 
@@ -317,7 +312,7 @@ def test_host_dot_passes_the_arrays_and_counts_their_uses():  # no GPU: the bind
                      (np.ones((2, 4), np.float32), ValueError), (np.ones(16, np.float32)[::2], ValueError)):
         with pytest.raises(err):
             ctx.dot(small, bad)
-    ctx._handle = None  # nothing real to destroy
+    lib.closed = True  # nothing real to destroy
 
 
 class _FakeCAI:
@@ -357,7 +352,7 @@ def test_pin_policy_second_sighting_bounded_and_released():  # no GPU: the polic
     import gc
     import weakref
     lib = _FakeLib()
-    cache = dotcourse._pins.PinCache(lib, None, 2, 1 << 30)
+    cache = dotcourse._pins.PinCache(lib, 2, 1 << 30)
     a, b, c = (np.zeros(1 << 18, np.float32) for _ in range(3))
     _see(cache, a)
     assert lib.registered == {}, "an array seen once must not be registered"
@@ -377,7 +372,7 @@ def test_pin_policy_second_sighting_bounded_and_released():  # no GPU: the polic
 
 def test_pin_policy_fresh_refused_and_churn():  # no GPU
     lib = _FakeLib()
-    cache = dotcourse._pins.PinCache(lib, None, 2, 1 << 30)
+    cache = dotcourse._pins.PinCache(lib, 2, 1 << 30)
     for _ in range(5):
         _see(cache, np.ones(1 << 18, np.float32))  # a fresh array each time (maybe at the same address)
     assert lib.registered == {}
@@ -389,7 +384,7 @@ def test_pin_policy_fresh_refused_and_churn():  # no GPU
         "a refused array is staged, not offered again"
     # Three arrays in turn through a cache of two, each used twice: churn, then no more registrations.
     lib2 = _FakeLib()
-    cache2 = dotcourse._pins.PinCache(lib2, None, 2, 1 << 30)
+    cache2 = dotcourse._pins.PinCache(lib2, 2, 1 << 30)
     arrays = [np.ones(1 << 18, np.float32) for _ in range(3)]
     for _ in range(8):
         for a in arrays:
@@ -397,7 +392,7 @@ def test_pin_policy_fresh_refused_and_churn():  # no GPU
     assert cache2.stopped and len(lib2.registered) <= 2
     # The byte bound: nothing over pin_bytes is registered.
     lib3 = _FakeLib()
-    cache3 = dotcourse._pins.PinCache(lib3, None, 4, 1 << 20)
+    cache3 = dotcourse._pins.PinCache(lib3, 4, 1 << 20)
     big = np.ones(1 << 19, np.float32)  # 2 MiB
     _see(cache3, big, big, big)
     assert lib3.registered == {}

@@ -42,9 +42,14 @@ def test_cpu_path_matches_the_reference(cpu, n):
     assert cpu.dot(x, y, where="cpu") == got, "the CPU dot adds its threads' partials in a fixed order"
 
 
-def test_auto_takes_numpy_for_small_n_and_the_cpu_above(cpu):
+def test_auto_takes_the_library_at_small_n_and_numpy_only_below_a_measured_bound(cpu):
     assert cpu.last_call is None
-    below = cpu.plan["numpy_below"]
+    assert cpu.plan["numpy_below"] == 0, "uncalibrated, the extension's own call is the fast one"
+    x, y, ref, bound = inputs(16, 4)
+    assert abs(cpu.dot(x, y) - ref) <= bound
+    assert cpu.last_call.path == "cpu" and cpu.last_call.cpu_threads == 1, "small n: on the calling thread"
+    below = 4096
+    cpu.set_plan([], numpy_below=below, calibrated=False)  # as a calibration that saw NumPy win below 4096
     x, y, ref, bound = inputs(below - 1, 1)
     assert abs(cpu.dot(x, y) - ref) <= bound
     call = cpu.last_call
@@ -180,7 +185,7 @@ def test_set_plan_round_trip(cpu):
 
 def test_calibrate_on_the_cpu_saves_numpy_below_and_a_new_context_loads_it(cpu, cache):
     plan = cpu.calibrate()
-    assert 1 <= plan["numpy_below"] <= 1 << 21
+    assert 0 <= plan["numpy_below"] <= 1 << 21
     data = json.loads(cache.read_text())
     assert data["host"] == socket.gethostname() and data["device"] == "" and data["version"] == 1
     assert data["numpy_below"] == plan["numpy_below"] and data["cpu_threads"] == 4
@@ -192,6 +197,9 @@ def test_calibrate_on_the_cpu_saves_numpy_below_and_a_new_context_loads_it(cpu, 
         assert other.plan["numpy_below"] != 12345
     with dotcourse.Context(1, device="cpu", cpu_threads=4, calibration="none") as none:
         assert none.plan["numpy_below"] != 12345
+    with dotcourse.Context(1, device="cpu", cpu_threads=4) as again:  # the extension's fast path reads it too
+        again.dot(np.ones(100, np.float32), np.ones(100, np.float32))
+        assert again.last_call.path == "numpy"
 
 
 @pytest.mark.parametrize("text", ["not json", "[]", '{"version": 99}', ""])
