@@ -301,16 +301,19 @@ def run_tests_parallel(build_dir: Path, out_dir: Path, labels: str, env: Dict[st
                        limit_for: Callable[[str], float], reference: Callable[[str], Optional[float]],
                        junit: Path, workers: int, huge_at_once: int = 1, sanitize: Optional[Sanitize] = None,
                        executor=None, lister=None, group_runner=None, ctest_runner=None,
-                       clock: Callable[[], float] = None) -> ParallelStep:
+                       clock: Callable[[], float] = None) -> TestStep:
     """The test step with `workers` jobs at once (and compute-sanitizer, when `sanitize` is given,
     one job per chapter as soon as its tests have ended); the exclusive tests, then their
     sanitizer runs, alone afterwards. Results, test.log and junit come out in CTest's order,
-    whatever order the jobs ended in."""
+    whatever order the jobs ended in. Without CTest's listing, the serial step (a TestStep, and
+    the sanitizer is then the caller's)."""
     import time as _time
     from .pool import Job, Pool
     clock = clock or _time.monotonic
     _, listing_text = proc.run_logged(["ctest", "--test-dir", str(build_dir), "--show-only=json-v1", "-L", labels], log)
     listed = ctest.listing(listing_text)
+    if not listed:  # no listing to plan from (an old CTest, nothing labelled): the serial step says why
+        return run_tests(build_dir, out_dir, labels, env, log, limit_for, reference, junit)
     groups, others = catchrun.groups((t, t.properties) for t in listed.values())
     lister = lister or (lambda program, spec, cwd: catchrun.list_names(program, spec, cwd))
     tagged: Dict[str, Tuple[Optional[List[str]], Optional[List[str]]]] = {}
