@@ -76,7 +76,7 @@ const bool registered = [] {
 
 }  // namespace
 
-TEST_CASE("ch01 time_with_events_ms: measures GPU time, not the launch", "[ch01][gpu][exercise]") {
+TEST_CASE("ch01 time_with_events_ms: measures GPU time, not the launch", "[ch01][gpu][exercise][exclusive]") {
   COURSE_REQUIRE_GPU();
   course::Context ctx;
   cudaStream_t stream = ctx.stream();

@@ -118,7 +118,7 @@ TEST_CASE("ch03 round_trip: gives the right answer and times every step", "[ch03
   }
 }
 
-TEST_CASE("ch03 round_trip: frees what it allocates", "[ch03][gpu][exercise]") {
+TEST_CASE("ch03 round_trip: frees what it allocates", "[ch03][gpu][exercise][exclusive]") {
   COURSE_REQUIRE_GPU();
   course::Context ctx;
   const std::size_t n = (std::size_t{1} << 20) + 3;  // 4 MiB per input

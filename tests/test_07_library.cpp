@@ -225,7 +225,7 @@ TEST_CASE("ch07 context: create dot destroy and a destroyed handle is refused", 
   CHECK(dotcourse_destroy(ctx) == DOTCOURSE_ERROR_INVALID_HANDLE);  // destroyed twice
 }
 
-TEST_CASE("ch07 context: two hundred create and destroy cycles leak nothing", "[ch07][gpu][exercise][slow][free_memory]") {
+TEST_CASE("ch07 context: two hundred create and destroy cycles leak nothing", "[ch07][gpu][exercise][slow][free_memory][exclusive]") {
   COURSE_REQUIRE_GPU();
   const std::size_t before = course::free_device_bytes();
   for (int i = 0; i < 200; ++i) {
@@ -243,7 +243,7 @@ TEST_CASE("ch07 context: two hundred create and destroy cycles leak nothing", "[
 // Chapter 10's typed dot keeps state per context (its tagged partials, and the host form's copies of
 // x and y, n elements each): destroying the context must free it. 20 contexts that each copy 2 × 16
 // MiB of int8 would hold 640 MiB if the state outlived them.
-TEST_CASE("ch07 typed: a destroyed context frees what its typed calls kept", "[ch07][gpu][free_memory]") {
+TEST_CASE("ch07 typed: a destroyed context frees what its typed calls kept", "[ch07][gpu][free_memory][exclusive]") {
   COURSE_REQUIRE_GPU();
   const std::size_t n = std::size_t{1} << 24;
   std::vector<std::int8_t> x(n, 1), y(n, -1);
@@ -267,7 +267,7 @@ TEST_CASE("ch07 typed: a destroyed context frees what its typed calls kept", "[c
 // and y does not. Tagged api_error: memcheck reports the expected failed cudaMalloc (run it with
 // --report-api-errors no).
 TEST_CASE("ch07 alloc_per_call: a call that runs out of device memory frees what it allocated",
-          "[ch07][gpu][free_memory][api_error]") {
+          "[ch07][gpu][free_memory][api_error][exclusive]") {
   COURSE_REQUIRE_GPU();
   const auto* v = course::find_version(ch07::versions(), "alloc_per_call");
   REQUIRE(v != nullptr);

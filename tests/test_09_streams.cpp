@@ -567,7 +567,7 @@ TEST_CASE("ch09 pipeline_ms: its best chunk count is the simulation's", "[ch09][
 // only in a pipeline (for the dot, whose copy back is a few bytes, one chunk is nearly as fast as
 // any pipeline, and a plan that does not pipeline could not be told from one that does).
 TEST_CASE("ch09 plan: the planned pipeline runs within 15% of the best shape measured here",
-          "[ch09][gpu][exercise][design]") {
+          "[ch09][gpu][exercise][design][exclusive]") {
   COURSE_REQUIRE_GPU();
   const std::size_t n = std::size_t{1} << 25;
   course::Context ctx;

@@ -263,7 +263,7 @@ TEST_CASE("common: CHECK throws a CudaError naming the call", "[common][gpu][api
 
 // [slow]: compute-sanitizer runs skip it. A bandwidth measured under instrumentation means
 // nothing, and the sanitizer's shadow memory cannot cover the 1 GiB the roofline streams.
-TEST_CASE("common: device facts and the measured roofline are plausible", "[common][gpu][slow]") {
+TEST_CASE("common: device facts and the measured roofline are plausible", "[common][gpu][slow][exclusive]") {
   COURSE_REQUIRE_GPU();
   course::Context ctx;
   const auto& f = ctx.facts();
@@ -278,7 +278,7 @@ TEST_CASE("common: device facts and the measured roofline are plausible", "[comm
   CHECK(r.copy_gbps > 0);
 }
 
-TEST_CASE("common: the event timer measures GPU time, not launch time", "[common][gpu]") {
+TEST_CASE("common: the event timer measures GPU time, not launch time", "[common][gpu][exclusive]") {
   COURSE_REQUIRE_GPU();
   course::Context ctx;
   const std::size_t n = std::size_t{1} << 28;
@@ -835,7 +835,7 @@ TEST_CASE("common: COURSE_NO_GPU_SAID=1 keeps exit code 3 and drops the repeated
   }
 }
 
-TEST_CASE("common: the stopping rule ends a host measurement once its mean is known or its time spent", "[common]") {
+TEST_CASE("common: the stopping rule ends a host measurement once its mean is known or its time spent", "[common][exclusive]") {
   const course::StoppingRule off{};
   REQUIRE_FALSE(off.enough({1.0, 1.0, 1.0, 1.0}));  // off: every rep
   const course::StoppingRule noise{3, 0.005, 0};

@@ -316,12 +316,21 @@ class EndToEnd(unittest.TestCase):
                 src.mkdir()
                 (src / "CMakeLists.txt").write_text(FAKE_PROJECT)
                 subprocess.run(["cmake", "-S", str(src), "-B", str(build)], check=True, stdout=subprocess.DEVNULL)
-                self.grade(build, out)
+                self.grade(build, out, "--gpu-jobs", "1")
                 results = {t["name"]: t for t in json.loads((out / "results.json").read_text())["tests"]}
                 log = (out / "test.log").read_text()
                 report = (out / "report.md").read_text()
                 self.grade(build, again, "--reuse-tests", str(out))
                 reread = {t["name"]: t for t in json.loads((again / "results.json").read_text())["tests"]}
+                # Several jobs at once (the parallel path, one batch and the CTest test side by side):
+                # the same grade as one at a time.
+                os.environ["FAKE_TAGGED"] = f"exclusive={COPIES}"   # alone at the end, through its listing
+                try:
+                    self.grade(build, Path(d) / "par", "--gpu-jobs", "3")
+                finally:
+                    os.environ.pop("FAKE_TAGGED", None)
+                par = {t["name"]: t for t in json.loads((Path(d) / "par" / "results.json").read_text())["tests"]}
+                par_report = (Path(d) / "par" / "report.md").read_text()
         finally:
             if saved is None:
                 os.environ.pop("FAKE_CRASH", None)
@@ -337,6 +346,11 @@ class EndToEnd(unittest.TestCase):
         self.assertIn("Seconds per step: tests", report)
         self.assertEqual({n: (t["score"], t["status"], t["output"]) for n, t in results.items()},
                          {n: (t["score"], t["status"], t["output"]) for n, t in reread.items()})
+        self.assertEqual({n: (t["score"], t["status"], t["output"]) for n, t in results.items()},
+                         {n: (t["score"], t["status"], t["output"]) for n, t in par.items()})
+        self.assertIn("Parallelism: 3 job(s) at once", par_report)
+        self.assertIn("fake_catch2.py: 1 case(s)", par_report)
+        self.assertIn("fake_catch2.py-exclusive: 1 case(s)", par_report)
 
 
 class Sanitizer(unittest.TestCase):

@@ -255,6 +255,42 @@ def batch_command(program: str, tests: Sequence[ListedTest], xml: Path) -> List[
     return [program, "-r", "xml", "-d", "yes", "-o", str(xml), filter_arg(tests)]
 
 
+# --- which cases carry a tag --------------------------------------------------------------------
+
+def catch2_major(program: str, cwd: Optional[str] = None, runner: Runner = None) -> int:
+    """The Catch2 major version of a test program (`--libidentify`, in 2.x and 3.x alike); 0 when
+    it cannot be told."""
+    r = (runner or run_process)([program, "--libidentify"], cwd, None, 60)
+    m = re.search(r"(?m)^version:\s*(\d+)\.", r.output)
+    return int(m.group(1)) if m and r.code == 0 else 0
+
+
+def list_command(program: str, spec: str, major: int) -> List[str]:
+    """The command that prints the names a test spec selects, one a line: Catch2 2's
+    `--list-test-names-only SPEC`; Catch2 3 dropped that option for `--list-tests --verbosity quiet`.
+    The spec's syntax is the same in both: `[exclusive]` a tag, `~[exclusive]` not it, a comma
+    an or; a spec given as one argument is parsed as a spec (names with `[`, `]`, `,` or `\` must
+    be escaped, as catch_discover_tests does)."""
+    if major >= 3:
+        return [program, "--list-tests", "--verbosity", "quiet", spec]
+    return [program, "--list-test-names-only", spec]
+
+
+def list_names(program: str, spec: str, cwd: Optional[str] = None, runner: Runner = None,
+               major: Optional[int] = None) -> Optional[List[str]]:
+    """The names of the cases `spec` selects, in the program's order; None when the program could
+    not list them (it crashed, or its Catch2 is neither 2 nor 3)."""
+    runner = runner or run_process
+    major = catch2_major(program, cwd, runner) if major is None else major
+    if major not in (2, 3):
+        return None
+    r = runner(list_command(program, spec, major), cwd, None, 60)
+    # Catch2 2 exits with the number of cases listed (at most 255), Catch2 3 with 0.
+    if r.timed_out or r.code < 0 or (major >= 3 and r.code != 0):
+        return None
+    return [line.rstrip("\r") for line in r.output.splitlines() if line.strip()]
+
+
 @dataclass
 class GroupReport:
     program: str

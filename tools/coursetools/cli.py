@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from . import MANIFEST_DIR, REPO, catchrun, ctest, limits, proc, sanitizer, testrun
+from . import MANIFEST_DIR, REPO, catchrun, ctest, limits, pool, proc, sanitizer, testrun
 from .ctest import parse_ctest_console
 from .junit import TEST_CHAPTER, parse_junit
 from .manifest import Manifest, ManifestError, load_manifests, merge_extra_manifests
@@ -239,6 +239,11 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     p.add_argument("--one-process-per-test", action="store_true",
                    help="run every test through CTest in a process of its own, as before the batches (slower; "
                         "for comparison)")
+    p.add_argument("--gpu-jobs", default="auto", metavar="N|auto",
+                   help="test and compute-sanitizer processes at once on the GPU (default auto: 4 on a card of at "
+                        "least 64 GiB in a machine of at least 8 cores, else 1; one per core, at most 8, without a "
+                        "GPU). Tests tagged [exclusive] (RUN_SERIAL outside Catch2) run alone afterwards; 1: the "
+                        "serial grade, one process at a time")
     p.add_argument("--sanitize-timeout", type=float, default=600, metavar="S",
                    help="seconds one test may take under compute-sanitizer (default 600)")
     p.add_argument("--extra-tests", metavar="DIR",
@@ -267,6 +272,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
         p.error("--record-times needs the tests to run (drop --reuse-tests)")
     if args.repeat < 1:
         p.error("--repeat must be at least 1")
+    if args.gpu_jobs != "auto" and not (str(args.gpu_jobs).isdigit() and int(args.gpu_jobs) >= 1):
+        p.error(f"--gpu-jobs must be a whole number >= 1 or 'auto', not '{args.gpu_jobs}'")
     if args.seed is not None and not re.fullmatch(r"\d{1,19}", str(args.seed)):
         p.error(f"--seed (or COURSE_GRADING_SEED) must be a whole number, not '{args.seed}'")
     if args.extra_tests and not Path(args.extra_tests).is_dir():
@@ -288,8 +295,24 @@ def _sanitize_alone(item, tool: str, cmd: List[str], cwd: Optional[str], exe: st
     return ok
 
 
+def sanitizer_unavailable(gpu_visible: Optional[str]) -> Optional[str]:
+    """Why compute-sanitizer cannot run here (the report's line), or None."""
+    if not sanitizer.find():
+        return "compute-sanitizer: not run (not found on this machine); not a failure"
+    if not gpu_visible:
+        return "compute-sanitizer: not run (no GPU on this machine); not a failure"
+    return None
+
+
+def sanitizer_summary(runs: int, batches: int, tests: int, failed: int) -> str:
+    return (f"compute-sanitizer: {runs} run(s) ({batches} over a whole chapter program) over "
+            f"{tests} passed GPU test(s) at small sizes; {failed} item(s) failed by the tool"
+            + (" (racecheck where the manifest asks)" if runs else ""))
+
+
 def run_sanitizer(grade: Grade, build_dir: Path, out_dir: Path, log: Path, env: Dict[str, str],
-                  timeout: float, batch: bool = True) -> None:
+                  timeout: float, batch: bool = True, only: Optional[set] = None, skip: Optional[set] = None,
+                  summary: bool = True) -> Tuple[int, int, int, int]:
     """compute-sanitizer over every passed GPU test of a graded item, at small sizes
     (COURSE_TEST_SMALL=1): memcheck, and the tools the manifest adds (racecheck for shared memory).
     An error fails the item with the tool's first message. No tool or no GPU: said, not failed.
@@ -298,18 +321,23 @@ def run_sanitizer(grade: Grade, build_dir: Path, out_dir: Path, log: Path, env: 
     run is trusted only when Catch2's XML report names every one of them as run (a filter that
     selects nothing reports no error) and the tool found nothing. Otherwise (an error, whose test
     the tool's log cannot name for sure, a failure at small sizes, a case not run) that program's
-    tests run under the tool one by one, as without batches, and the errors fall to their items."""
-    todo = [i for i in grade.items if i.kind == "correctness" and i.status == "passed" and i.sanitize]
+    tests run under the tool one by one, as without batches, and the errors fall to their items.
+
+    `only`/`skip`: the test names to check / to leave out (the parallel grade checks a chapter's
+    exclusive tests apart, alone on the GPU). Returns (runs, runs over a whole program, tests
+    checked, items failed); `summary` adds the line that says so."""
+    todo = [i for i in grade.items if i.kind == "correctness" and i.status == "passed" and i.sanitize
+            and (only is None or i.test_name in only) and not (skip and i.test_name in skip)]
     if not todo:
-        grade.sanitizer.append("compute-sanitizer: no passed GPU test to check")
-        return
+        if summary:
+            grade.sanitizer.append("compute-sanitizer: no passed GPU test to check")
+        return 0, 0, 0, 0
+    why = sanitizer_unavailable(grade.gpu_visible)
+    if why:
+        if summary:
+            grade.sanitizer.append(why)
+        return 0, 0, 0, 0
     exe = sanitizer.find()
-    if not exe:
-        grade.sanitizer.append("compute-sanitizer: not run (not found on this machine); not a failure")
-        return
-    if not grade.gpu_visible:
-        grade.sanitizer.append("compute-sanitizer: not run (no GPU on this machine); not a failure")
-        return
     _, listing_text = proc.run_logged(["ctest", "--test-dir", str(build_dir), "--show-only=json-v1"], log)
     listed = ctest.listing(listing_text)
     small = dict(env, COURSE_TEST_SMALL="1")
@@ -317,6 +345,7 @@ def run_sanitizer(grade: Grade, build_dir: Path, out_dir: Path, log: Path, env: 
     sdir.mkdir(parents=True, exist_ok=True)
     runs = batches = failed = 0
     tools = [t for t in sanitizer.TOOLS if any(t in i.sanitize for i in todo)]
+    part = "" if only is None else "-exclusive"
     for tool in tools:
         # Tests an earlier tool failed are not run again (one message per item).
         items = [i for i in todo if tool in i.sanitize and i.status == "passed"]
@@ -333,7 +362,7 @@ def run_sanitizer(grade: Grade, build_dir: Path, out_dir: Path, log: Path, env: 
                 alone.append(item)
         for (program, cwd, chapter), group in by_group.items():
             tests = [listed[i.test_name] for i in group]
-            xml = sdir / f"{chapter}-{tool}.xml"
+            xml = sdir / f"{chapter}{part}-{tool}.xml"
             if xml.exists():
                 xml.unlink()
             cmd = catchrun.batch_command(program, tests, xml)
@@ -344,7 +373,7 @@ def run_sanitizer(grade: Grade, build_dir: Path, out_dir: Path, log: Path, env: 
                                            timeout=timeout * 2, env=small, cwd=Path(cwd) if cwd else None)
             runs += 1
             batches += 1
-            (sdir / f"{chapter}-{tool}.log").write_text(output, encoding="utf-8")
+            (sdir / f"{chapter}{part}-{tool}.log").write_text(output, encoding="utf-8")
             ok, _ = sanitizer.sanitizer_verdict(tool, code, output, group[0].sanitize_allowed)
             try:
                 reported = catchrun.parse_catch_xml(xml.read_text(encoding="utf-8", errors="replace"))
@@ -362,11 +391,59 @@ def run_sanitizer(grade: Grade, build_dir: Path, out_dir: Path, log: Path, env: 
             t = listed[item.test_name]
             print(f"[grade] compute-sanitizer {tool}: {item.test_name}", file=sys.stderr, flush=True)
             runs += 1
-            if not _sanitize_alone(item, tool, t.command, t.cwd, exe, log, small, timeout, sdir, item.number or str(runs)):
+            tag = item.number or f"{item.chapter}{part}-{runs}"
+            if not _sanitize_alone(item, tool, t.command, t.cwd, exe, log, small, timeout, sdir, tag):
                 failed += 1
-    grade.sanitizer.append(f"compute-sanitizer: {runs} run(s) ({batches} over a whole chapter program) over "
-                           f"{len(todo)} passed GPU test(s) at small sizes; {failed} item(s) failed by the tool"
-                           + (" (racecheck where the manifest asks)" if runs else ""))
+    if summary:
+        grade.sanitizer.append(sanitizer_summary(runs, batches, len(todo), failed))
+    return runs, batches, len(todo), failed
+
+
+def make_chapter_sanitizer(manifests: Sequence[Manifest], build_dir: Path, out_dir: Path, env: Dict[str, str],
+                           args: argparse.Namespace, cores: int, gpu: Optional[str], common: Dict[str, str]):
+    """testrun.Sanitize for the parallel grade: compute-sanitizer over one chapter's passed tests (its
+    items assembled from that chapter's results alone, as the whole grade assembles them), returning
+    (chapter, {test name: the failure}, the report's lines, (runs, batches, tests, failed))."""
+    def run(label, results, only, skip, log):
+        m = next((m for m in manifests if m.label == label), None)
+        if m is None:
+            return None
+        g = assemble([m], results, None, console={}, expect_gpu=args.expect_gpu, cores=cores, **common)
+        g.gpu_visible = gpu
+        stats = run_sanitizer(g, build_dir, out_dir, log, env, args.sanitize_timeout, batch=True, only=only,
+                              skip=skip, summary=False)
+        failures = {i.test_name: i.detail for i in g.items
+                    if i.kind == "correctness" and i.test_name and i.status == "failed"}
+        return m.chapter, failures, list(g.sanitizer), stats
+    return run
+
+
+def apply_sanitized(grade: Grade, found: Sequence[object]) -> None:
+    """The parallel grade's compute-sanitizer results, in manifest order: each failure fails its item
+    (0 points, the tool's message), the lines go to the report, and one summary line as the serial
+    grade writes it."""
+    failures: Dict[str, str] = {}
+    totals = [0, 0, 0, 0]
+    for f in found:
+        if f is None:
+            continue
+        _, fails, lines, stats = f
+        failures.update(fails)
+        grade.sanitizer += lines
+        totals = [a + b for a, b in zip(totals, stats)]
+    for i in grade.items:
+        if i.kind == "correctness" and i.test_name in failures and i.status == "passed":
+            i.points, i.status, i.detail = 0.0, "failed", failures[i.test_name]
+    grade.sanitizer.append(sanitizer_summary(*totals) if totals[2] else "compute-sanitizer: no passed GPU test to check")
+
+
+def parallel_note(step) -> str:
+    """The report's line on how the test step shared the GPU."""
+    busy = ", ".join(f"{k} {v:.1f} s" for k, v in step.busy.items())
+    return (f"Parallelism: {step.workers} job(s) at once on the GPU (--gpu-jobs), at most {step.most_at_once} ran "
+            f"together; {len(step.units)} test job(s); the tests tagged [exclusive] (RUN_SERIAL outside Catch2) and "
+            f"their compute-sanitizer runs ran alone afterwards. Seconds of work: {busy}; "
+            f"{step.wall.get('all', 0.0):.1f} s of wall time for tests and compute-sanitizer together.")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -425,6 +502,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"tools/grade: {e}", file=sys.stderr)
         return EXIT_ERROR
     limit_for = time_limits(manifests, args.test_timeout, times, args.time_factor, args.time_floor, cores)
+    gpu_gib = pool.gpu_memory_gib()
+    # --record-times times each test alone (the reference the limits scale): one job at a time.
+    workers = 1 if args.record_times else (int(args.gpu_jobs) if args.gpu_jobs != "auto"
+                                           else pool.auto_jobs(gpu_gib, cores))
+    huge_at_once = pool.huge_tokens(gpu_gib)
     clock = Timings()
     ccache_line = ""
     graded_names: List[str] = []
@@ -477,7 +559,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if grade is None:
             junit = out_dir / "junit.xml"
             labels = "^(" + "|".join(m.label for m in manifests) + ")$"
-            clock.start("tests")
+            par = reused is None and workers > 1 and not args.one_process_per_test
+            clock.start("tests and sanitizer" if par else "tests")
             step = None
             if reused is not None:
                 junit.write_text(reused[0], encoding="utf-8")
@@ -485,6 +568,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 console_text = reused[1]
                 print(f"[grade] test results reused from {reused[2]} (ran {reused[3]})", file=sys.stderr, flush=True)
                 tests = parse_junit(junit)
+            elif par:
+                # Several jobs at once, compute-sanitizer among them; the [exclusive] tests alone at
+                # the end (testrun.run_tests_parallel, pool.py say how).
+                grade_gpu = detect_gpu()
+                san = None
+                if not args.no_sanitize and sanitizer_unavailable(grade_gpu) is None:
+                    san = make_chapter_sanitizer(manifests, build_dir, out_dir, env, args, cores, grade_gpu, common)
+                step = testrun.run_tests_parallel(build_dir, out_dir, labels, env, test_log, limit_for, times.get,
+                                                  junit, workers, huge_at_once, sanitize=san)
+                tests, console_text = step.tests, step.console
             else:
                 # Each chapter's Catch2 program once, the other tests through CTest one at a time (-j 1
                 # whatever CTEST_PARALLEL_LEVEL says: the timer follows one test); testrun.py says how.
@@ -501,13 +594,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             grade = assemble(manifests, tests, None, console=console, expect_gpu=args.expect_gpu, cores=cores,
                              **common)
             grade.notes = []
+            parallel = isinstance(step, testrun.ParallelStep)
             if step is not None and step.batches:
                 grade.notes.append("Tests: each chapter's Catch2 program ran once for all its cases ("
                                    + "; ".join(step.batches) + ")"
                                    + (f"; {len(step.alone)} case(s) ran again alone (a crash, a hang, or a failure "
                                       "after one that can break the CUDA context; test.log says which)"
                                       if step.alone else "")
-                                   + "; the other tests ran through CTest, one at a time.")
+                                   + ("; the other tests ran through CTest, one process each." if parallel else
+                                      "; the other tests ran through CTest, one at a time."))
+            if parallel:
+                grade.notes.append(parallel_note(step))
+                print(f"[grade] {parallel_note(step)}", file=sys.stderr, flush=True)
             if args.record_times and step is not None:
                 recorded = {t.name: t.seconds for t in tests if t.status == "passed"}
                 limits.save_times(Path(args.record_times), recorded, cores, detect_gpu() or "no GPU",
@@ -518,8 +616,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 grade.notes.append(f"--reuse-tests: the test results are those of {reused[2]} (CTest ran "
                                    f"{reused[3]} on this build folder); the tests were not run again")
             grade.gpu_visible = detect_gpu()
-            clock.start("sanitizer")
-            if args.no_sanitize:
+            if not (parallel and step.sanitized):
+                clock.start("sanitizer")
+            if parallel and not args.no_sanitize and step.sanitized:
+                apply_sanitized(grade, step.sanitized)
+            elif args.no_sanitize:
                 grade.sanitizer.append("compute-sanitizer: not run (--no-sanitize)")
             else:
                 run_sanitizer(grade, build_dir, out_dir, test_log, env, args.sanitize_timeout,
