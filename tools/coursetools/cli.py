@@ -41,6 +41,10 @@ class UsageError(Exception):
 def resolve_tree(tree: str) -> Tuple[str, Path, str]:
     """(value for -DCOURSE_TREE, folder, short name for default paths)."""
     if tree in ("chapters", "solutions"):
+        if not (REPO / tree).is_dir():
+            raise UsageError(f"--tree {tree}: this checkout has no {tree}/ folder"
+                             + (" (a student repository has no solutions: grade your own tree, the default, "
+                                "with `tools/grade --chapter NN`)" if tree == "solutions" else ""))
         return tree, REPO / tree, tree
     path = Path(tree).expanduser().resolve()
     if not path.is_dir():
@@ -200,7 +204,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                     "in), run its tests, compute-sanitizer and measurements, and write a Markdown report and a "
                     "Gradescope results.json. Points come from tools/grading/*.json (docs/grading.md).",
         epilog="exit codes: 0 all assessed · 1 build failure, refused tree or grader error · 2 bad arguments · "
-               "3 incomplete (GPU tests skipped: not a zero)")
+               "3 incomplete (GPU tests skipped: not a zero) · a whole class: tools/grade-class DIR "
+               "(one worker per GPU, resumable, gradebook.csv, Slurm; docs/grading.md, 'Grading a class')")
     p.add_argument("--tree", default="chapters", metavar="chapters|solutions|PATH",
                    help="what to grade: the student build (default), the solutions, or a student's copy of chapters/")
     p.add_argument("--build-dir", metavar="DIR", help="build folder (default: <repo>/build-grade/<tree name>)")
