@@ -320,7 +320,7 @@ std::string breadth_first_problem(const std::vector<ch09::Op>& ops, std::size_t 
 }  // namespace
 
 TEST_CASE("ch09 breadth_first order: every chunk once, S at a time, stage by stage, on the job's streams",
-          "[ch09][exercise]") {
+          "[ch09][exercise][hole:dot.cu:1]") {
   for (int S : {1, 2, 3, 4, 7, ch09::kMaxStreams})
     for (std::size_t chunks : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{4},
                                std::size_t{5}, std::size_t{7}, std::size_t{8}, std::size_t{16}, std::size_t{17},
@@ -337,7 +337,7 @@ TEST_CASE("ch09 breadth_first order: every chunk once, S at a time, stage by sta
 
 // Exercise 2 without a GPU: combine_partials over partials laid out as the pipeline leaves them.
 TEST_CASE("ch09 combine_partials: every chunk's partials where the kernels leave them, and no others",
-          "[ch09][exercise]") {
+          "[ch09][exercise][hole:dot.cu:2]") {
   for (std::size_t stride : {std::size_t{1}, std::size_t{3}, std::size_t{8}})
     for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{255}, std::size_t{256}, std::size_t{257},
                           std::size_t{1000}, std::size_t{5000}})
@@ -504,7 +504,7 @@ std::string describe(const PipelineCase& c, std::size_t chunks) {
 
 }  // namespace
 
-TEST_CASE("ch09 pipeline_ms: matches an operation-by-operation simulation of three engines", "[ch09][exercise][think]") {
+TEST_CASE("ch09 pipeline_ms: matches an operation-by-operation simulation of three engines", "[ch09][exercise][think][hole:dot.cu:3]") {
   std::size_t wrong = 0, total = 0;
   std::string first;
   for (const PipelineCase& c : pipeline_cases())
@@ -526,7 +526,7 @@ TEST_CASE("ch09 pipeline_ms: matches an operation-by-operation simulation of thr
   CHECK_THROWS_AS(ch09::pipeline_ms(1.0, 1.0, 1.0, 0, 1.0), course::UsageError);  // kit code, outside the hole
 }
 
-TEST_CASE("ch09 pipeline_ms: its best chunk count is the simulation's", "[ch09][exercise][think]") {
+TEST_CASE("ch09 pipeline_ms: its best chunk count is the simulation's", "[ch09][exercise][think][hole:dot.cu:3]") {
   // Ties (two chunk counts within rounding of each other) are accepted: the chunk count the
   // prediction picks must be as fast as the best one in the simulation.
   std::size_t wrong = 0, total = 0;

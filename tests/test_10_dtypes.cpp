@@ -122,7 +122,7 @@ const bool registered = [] {
   // the GPU, this test on the host.
   course::test::add_case(
       "ch10 split_packs: the scalar head, the whole packs and the tail cover 0 to n-1 once, for any n, head and width",
-      "[ch10][exercise]", [] {
+      "[ch10][exercise][hole:dot.cu:4]", [] {
         const std::size_t kMax = std::numeric_limits<std::size_t>::max();
         std::vector<std::size_t> sizes;
         for (std::size_t n = 0; n <= 70; ++n) sizes.push_back(n);
@@ -156,7 +156,7 @@ const bool registered = [] {
       });
 
   // Host only: the rule.
-  course::test::add_case("ch10 promotion: every pair accumulates in the type the rule gives", "[ch10][exercise][promote]", [] {
+  course::test::add_case("ch10 promotion: every pair accumulates in the type the rule gives", "[ch10][exercise][promote][hole:dot.cu:1]", [] {
     for (const auto& p : ch10::versions()) {
       INFO(p.name << ": Promote gives " << course::dtype_name(p.acc) << ", the rule says "
                   << course::dtype_name(expected_acc(p))
