@@ -168,7 +168,7 @@ TEST_CASE("ch01 add_gpu: beyond 2^32 elements", "[ch01][gpu][exercise][huge]") {
 // Exercise 3 (think): the prediction is arithmetic, so it is checked to rounding, on the host (no
 // GPU): in both precisions, at n = 0, past 2^32 elements (a 32-bit byte count wraps there), and at
 // sizes and bandwidths drawn from the grading seed, so a table of the public answers cannot pass.
-TEST_CASE("ch01 predicted_add_ms: the time to move the add's bytes at the given bandwidth", "[ch01][exercise]") {
+TEST_CASE("ch01 predicted_add_ms: the time to move the add's bytes at the given bandwidth", "[ch01][exercise][hole:add.cu:2]") {
   struct Case {
     std::size_t n, elem_bytes;
     double gbps;
@@ -236,7 +236,7 @@ std::string shape_text(std::size_t n, const ch01::LaunchShape& s) {
 }  // namespace
 
 TEST_CASE("ch01 index: global_index numbers every thread of the grid, past 2^32 too (exercise 1)",
-          "[ch01][exercise][index]") {
+          "[ch01][exercise][index][hole:add.hpp:1]") {
   struct Pick {
     unsigned block, block_dim, tid;
   };
@@ -282,7 +282,7 @@ TEST_CASE("ch01 index: global_index numbers every thread of the grid, past 2^32 
 }
 
 TEST_CASE("ch01 index: launch_shape gives every element a thread, less than one block to spare (exercise 1)",
-          "[ch01][exercise][index]") {
+          "[ch01][exercise][index][hole:add.hpp:2]") {
   std::string first;
   for (const std::size_t n : shape_sizes()) {
     const ch01::LaunchShape s = ch01::launch_shape(n);
@@ -312,7 +312,7 @@ TEST_CASE("ch01 index: launch_shape gives every element a thread, less than one 
 }
 
 TEST_CASE("ch01 index: launch_shape makes blocks of whole warps, 32 to 1024 threads (exercise 1)",
-          "[ch01][exercise][index]") {
+          "[ch01][exercise][index][hole:add.hpp:2]") {
   std::string first;
   for (const std::size_t n : shape_sizes()) {
     const ch01::LaunchShape s = ch01::launch_shape(n);
@@ -330,7 +330,7 @@ TEST_CASE("ch01 index: launch_shape makes blocks of whole warps, 32 to 1024 thre
 }
 
 TEST_CASE("ch01 index: launch_shape past what a grid can hold, which launch_add refuses (exercise 1)",
-          "[ch01][exercise][index]") {
+          "[ch01][exercise][index][hole:add.hpp:2]") {
   // 2^41 + 1 elements need more than 2^31 - 1 blocks even of 1024 threads, the largest block. The
   // shape must still say so (its grid is a std::size_t for that), and launch_add must refuse it
   // before it touches a GPU, so this test needs none.

@@ -130,7 +130,7 @@ const Positive& positive_2_24() {
 }  // namespace
 
 TEST_CASE("ch02 pairwise: accurate on 2^24 positive products where the sequential sum is not",
-          "[ch02][exercise][slow]") {
+          "[ch02][exercise][slow][hole:dot.cpp:2]") {
   const Positive& p = positive_2_24();
   const float got = version("pairwise").run.dot(p.x.data(), p.y.data(), p.x.size(), {});
   const course::Verdict verdict = course::check_dot(got, p.ref);
@@ -152,7 +152,7 @@ TEST_CASE("ch02 sequential: off by about 2% on 2^24 positive products as the tex
   CHECK(verdict.rel_error < 0.05);
 }
 
-TEST_CASE("ch02 threads_partials: the same bits on every run", "[ch02][exercise]") {
+TEST_CASE("ch02 threads_partials: the same bits on every run", "[ch02][exercise][hole:dot.cpp:3]") {
   const Version& v = version("threads_partials");
   const auto in = course::test::make_dot_inputs((std::size_t{1} << 20) + 3, 77);
   const ch02::CpuConfig config{4};
@@ -304,7 +304,7 @@ void check_compensated(const std::vector<float>& x, const std::vector<float>& y,
 }  // namespace
 
 TEST_CASE("ch02 compensated: exact to a rounding where the plain and pairwise sums and Kahan's are not",
-          "[ch02][exercise]") {
+          "[ch02][exercise][hole:dot.cpp:4]") {
   for (std::size_t n : {std::size_t{1000}, std::size_t{65536} + 3, std::size_t{1} << 20}) {
     const Lopsided in = lopsided(n, 4000 + n);
     const double bound = compensated_bound(in.exact, in.sum_abs, true);
@@ -326,7 +326,7 @@ TEST_CASE("ch02 compensated: exact to a rounding where the plain and pairwise su
   }
 }
 
-TEST_CASE("ch02 compensated: within its bound on random signed data at awkward sizes", "[ch02][exercise]") {
+TEST_CASE("ch02 compensated: within its bound on random signed data at awkward sizes", "[ch02][exercise][hole:dot.cpp:4]") {
   for (std::size_t n : sizes()) {
     const auto in = course::test::make_dot_inputs(n, 4100 + n);
     check_compensated(in.x, in.y, in.ref.value, compensated_bound(in.ref.value, in.ref.sum_abs, false),
@@ -334,7 +334,7 @@ TEST_CASE("ch02 compensated: within its bound on random signed data at awkward s
   }
 }
 
-TEST_CASE("ch02 compensated: follows its input (new values in the same buffers)", "[ch02][exercise]") {
+TEST_CASE("ch02 compensated: follows its input (new values in the same buffers)", "[ch02][exercise][hole:dot.cpp:4]") {
   const std::size_t n = 4096 + 7;
   Lopsided in = lopsided(n, 4200);
   check_compensated(in.x, in.y, in.exact, compensated_bound(in.exact, in.sum_abs, true), "round 1");

@@ -204,7 +204,7 @@ void report(std::size_t wrong, const std::string& first) {
 
 }  // namespace
 
-TEST_CASE("ch03 chunk_owner: every element of every small split", "[ch03][exercise]") {
+TEST_CASE("ch03 chunk_owner: every element of every small split", "[ch03][exercise][hole:dot.cu:8]") {
   std::size_t wrong = 0;
   std::string first;
   for (std::size_t n = 1; n <= 300; ++n)
@@ -213,7 +213,7 @@ TEST_CASE("ch03 chunk_owner: every element of every small split", "[ch03][exerci
   report(wrong, first);
 }
 
-TEST_CASE("ch03 chunk_owner: the boundaries of large splits (past 2^32 elements)", "[ch03][exercise]") {
+TEST_CASE("ch03 chunk_owner: the boundaries of large splits (past 2^32 elements)", "[ch03][exercise][hole:dot.cu:8]") {
   std::vector<std::pair<std::size_t, std::size_t>> splits = {
       {(std::size_t{1} << 32) + 7, 1024}, {(std::size_t{1} << 40) + 12345, 270336}, {std::size_t{1} << 33, 3},
       {1000003, 999999}, {(std::size_t{5} << 31) + 1, 132 * 2048}};

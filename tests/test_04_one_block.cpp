@@ -358,7 +358,7 @@ const char* kStrideHint =
 }  // namespace
 
 TEST_CASE("ch04 index: for_each_block_stride visits every element once at small sizes (exercise 2)",
-          "[ch04][exercise][index]") {
+          "[ch04][exercise][index][hole:dot.hpp:1]") {
   std::string first;
   std::vector<unsigned> thread_counts;
   for (unsigned t = 1; t <= 70; ++t) thread_counts.push_back(t);
@@ -377,7 +377,7 @@ TEST_CASE("ch04 index: for_each_block_stride visits every element once at small 
   CHECK(first.empty());
 }
 
-TEST_CASE("ch04 index: for_each_block_stride past 2^31 and 2^32 elements (exercise 2)", "[ch04][exercise][index]") {
+TEST_CASE("ch04 index: for_each_block_stride past 2^31 and 2^32 elements (exercise 2)", "[ch04][exercise][index][hole:dot.hpp:1]") {
   std::string first;
   for (const std::size_t n : {(std::size_t{1} << 32) + 5, (std::size_t{1} << 32) - 1, (std::size_t{1} << 31) + 3})
     for (const unsigned threads : {1024u, 768u})

@@ -434,7 +434,7 @@ const char* kTileHint =
 
 }  // namespace
 
-TEST_CASE("ch05 index: tree_steps reduces every power-of-two count up to 1024 (exercise 1)", "[ch05][exercise][index]") {
+TEST_CASE("ch05 index: tree_steps reduces every power-of-two count up to 1024 (exercise 1)", "[ch05][exercise][index][hole:dot.hpp:1]") {
   for (unsigned count = 1; count <= 1024; count *= 2) {
     const std::string problem = check_tree(
         [](unsigned tid, unsigned c, auto add, auto barrier) { ch05::tree_steps(tid, c, add, barrier); }, count,
@@ -449,7 +449,7 @@ TEST_CASE("ch05 index: tree_steps reduces every power-of-two count up to 1024 (e
   }
 }
 
-TEST_CASE("ch05 index: for_each_in_tile visits every element once at small sizes (exercise 2)", "[ch05][exercise][index]") {
+TEST_CASE("ch05 index: for_each_in_tile visits every element once at small sizes (exercise 2)", "[ch05][exercise][index][hole:dot.hpp:2]") {
   std::string first;
   for (unsigned block_dim : {1u, 2u, 3u, 32u, 64u, 96u})
     for (int per_thread : {1, 2, 3, 8})
@@ -470,7 +470,7 @@ TEST_CASE("ch05 index: for_each_in_tile visits every element once at small sizes
   CHECK(first.empty());
 }
 
-TEST_CASE("ch05 index: for_each_in_tile around 2^31 and 2^32 elements (exercise 2)", "[ch05][exercise][index]") {
+TEST_CASE("ch05 index: for_each_in_tile around 2^31 and 2^32 elements (exercise 2)", "[ch05][exercise][index][hole:dot.hpp:2]") {
   // The GPU test's size past 2^32 and sizes at 2^32 itself, with the blocks whose tiles straddle 2^31
   // and 2^32 (a 32-bit start wraps there) and the last ones; every thread of each such block.
   const std::size_t big = (std::size_t{1} << 32) + (std::size_t{1} << 20) + 3;
@@ -502,7 +502,7 @@ TEST_CASE("ch05 index: for_each_in_tile around 2^31 and 2^32 elements (exercise 
   CHECK(first.empty());
 }
 
-TEST_CASE("ch05 index: warp_sum_steps on a simulated warp (exercise 3)", "[ch05][exercise][index]") {
+TEST_CASE("ch05 index: warp_sum_steps on a simulated warp (exercise 3)", "[ch05][exercise][index][hole:dot.hpp:3]") {
   const std::string problem = course::test::check_warp_sum(
       [](const course::test::Warp& w, course::test::ShflDown shfl) { return ch05::warp_sum_steps(w, shfl); },
       course::test::seed(5300));
@@ -513,7 +513,7 @@ TEST_CASE("ch05 index: warp_sum_steps on a simulated warp (exercise 3)", "[ch05]
   CHECK(problem.empty());
 }
 
-TEST_CASE("ch05 index: tree_steps_any reduces every count from 1 to 1024 (exercise 4)", "[ch05][exercise][index]") {
+TEST_CASE("ch05 index: tree_steps_any reduces every count from 1 to 1024 (exercise 4)", "[ch05][exercise][index][hole:dot.hpp:4]") {
   for (unsigned count = 1; count <= 1024; ++count) {
     const std::string problem = check_tree(
         [](unsigned tid, unsigned c, auto add, auto barrier) { ch05::tree_steps_any(tid, c, add, barrier); }, count,

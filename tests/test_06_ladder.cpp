@@ -382,7 +382,7 @@ const bool registered_follow = [] {
 // Exercise 5 (think): the waves of a grid. Host only (no GPU). Checked against the slot-time a
 // run occupies, worked out here by counting waves one by one for small grids (no formula shared
 // with the solution), and at grids past 2^31 slot-waves (a 32-bit product wraps) for large ones.
-TEST_CASE("ch06 wave_efficiency: the share of slot-time that holds a block", "[ch06][exercise]") {
+TEST_CASE("ch06 wave_efficiency: the share of slot-time that holds a block", "[ch06][exercise][hole:dot.cu:5]") {
   std::size_t wrong = 0;
   std::string first;
   auto check = [&](std::size_t blocks, std::size_t slots, double expected) {
@@ -494,7 +494,7 @@ const char* kFirstAddHint =
 }  // namespace
 
 TEST_CASE("ch06 index: sequential_steps reduces every power-of-two count by sequential addressing (exercise 1)",
-          "[ch06][exercise][index]") {
+          "[ch06][exercise][index][hole:dot.hpp:1]") {
   for (unsigned count = 1; count <= 1024; count *= 2) {
     std::string problem = course::test::check_tree(
         [](unsigned tid, unsigned c, auto add, auto barrier) { ch06::sequential_steps(tid, c, add, barrier); }, count,
@@ -512,7 +512,7 @@ TEST_CASE("ch06 index: sequential_steps reduces every power-of-two count by sequ
 }
 
 TEST_CASE("ch06 index: first_add_elements visits every element once at small sizes (exercise 2)",
-          "[ch06][exercise][index]") {
+          "[ch06][exercise][index][hole:dot.hpp:2]") {
   std::string first;
   for (unsigned block_dim : {1u, 2u, 3u, 32u, 64u, 256u})
     for (std::size_t n = 0; n <= 1100 && first.empty(); n += (n < 300 ? 1 : 41)) {
@@ -531,7 +531,7 @@ TEST_CASE("ch06 index: first_add_elements visits every element once at small siz
   CHECK(first.empty());
 }
 
-TEST_CASE("ch06 index: first_add_elements around 2^31 and 2^32 elements (exercise 2)", "[ch06][exercise][index]") {
+TEST_CASE("ch06 index: first_add_elements around 2^31 and 2^32 elements (exercise 2)", "[ch06][exercise][index][hole:dot.hpp:2]") {
   // The blocks whose elements straddle 2^31 and 2^32 (a 32-bit index wraps there) and the last ones,
   // every thread of each, at sizes past 2^32 and at 2^32 itself.
   std::string first;
@@ -559,7 +559,7 @@ TEST_CASE("ch06 index: first_add_elements around 2^31 and 2^32 elements (exercis
   CHECK(first.empty());
 }
 
-TEST_CASE("ch06 index: warp_sum_steps on a simulated warp (exercise 3)", "[ch06][exercise][index]") {
+TEST_CASE("ch06 index: warp_sum_steps on a simulated warp (exercise 3)", "[ch06][exercise][index][hole:dot.hpp:3]") {
   const std::string problem = course::test::check_warp_sum(
       [](const course::test::Warp& w, course::test::ShflDown shfl) { return ch06::warp_sum_steps(w, shfl); },
       course::test::seed(6300));

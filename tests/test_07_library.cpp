@@ -328,7 +328,7 @@ std::string query(std::size_t offset, std::size_t bytes) {
 
 }  // namespace
 
-TEST_CASE("ch07 covers: a range inside one registration, and none that leaves it", "[ch07][exercise][covers]") {
+TEST_CASE("ch07 covers: a range inside one registration, and none that leaves it", "[ch07][exercise][covers][hole:dot.cu:4]") {
   std::vector<char> buffer(8192);
   const char* b = buffer.data();
   const std::vector<std::pair<std::size_t, std::size_t>> regs = {{1000, 1000}, {2000, 1000}, {5000, 100}};
@@ -366,7 +366,7 @@ TEST_CASE("ch07 covers: a range inside one registration, and none that leaves it
   }
 }
 
-TEST_CASE("ch07 covers: agrees with a linear scan on random registrations", "[ch07][exercise][covers]") {
+TEST_CASE("ch07 covers: agrees with a linear scan on random registrations", "[ch07][exercise][covers][hole:dot.cu:4]") {
   constexpr std::size_t kBuffer = std::size_t{1} << 16;
   std::vector<char> buffer(kBuffer);
   const char* b = buffer.data();

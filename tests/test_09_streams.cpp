@@ -320,7 +320,7 @@ std::string breadth_first_problem(const std::vector<ch09::Op>& ops, std::size_t 
 }  // namespace
 
 TEST_CASE("ch09 breadth_first order: every chunk once, S at a time, stage by stage, on the job's streams",
-          "[ch09][exercise]") {
+          "[ch09][exercise][hole:dot.cu:1]") {
   for (int S : {1, 2, 3, 4, 7, ch09::kMaxStreams})
     for (std::size_t chunks : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{4},
                                std::size_t{5}, std::size_t{7}, std::size_t{8}, std::size_t{16}, std::size_t{17},
@@ -337,7 +337,7 @@ TEST_CASE("ch09 breadth_first order: every chunk once, S at a time, stage by sta
 
 // Exercise 2 without a GPU: combine_partials over partials laid out as the pipeline leaves them.
 TEST_CASE("ch09 combine_partials: every chunk's partials where the kernels leave them, and no others",
-          "[ch09][exercise]") {
+          "[ch09][exercise][hole:dot.cu:2]") {
   for (std::size_t stride : {std::size_t{1}, std::size_t{3}, std::size_t{8}})
     for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{255}, std::size_t{256}, std::size_t{257},
                           std::size_t{1000}, std::size_t{5000}})
@@ -504,7 +504,7 @@ std::string describe(const PipelineCase& c, std::size_t chunks) {
 
 }  // namespace
 
-TEST_CASE("ch09 pipeline_ms: matches an operation-by-operation simulation of three engines", "[ch09][exercise][think]") {
+TEST_CASE("ch09 pipeline_ms: matches an operation-by-operation simulation of three engines", "[ch09][exercise][think][hole:dot.cu:3]") {
   std::size_t wrong = 0, total = 0;
   std::string first;
   for (const PipelineCase& c : pipeline_cases())
@@ -526,7 +526,7 @@ TEST_CASE("ch09 pipeline_ms: matches an operation-by-operation simulation of thr
   CHECK_THROWS_AS(ch09::pipeline_ms(1.0, 1.0, 1.0, 0, 1.0), course::UsageError);  // kit code, outside the hole
 }
 
-TEST_CASE("ch09 pipeline_ms: its best chunk count is the simulation's", "[ch09][exercise][think]") {
+TEST_CASE("ch09 pipeline_ms: its best chunk count is the simulation's", "[ch09][exercise][think][hole:dot.cu:3]") {
   // Ties (two chunk counts within rounding of each other) are accepted: the chunk count the
   // prediction picks must be as fast as the best one in the simulation.
   std::size_t wrong = 0, total = 0;
@@ -697,4 +697,104 @@ TEST_CASE("ch09 combine: adds the kernels' partials, never the inputs", "[ch09][
        "with x and y zeroed. The combine adds the partials the kernels left (p.host_partials()); an answer computed "
        "from the inputs on the host is not the pipeline's.");
   CHECK(bits(again) == bits(got));
+}
+
+// ---- exercise 4 without a GPU (issue 39: a host check for every hole) ---------------------------
+// The plan on synthetic engine figures: the time of a shape is an operation-by-operation
+// simulation of the depth-first pipeline (chunk k on stream k mod S, its copy in, kernel and copy
+// out in that order; each engine takes operations in the order they were issued, one at a time;
+// every operation pays the latency, the last chunk's bytes are its share), and the plan must be
+// within 15% of the best shape of a sweep, as the GPU test asks of the measured pipeline.
+namespace {
+
+struct SyntheticJob {
+  const char* what;
+  std::size_t n;
+  double bytes_ms[3];  // each engine's time for the whole input's bytes, no latency in it
+  double latency_us;
+};
+
+double simulate_depth_first_ms(const SyntheticJob& j, std::size_t chunk, int streams) {
+  const std::size_t chunks = (j.n + chunk - 1) / chunk;
+  double engine_free[3] = {0.0, 0.0, 0.0};
+  std::vector<double> stream_free(static_cast<std::size_t>(streams), 0.0);
+  double end = 0.0;
+  for (std::size_t k = 0; k < chunks; ++k) {
+    const std::size_t len = std::min(chunk, j.n - k * chunk);
+    double& ready = stream_free[k % static_cast<std::size_t>(streams)];
+    for (int e = 0; e < 3; ++e) {
+      const double start = std::max(ready, engine_free[e]);
+      engine_free[e] = start + j.latency_us / 1000.0 + j.bytes_ms[e] * static_cast<double>(len) / static_cast<double>(j.n);
+      ready = engine_free[e];
+    }
+    end = std::max(end, ready);
+  }
+  return end;
+}
+
+// What measure_engines would report for this job on `measured_chunks` chunks: each engine's bytes
+// plus one latency per operation.
+ch09::Engines measured(const SyntheticJob& j, std::size_t measured_chunks) {
+  ch09::Engines e;
+  e.h2d_ms = j.bytes_ms[0] + static_cast<double>(measured_chunks) * j.latency_us / 1000.0;
+  e.kernel_ms = j.bytes_ms[1] + static_cast<double>(measured_chunks) * j.latency_us / 1000.0;
+  e.d2h_ms = j.bytes_ms[2] + static_cast<double>(measured_chunks) * j.latency_us / 1000.0;
+  e.chunks = measured_chunks;
+  e.latency_us = j.latency_us;
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("ch09 plan on synthetic engines: within 15% of the best simulated shape, no GPU",
+          "[ch09][exercise][design][hole:dot.cu:4]") {
+  const std::size_t n25 = std::size_t{1} << 25;
+  // The book's program (its copy back as large as one input) and the dot (a few bytes back), at
+  // link and kernel rates of PCIe 4 and 5 cards, with small and large per-operation latencies.
+  const std::vector<SyntheticJob> jobs = {
+      {"the book's program, PCIe 5", n25, {5.2, 0.4, 2.6}, 8.0},
+      {"the book's program, PCIe 4, slow kernel", n25, {10.4, 6.0, 5.2}, 12.0},
+      {"the book's program, large latency", n25, {5.2, 0.4, 2.6}, 200.0},
+      {"the book's program, 2^20 elements", std::size_t{1} << 20, {0.17, 0.02, 0.085}, 6.0},
+      {"the dot, PCIe 5", n25, {5.2, 0.2, 0.0}, 8.0},
+      {"the book's program, kernel-bound", n25, {1.0, 8.0, 1.0}, 5.0},
+      {"the book's program, 1000 elements", 1000, {0.001, 0.001, 0.001}, 5.0},
+  };
+  std::size_t wrong = 0;
+  std::string first;
+  for (const SyntheticJob& j : jobs)
+    for (std::size_t measured_chunks : {std::size_t{1}, std::size_t{16}}) {
+      const ch09::Engines e = measured(j, std::min(measured_chunks, j.n));
+      const ch09::Plan plan = ch09::plan_pipeline(j.n, e);
+      std::ostringstream s;
+      s << j.what << " (n = " << j.n << ", bytes " << j.bytes_ms[0] << " / " << j.bytes_ms[1] << " / " << j.bytes_ms[2]
+        << " ms, latency " << j.latency_us << " us, Engines measured on " << e.chunks << " chunks: " << e.h2d_ms << " / "
+        << e.kernel_ms << " / " << e.d2h_ms << " ms): plan chunk " << plan.chunk << ", streams " << plan.streams;
+      const bool fits = plan.chunk >= 1 && plan.chunk <= j.n && plan.streams >= 1 && plan.streams <= ch09::kMaxStreams &&
+                        (j.n + plan.chunk - 1) / plan.chunk <= 4096;
+      if (!fits) {
+        if (wrong++ == 0) first = s.str() + ", which does not fit (chunk 1 to n, 1 to kMaxStreams streams, at most 4096 chunks)";
+        continue;
+      }
+      double best = 0;
+      std::string best_shape;
+      for (std::size_t chunks = 1; chunks <= std::min<std::size_t>(4096, j.n); chunks *= 2)
+        for (int streams = 1; streams <= 4; ++streams) {
+          const double ms = simulate_depth_first_ms(j, (j.n + chunks - 1) / chunks, streams);
+          if (best == 0 || ms < best) {
+            best = ms;
+            best_shape = std::to_string(chunks) + " chunks on " + std::to_string(streams) + " streams";
+          }
+        }
+      const double planned = simulate_depth_first_ms(j, plan.chunk, plan.streams);
+      if (!(planned <= 1.15 * best) && wrong++ == 0)
+        first = s.str() + " takes " + std::to_string(planned) + " ms simulated; the best shape (" + best_shape + ") " +
+                std::to_string(best) + " ms";
+    }
+  INFO(wrong << " of " << 2 * jobs.size() << " plans wrong; the first: " << first
+             << ".\nHint: Plan{} (chunk 0) is the unfilled stub. Take the latency the engines' times hold out "
+                "(engines.chunks operations each), then use exercise 3's model: more chunks shorten the fill and the "
+                "drain, each adds a latency to every engine; how many streams does a chunk's copy in, kernel and copy "
+                "out need to run at once? See plan_pipeline, README §Exercise 4.");
+  CHECK(wrong == 0);
 }

@@ -122,7 +122,7 @@ const bool registered = [] {
   // the GPU, this test on the host.
   course::test::add_case(
       "ch10 split_packs: the scalar head, the whole packs and the tail cover 0 to n-1 once, for any n, head and width",
-      "[ch10][exercise]", [] {
+      "[ch10][exercise][hole:dot.cu:4]", [] {
         const std::size_t kMax = std::numeric_limits<std::size_t>::max();
         std::vector<std::size_t> sizes;
         for (std::size_t n = 0; n <= 70; ++n) sizes.push_back(n);
@@ -156,7 +156,7 @@ const bool registered = [] {
       });
 
   // Host only: the rule.
-  course::test::add_case("ch10 promotion: every pair accumulates in the type the rule gives", "[ch10][exercise][promote]", [] {
+  course::test::add_case("ch10 promotion: every pair accumulates in the type the rule gives", "[ch10][exercise][promote][hole:dot.cu:1]", [] {
     for (const auto& p : ch10::versions()) {
       INFO(p.name << ": Promote gives " << course::dtype_name(p.acc) << ", the rule says "
                   << course::dtype_name(expected_acc(p))
@@ -363,4 +363,76 @@ TEST_CASE("ch10 speed_of_light: every pair's floor runs at awkward sizes and ali
   }
   CHECK_THROWS_AS(ch10::versions().front().speed_of_light(nullptr, nullptr, n_max + 1, result.data(), ws, ctx.stream()),
                   course::UsageError);
+}
+
+// ---- exercises 1 and 3 without a GPU (issue 39: a host check for every hole) -------------------
+// The thread loops are __host__ __device__: Pair::host_loops runs the kernel's own thread_dot (or
+// thread_dot_i8) on the host, every thread's share in turn, on host arrays inside guard bytes (0xFF:
+// NaN for the floating types), so a loop that skips an index, reads one twice or reads past either
+// end is seen without a GPU.
+namespace {
+
+/// Typed bytes at an element offset inside a guarded host buffer whose start is 64-byte aligned, so
+/// that the offsets give the same alignments as on the GPU.
+struct HostTyped {
+  HostTyped(const std::vector<unsigned char>& bytes, std::size_t size, std::size_t offset)
+      : all(bytes.size() + 2 * kGuard + 64 + offset * size, 0xFF) {
+    const auto base = reinterpret_cast<std::uintptr_t>(all.data());
+    start = (64 - base % 64) % 64 + kGuard + offset * size;
+    std::copy(bytes.begin(), bytes.end(), all.begin() + static_cast<std::ptrdiff_t>(start));
+  }
+  const void* data() const { return all.data() + start; }
+  static constexpr std::size_t kGuard = 256;
+  std::vector<unsigned char> all;
+  std::size_t start = 0;
+};
+
+}  // namespace
+
+TEST_CASE("ch10 thread loops on the host: every pair, every index once, at awkward sizes and alignments",
+          "[ch10][exercise][hole:dot.cu:2][hole:dot.cu:3]") {
+  const std::vector<std::size_t> sizes = {0, 1, 2, 15, 16, 17, 33, 100, 1023, 4099, (std::size_t{1} << 16) + 3};
+  const std::vector<std::pair<std::size_t, std::size_t>> offsets = {{0, 0}, {1, 1}, {1, 0}, {0, 3}, {5, 2}};
+  for (const auto& p : ch10::versions()) {
+    REQUIRE(p.host_loops != nullptr);  // kit code (the registry), outside the holes
+    const double u = course::unit_roundoff(expected_acc(p));
+    for (std::size_t n : sizes) {
+      const TypedInputs in = make_inputs(p, n, 500 + n);
+      for (const auto& [ox, oy] : offsets) {
+        const HostTyped hx(in.x, course::dtype_size(p.x), ox), hy(in.y, course::dtype_size(p.y), oy);
+        for (std::size_t threads : {std::size_t{1}, std::size_t{3}, std::size_t{256}}) {
+          const double got = p.host_loops(hx.data(), hy.data(), n, threads);
+          const course::Verdict v = course::check_dot_typed(got, in.ref, u);
+          if (v.ok) continue;
+          INFO(course::test::explain(v, n, p.name + " on the host (x + " + std::to_string(ox) + ", y + " +
+                                               std::to_string(oy) + " elements, " + std::to_string(threads) + " threads)",
+                                     hint(p) + " NaN: an element outside [0, n) was read (the guard bytes)."));
+          CHECK(v.ok);
+          return;  // the first failure says enough
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("ch10 thread loops on the host: int8 exact where one thread's share leaves int32",
+          "[ch10][exercise][int8][hole:dot.cu:3]") {
+  const ch10::Pair* p = ch10::find_pair("i8_i8");
+  REQUIRE(p != nullptr);
+  for (int sign : {+1, -1})
+    for (std::size_t n : {(std::size_t{1} << 17) + 1, (std::size_t{1} << 18) + 77})
+      for (std::size_t oy : {std::size_t{0}, std::size_t{3}})
+        for (std::size_t threads : {std::size_t{1}, std::size_t{2}}) {
+          const std::vector<unsigned char> x(n, 0x80), y(n, sign > 0 ? 0x80 : 0x7F);  // −128·−128 = 2^14; −128·127
+          const HostTyped hx(x, 1, 0), hy(y, 1, oy);
+          course::TypedReference ref;
+          ref.exact = true;
+          ref.exact_value = static_cast<long long>(n) * (sign > 0 ? 16384 : -128 * 127);
+          const double got = p->host_loops(hx.data(), hy.data(), n, threads);
+          const course::Verdict v = course::check_dot_typed(got, ref, 0);
+          INFO(course::test::explain(v, n, "i8_i8 on the host, every x = -128, " + std::to_string(threads) +
+                                               " thread(s) (y + " + std::to_string(oy) + ")",
+                                     "one thread's share passes 2^31 here: no 32-bit sum may hold it. " + hint(*p)));
+          CHECK(v.ok);
+        }
 }

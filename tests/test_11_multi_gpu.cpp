@@ -295,7 +295,7 @@ const bool registered = [] {
 
 }  // namespace
 
-TEST_CASE("ch11 slices: cover 0 to n-1 once, in rank order, sizes within one, for any n and GPU count", "[ch11][exercise]") {
+TEST_CASE("ch11 slices: cover 0 to n-1 once, in rank order, sizes within one, for any n and GPU count", "[ch11][exercise][hole:dot.cu:1]") {
   std::mt19937_64 rng(course::test::seed(1101));
   std::vector<std::size_t> sizes = {0, 1, 2, 3, 5, 7, 8, 9, 63, 64, 65, 1000, (std::size_t{1} << 20) + 3,
                                     (std::size_t{1} << 31) + 1, (std::size_t{1} << 62) + 5};
@@ -329,7 +329,7 @@ TEST_CASE("ch11 slices: cover 0 to n-1 once, in rank order, sizes within one, fo
 // Exercise 3 without a GPU: add_pairwise is __host__ __device__, and what it does with an index
 // (an add, a barrier) is its argument, so the host runs the very code a block runs.
 TEST_CASE("ch11 pairwise: the adds of any count on any number of threads give the pairwise order, bit for bit",
-          "[ch11][exercise][design]") {
+          "[ch11][exercise][design][hole:dot.hpp:1]") {
   const char* kPairwiseHint =
       " add_pairwise (exercise 3): the contract above it in dot.hpp: each level pairs neighbours (0, 1), (2, 3), ... "
       "left + right and carries an odd last value up; one step (between barriers) per level, its adds shared by the "

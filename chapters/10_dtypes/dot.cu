@@ -66,18 +66,45 @@ struct Promote {
 };
 // [promote]
 
+// The thread loops below are __host__ __device__: the kernel runs them on the GPU, and the host tests
+// run the very same code on the host, thread by thread ("ch10 thread loops on the host: *"). Their two
+// device intrinsics get stand-ins in the host compilation only, with the GPU's semantics: __ldg is a
+// plain load, and __dp4a adds the four byte products (signed for int lanes, unsigned for unsigned
+// ones, as the GPU's two overloads do) to c, wrapping as the 32-bit hardware add does. The GPU
+// compilation never sees them: the kernels' code is what it was.
+#ifndef __CUDA_ARCH__
+template <class T>
+inline T host_ldg(const T* p) {
+  return *p;
+}
+inline int host_dp4a(int a, int b, int c) {
+  std::uint32_t sum = static_cast<std::uint32_t>(c);
+  for (int k = 0; k < 4; ++k)
+    sum += static_cast<std::uint32_t>(static_cast<std::int32_t>(static_cast<std::int8_t>((a >> (8 * k)) & 0xFF)) *
+                                      static_cast<std::int8_t>((b >> (8 * k)) & 0xFF));
+  return static_cast<int>(sum);
+}
+inline unsigned host_dp4a(unsigned a, unsigned b, unsigned c) {
+  for (int k = 0; k < 4; ++k) c += ((a >> (8 * k)) & 0xFFu) * ((b >> (8 * k)) & 0xFFu);
+  return c;
+}
+#define __ldg host_ldg
+#define __dp4a host_dp4a
+#endif
+
 template <class T, class Acc>
-__device__ __forceinline__ Acc widen(T v) {
+COURSE_HOST_DEVICE __forceinline__ Acc widen(T v) {
   return static_cast<Acc>(v);
 }
-// float16 and bfloat16 reach any accumulator through float32 (exact).
+// float16 and bfloat16 reach any accumulator through float32 (exact). ([[maybe_unused]]: a pair's
+// accumulator decides which of these a build calls, and the host compilation warns of the others.)
 template <>
-__device__ __forceinline__ float widen<__half, float>(__half v) { return __half2float(v); }
+[[maybe_unused]] COURSE_HOST_DEVICE __forceinline__ float widen<__half, float>(__half v) { return __half2float(v); }
 template <>
-__device__ __forceinline__ float widen<bf16, float>(bf16 v) { return __bfloat162float(v); }
+[[maybe_unused]] COURSE_HOST_DEVICE __forceinline__ float widen<bf16, float>(bf16 v) { return __bfloat162float(v); }
 
 template <class Acc>
-__device__ __forceinline__ Acc zero() {
+COURSE_HOST_DEVICE __forceinline__ Acc zero() {
   return static_cast<Acc>(0.0f);
 }
 
@@ -98,7 +125,7 @@ struct alignas(sizeof(T) * V) Pack {
 };
 
 template <class T, int V>
-__device__ __forceinline__ Pack<T, V> load_pack(const Pack<T, V>* p) {
+COURSE_HOST_DEVICE __forceinline__ Pack<T, V> load_pack(const Pack<T, V>* p) {
   constexpr std::size_t bytes = sizeof(Pack<T, V>);
   static_assert(bytes == 4 || bytes == 8 || bytes == 16, "a pack is one 4-, 8- or 16-byte load");
   Pack<T, V> r;
@@ -123,8 +150,8 @@ __device__ __forceinline__ Pack<T, V> load_pack(const Pack<T, V>* p) {
 // pack are read one by one; the rest a pack at a time, kUnroll packs of x and of y in flight before
 // any is used. Every element is widened to Acc before it is multiplied.
 template <class X, class Y, class Acc>
-__device__ __forceinline__ Acc thread_dot(const X* __restrict__ x, const Y* __restrict__ y, std::size_t n,
-                                          long long head, std::size_t thread, std::size_t threads) {
+COURSE_HOST_DEVICE __forceinline__ Acc thread_dot(const X* __restrict__ x, const Y* __restrict__ y, std::size_t n,
+                                                  long long head, std::size_t thread, std::size_t threads) {
   constexpr int V = kPack<X, Y>;
   constexpr int U = kUnroll<X, Y>;
   Acc sum = zero<Acc>();
@@ -136,9 +163,10 @@ __device__ __forceinline__ Acc thread_dot(const X* __restrict__ x, const Y* __re
   // inside [0, n) (head < 0: nowhere; split_packs, below, says where: "ch10 split_packs: *"
   // checks it without a GPU); the sum depends only on n, head, thread and threads (the
   // same bits on every run); at least U packs of each input are in flight before any is used.
-  // Tests: "ch10 <pair>: matches the reference at awkward sizes and alignments" (five offset
-  // pairs, guard bytes around the inputs), "ch10 <pair>: the same bits on every run",
-  // "ch10 <pair>: follows its input (new values in the same buffers)".
+  // Tests: "ch10 thread loops on the host: *" (this code run on the host, no GPU), "ch10 <pair>:
+  // matches the reference at awkward sizes and alignments" (five offset pairs, guard bytes around
+  // the inputs), "ch10 <pair>: the same bits on every run", "ch10 <pair>: follows its input (new
+  // values in the same buffers)".
   (void)x; (void)y; (void)n; (void)head; (void)thread; (void)threads; (void)V; (void)U;
   // [hole 2 end]
   return sum;
@@ -149,8 +177,9 @@ __device__ __forceinline__ Acc thread_dot(const X* __restrict__ x, const Y* __re
 // int8 · int8, exact for every n. __dp4a(a, b, c) adds the four products of the int8 lanes of a and
 // b to the int32 c in one instruction: four elements per instruction. A product is at most
 // (−128)·(−128) = 2^14, and int32 holds 2^31 − 1.
-__device__ __forceinline__ long long thread_dot_i8(const i8* __restrict__ x, const i8* __restrict__ y, std::size_t n,
-                                                   long long head, std::size_t thread, std::size_t threads) {
+[[maybe_unused]] COURSE_HOST_DEVICE __forceinline__
+long long thread_dot_i8(const i8* __restrict__ x, const i8* __restrict__ y, std::size_t n,
+                        long long head, std::size_t thread, std::size_t threads) {
   constexpr int V = kPack<i8, i8>;  // 16: one uint4 of each input
   constexpr int U = kUnroll<i8, i8>;
   long long total = 0;
@@ -160,12 +189,17 @@ __device__ __forceinline__ long long thread_dot_i8(const i8* __restrict__ x, con
   // only where legal: split_packs), the whole packs through __dp4a, whose sum is an int32. A uint4's lanes are
   // unsigned: see the text before you call __dp4a on them. Tests: "ch10 i8_i8: exact where the
   // sum leaves int32 (worst case)", "ch10 i8_i8: exact when one thread's share leaves int32 (one
-  // block)", and the i8_i8 pair tests.
+  // block)", the i8_i8 pair tests, and on the host (no GPU) "ch10 thread loops on the host: *".
   (void)x; (void)y; (void)n; (void)head; (void)thread; (void)threads; (void)V; (void)U;
   // [hole 3 end]
   return total;
 }
 // [thread_dot_i8]
+
+#ifndef __CUDA_ARCH__
+#undef __ldg
+#undef __dp4a
+#endif
 
 }  // namespace
 
@@ -189,12 +223,25 @@ COURSE_HOST_DEVICE PackSplit split_packs(std::size_t n, long long head, int V) {
 namespace {
 
 template <class X, class Y, class Acc>
-__device__ __forceinline__ Acc thread_share(const X* __restrict__ x, const Y* __restrict__ y, std::size_t n,
-                                            long long head, std::size_t thread, std::size_t threads) {
+COURSE_HOST_DEVICE __forceinline__ Acc thread_share(const X* __restrict__ x, const Y* __restrict__ y, std::size_t n,
+                                                    long long head, std::size_t thread, std::size_t threads) {
   if constexpr (std::is_same_v<X, i8> && std::is_same_v<Y, i8> && std::is_same_v<Acc, long long>)
     return thread_dot_i8(x, y, n, head, thread, threads);
   else
     return thread_dot<X, Y, Acc>(x, y, n, head, thread, threads);
+}
+
+// The kernel's thread loop on the host (Pair::host_loops): head as the launcher finds it, then every
+// thread's share in thread order, added in the accumulator as the kernel's combine would.
+template <class X, class Y, class Acc>
+double host_loops(const void* x, const void* y, std::size_t n, std::size_t threads) {
+  const long long head = course::kernels::vector_head(x, sizeof(X), y, sizeof(Y), kPack<X, Y>, n);
+  Acc total = zero<Acc>();
+  for (std::size_t t = 0; t < threads; ++t)
+    total += thread_share<X, Y, Acc>(static_cast<const X*>(x), static_cast<const Y*>(y), n, head, t, threads);
+  if constexpr (std::is_same_v<Acc, __half>) return __half2float(total);
+  else if constexpr (std::is_same_v<Acc, bf16>) return __bfloat162float(total);
+  else return static_cast<double>(total);
 }
 
 
@@ -250,7 +297,7 @@ Pair make_pair(const char* name, const char* description, const char* library_na
   return Pair{name, description, course::dtype_of<X>(), course::dtype_of<Y>(), course::dtype_of<Acc>(),
               run_pair<X, Y>, library_name, library, library_extra_bytes,
               cub_launcher(course::dtype_of<X>(), course::dtype_of<Y>()), exercise,
-              speed_of_light_launcher(course::dtype_of<X>(), course::dtype_of<Y>())};
+              speed_of_light_launcher(course::dtype_of<X>(), course::dtype_of<Y>()), host_loops<X, Y, Acc>};
 }
 
 }  // namespace

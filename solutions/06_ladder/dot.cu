@@ -773,6 +773,7 @@ double wave_efficiency(std::size_t blocks, std::size_t slots) {
   return static_cast<double>(blocks) / (static_cast<double>(waves) * static_cast<double>(slots));
   // STUB
   //> // TODO(student): how many waves does the run take, and how many slot-waves does it occupy?
+  //> // Test: ch06 wave_efficiency: * (host only).
   //> (void)blocks, (void)slots;
   //> return -1.0;
   // END SOLUTION

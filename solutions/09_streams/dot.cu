@@ -520,8 +520,8 @@ Plan plan_pipeline(std::size_t n, const Engines& engines) {
   //> // apart; exercise 3's pipeline_ms takes engine times with no latency in them. What must hold: the
   //> // depth-first pipeline of the book's program with your plan takes at most 1.15 x the best of a
   //> // sweep of chunk and stream counts timed in the same test (on your own card: "ch09 plan: the
-  //> // planned pipeline runs within 15% of the best shape measured here"); a plan that does not fit is
-  //> // refused.
+  //> // planned pipeline runs within 15% of the best shape measured here"; without a GPU, on synthetic
+  //> // engine figures: "ch09 plan on synthetic engines: *"); a plan that does not fit is refused.
   //> (void)n;
   //> (void)engines;
   //> return Plan{};

@@ -111,6 +111,11 @@ struct Pair {
   /// nothing else, timed beside the others as the speed_of_light row (the floor). Its value only shows
   /// that it ran (finite): it is never held to the reference.
   Launcher speed_of_light = nullptr;
+  /// The course kernel's thread loop (thread_dot, or thread_dot_i8 for int8 · int8) run on the host,
+  /// without a GPU: x and y host arrays of the pair's types, `threads` threads' shares computed one
+  /// after another by the kernel's own code and added in the accumulator, returned as a double (exact
+  /// for the accumulators here). The host tests ("ch10 thread loops on the host: *") call it.
+  double (*host_loops)(const void* x, const void* y, std::size_t n, std::size_t threads) = nullptr;
 };
 
 /// The pairs, in the order the text discusses them.
