@@ -2,6 +2,8 @@
 // precisions, bitwise against the host; the event-timing exercise against physics; and, on the
 // host only, exercise 1's index arithmetic and exercise 3's prediction.
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -9,6 +11,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "course/check.hpp"
@@ -97,6 +100,45 @@ TEST_CASE("ch01 time_with_events_ms: measures GPU time, not the launch", "[ch01]
   CHECK(std::isfinite(ms));
   CHECK(ms >= 0.9 * floor_ms);
   CHECK(ms < 1000.0 * floor_ms);
+}
+
+// Issue 38, class 1: a host clock around the launch and a wait (clock_gettime, launch, synchronise,
+// clock_gettime) also passes the test above: the fill is long, and the host clock's extra is
+// short. Here the stream is held (a StreamGate: a host function that waits) when the timer is
+// called, and launch() enqueues the fill, then spends a known host delay before it lets the
+// stream go on. Events recorded on the stream time-stamp only what the stream did after the hold:
+// the fill. A host clock counts the delay too, however fast the card: the delay is 20 times the
+// fill's floor at least, and the bound is half of it. A timer that waits for the stream before it
+// starts waits for the gate's time limit, then counts the delay as well. tests/negative/01_timing_*.
+TEST_CASE("ch01 time_with_events_ms: counts what the stream runs, not what the host waits for",
+          "[ch01][gpu][exercise][exploit]") {
+  COURSE_REQUIRE_GPU();
+  course::Context ctx;
+  cudaStream_t stream = ctx.stream();
+  course::DeviceBuffer<float> d(std::size_t{3} << 27);
+  d.fill_bytes(0, stream);  // the first fill pays for the pages
+  course::check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize", __FILE__, __LINE__);
+  const double floor_ms = d.bytes() / (ctx.facts().peak_gbps * 1e9) * 1e3;
+  const double delay_ms = std::max(200.0, 20.0 * floor_ms);
+  course::test::StreamGate gate(10.0);
+  gate.hold(stream);
+  auto launch = [&] {
+    d.fill_bytes(0, stream);
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(delay_ms));
+    gate.open();
+  };
+  const float ms = ch01::time_with_events_ms(launch, stream);
+  course::check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize", __FILE__, __LINE__);
+  INFO("time_with_events_ms reported " << ms << " ms for a fill whose floor is " << floor_ms << " ms on this card, "
+       "enqueued while the stream waited for the host (" << delay_ms << " ms)"
+       << (gate.timed_out() ? "; the timer waited for the held stream before launch() ran" : "")
+       << ".\nHint: the GPU's clock starts when the stream reaches the start marker, after what was queued "
+          "before it; a host clock read around launch() and a wait also counts the host's time and whatever the "
+          "stream waited for. See time_with_events_ms, README §Exercise 2.");
+  CHECK_FALSE(gate.timed_out());
+  CHECK(std::isfinite(ms));
+  CHECK(ms >= 0.9 * floor_ms);
+  CHECK(ms < 0.5 * delay_ms);
 }
 
 // Writes past the end: the output sits between two guard zones of poison, checked after the launch

@@ -296,3 +296,65 @@ TEST_CASE("ch03 speed_of_light: runs at n = 0, 1, 3, 1000003 and misaligned, wri
     }
   }
 }
+
+// ---- issue 38: the version asked for must run, on the stream asked for --------------------------
+// A round trip that answers from the host copies it already has (h_x, h_y), the version never
+// launched, returns the right dot and passes the tests above. So here the version is a spy: it
+// records its call and answers x·x (cuBLAS on d_x twice), a result only a launch of it can give,
+// and only if d_x holds this call's x. The spy also records the stream it was given: the TODO asks
+// for the default stream (the one the phase clock times), and work on another stream is neither
+// timed nor ordered with the copies. tests/negative/03_exploit_*.
+namespace {
+
+struct SpyRecord {
+  int calls = 0;
+  std::size_t n = 0;
+  cudaStream_t stream = nullptr;
+  bool device_pointers = false;
+};
+SpyRecord g_spy;
+
+void spy_version(const float* d_x, const float* d_y, std::size_t n, float* d_result, course::Context& ctx,
+                 cudaStream_t stream) {
+  ++g_spy.calls;
+  g_spy.n = n;
+  g_spy.stream = stream;
+  auto on_device = [](const void* p) {
+    cudaPointerAttributes a{};
+    return cudaPointerGetAttributes(&a, p) == cudaSuccess && a.type == cudaMemoryTypeDevice;
+  };
+  g_spy.device_pointers = n == 0 || (on_device(d_x) && on_device(d_y) && on_device(d_result));
+  (void)cudaGetLastError();  // cudaPointerGetAttributes on a host pointer may leave an error behind
+  baseline().run(d_x, d_x, n, d_result, ctx, stream);  // x·x: not the dot round_trip was asked for
+}
+
+}  // namespace
+
+TEST_CASE("ch03 round_trip: launches the version given, once, on the default stream, and returns its result",
+          "[ch03][gpu][exercise][exploit]") {
+  COURSE_REQUIRE_GPU();
+  course::Context ctx;
+  for (std::size_t n : {std::size_t{1000}, std::size_t{1} << 20}) {
+    const auto in = course::test::make_dot_inputs(n, 3800 + n);
+    g_spy = SpyRecord{};
+    float got = 0.0f;
+    try {
+      got = ch03::round_trip(spy_version, ctx, in.x.data(), in.y.data(), n);
+    } catch (const std::exception& e) {
+      FAIL("round_trip at n = " << n << " threw: " << e.what() << "\nHint: " << kRoundTripHint);
+    }
+    INFO("round_trip at n = " << n << " called the version " << g_spy.calls << " time(s)"
+         << (g_spy.calls ? " with n = " + std::to_string(g_spy.n) : std::string()) << ".\nHint: the version passed "
+         "in is the only code that may compute the answer: launch it once, on the device copies, with the default "
+         "stream (nullptr), and return what it wrote; an answer computed from h_x and h_y on the host is not the "
+         "exercise. See round_trip, README §Exercise 2.");
+    REQUIRE(g_spy.calls == 1);
+    CHECK(g_spy.n == n);
+    CHECK(g_spy.device_pointers);
+    CHECK((g_spy.stream == nullptr || g_spy.stream == cudaStreamLegacy));
+    const course::Verdict verdict = course::check_dot(got, course::reference_dot(in.x.data(), in.x.data(), n));
+    INFO("the spy version writes x·x, not x·y: round_trip must return what the version wrote. "
+         << course::test::explain(verdict, n, "round_trip (with the spy version)", kRoundTripHint));
+    CHECK(verdict.ok);
+  }
+}

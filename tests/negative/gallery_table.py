@@ -2,7 +2,8 @@
 """The exploit gallery's table in docs/grading.md, generated from the negative cases.
 
 Every tests/negative/<case>/case.json with an "exploit" key (the class: other_stream, deferred,
-host_compute, library, cache, grading_detection, memory_order) is a row; the block between
+host_compute, library, cache, grading_detection, serial_loop, host_clock, tuned_constant, wider_arithmetic,
+memory_order) is a row; the block between
 <!-- exploit-gallery --> and <!-- /exploit-gallery --> in docs/grading.md is written from them:
 a matrix of classes by chapters (the cases, or why the class does not apply there), then one row
 per case with what catches it and whether it needs a GPU.
@@ -24,7 +25,8 @@ INTEGRITY = " integrity: the holes call no library or other version, keep no sta
 # The classes, in the issue's order, with what catches them (the mechanisms, in words).
 CLASSES = {
     "other_stream": ("work on another stream than the timer's",
-                     "hole scan (stream creation, `cudaStreamLegacy`, `cudaStreamPerThread`, host callbacks); "
+                     "hole scan (stream creation, `cudaStreamLegacy`, `cudaStreamPerThread`, host callbacks; "
+                     "03: any stream but the default); 03: the spy version records the stream it was given; "
                      "`StreamGate` tests: the stream given is held, and a synchronous call must not return (07) or "
                      "an asynchronous one must land nothing (08, 11) until it goes on; chapter 09's unused pipeline "
                      "streams are put in capture mode and must capture nothing"),
@@ -33,7 +35,9 @@ CLASSES = {
                  "`StreamGate` test (a call that returns while its stream is held has not waited); the hole scan "
                  "for the state a deferral needs (`static`)"),
     "host_compute": ("the answer computed on the host",
-                     "hole scan (host threads and pools; chapter 09's inputs named in a hole); 07: the engine's "
+                     "hole scan (host threads and pools; chapter 09's inputs named in a hole; chapter 03's host "
+                     "inputs outside the copies in); 03: a spy version, which answers x·x, must be launched once "
+                     "and its answer returned; 07: the engine's "
                      "buffers must hold the call's input and the result must be the course kernel's bits; 09: the "
                      "combine, called again with the inputs zeroed, must give the same bits"),
     "library": ("a library or another version called from a hole",
@@ -50,13 +54,40 @@ CLASSES = {
                     "exercise's function in the Release build; CTest `ch02 unrolled lanes: ...`), and the "
                     "chapter's performance rule (`02 unrolled, × sequential`: 0 points at 1.0); 11: the host "
                     "simulation of the pairwise combine (`ch11 pairwise: *`: a level's adds shared evenly)"),
+    "host_clock": ("a timing exercise answered with a host clock",
+                   "hole scan of chapter 01's timing hole (`std::chrono`, `clock_gettime`, the kit's timers); "
+                   "`ch01 time_with_events_ms: counts what the stream runs, ...`: the stream is held while "
+                   "launch() spends a known host delay, which events do not count and a host clock does"),
+    "tuned_constant": ("a design exercise answered with a constant tuned to one card",
+                       "`ch09 plan: on other machines' engine figures, ...`: the plan, fed synthetic engine "
+                       "figures (T4 on PCIe 3, A100 on PCIe 4, H200 on PCIe 5, latency-bound paths, small jobs), "
+                       "must be within 15 % of exercise 3's model's best shape on each (host only)"),
+    "wider_arithmetic": ("a float exercise answered in wider arithmetic",
+                         "hole scan: no `double`, `long double` or wider type in chapter 02's compensated hole "
+                         "(its TODO says so)"),
     "memory_order": ("a memory order weaker than the protocol needs (single pass)",
                      "no runtime test can be relied on (docs below); the hole scan's ticket rule for chapter 06's "
                      "single pass: acq_rel (or fences on both sides)"),
 }
-CHAPTERS = ["02_cpu_dot", "05_many_blocks", "06_ladder", "07_library", "08_pinned", "09_streams", "10_dtypes", "11_multi_gpu"]
+CHAPTERS = ["01_timing", "02_cpu_dot", "03_one_thread", "05_many_blocks", "06_ladder", "07_library", "08_pinned", "09_streams", "10_dtypes", "11_multi_gpu"]
 # Where a class cannot be written in a chapter's holes, and why (a cell of the matrix).
 NOT_APPLICABLE = {
+    **{(k, "01_timing"): "no such hole" for k in ("other_stream", "deferred", "host_compute", "library", "cache",
+                                                  "grading_detection", "serial_loop", "memory_order", "tuned_constant",
+                                                  "wider_arithmetic")},
+    **{(k, "03_one_thread"): "no such hole" for k in ("deferred", "serial_loop", "memory_order", "tuned_constant",
+                                                      "wider_arithmetic", "host_clock")},
+    ("library", "03_one_thread"): "scan: cuBLAS",
+    ("cache", "03_one_thread"): "scan: `static`",
+    ("grading_detection", "03_one_thread"): "scan: as 07-09",
+    **{("host_clock", ch): "no timing hole" for ch in ("02_cpu_dot", "05_many_blocks", "06_ladder", "07_library",
+                                                        "08_pinned", "09_streams", "10_dtypes", "11_multi_gpu")},
+    **{("tuned_constant", ch): "no design hole" for ch in ("02_cpu_dot", "05_many_blocks", "06_ladder", "07_library",
+                                                            "08_pinned", "10_dtypes", "11_multi_gpu")},
+    **{("wider_arithmetic", ch): "accumulator given outside the holes" for ch in ("09_streams", "11_multi_gpu")},
+    ("wider_arithmetic", "10_dtypes"): "the accumulator type is the exercise",
+    **{("wider_arithmetic", ch): "no compensated-float hole" for ch in ("05_many_blocks", "06_ladder", "07_library",
+                                                                     "08_pinned")},
     **{(k, "02_cpu_dot"): "CPU chapter" for k in ("other_stream", "deferred", "host_compute", "memory_order")},
     ("library", "02_cpu_dot"): "scan: other sums, std algorithms",
     ("grading_detection", "02_cpu_dot"): "scan: as 07-09",

@@ -3,7 +3,7 @@
 # runs it with them. It reads the tree that is built (COURSE_TREE_DIR) and needs no GPU.
 # Included from tests/CMakeLists.txt after Python3 is looked for.
 if(Python3_FOUND)
-  foreach(chapter IN ITEMS 02_cpu_dot 03_one_thread 04_one_block 05_many_blocks 06_ladder 07_library 08_pinned 09_streams
+  foreach(chapter IN ITEMS 01_timing 02_cpu_dot 03_one_thread 04_one_block 05_many_blocks 06_ladder 07_library 08_pinned 09_streams
                            10_dtypes 11_multi_gpu)
     if(IS_DIRECTORY "${COURSE_TREE_DIR}/${chapter}")
       string(SUBSTRING "${chapter}" 0 2 number)

@@ -71,10 +71,14 @@ KIT_WHY = "the kit's graduated copy of what this chapter's exercise asks you to 
 # Another version's launcher, the course's baselines, and host answers per chapter: names a hole
 # of that chapter may not call. `allow` drops a global rule for the chapter (its subject).
 CHAPTER_RULES = {
+    "01_timing": {"deny": []},
     "02_cpu_dot": {"allow": ["host threads inside a GPU exercise: the answer may be computed on the CPU"],
                    "deny": [r"\bdot_(?:threads_partials|compensated|kahan)\w*\s*\(",
                             r"\bversions\s*\(", r"\bcpu_dot\w*", r"\bstd::(?:inner_product|reduce|accumulate)\b"]},
-    "03_one_thread": {"deny": [r"\b(?:run|dot)_cublas\b", r"\bversions\s*\(", FLOOR]},
+    "03_one_thread": {"deny": [r"\b(?:run|dot)_cublas\b", r"\bversions\s*\(", FLOOR,
+                               ("other_stream", r"\.\s*stream\s*\(\s*\)|\bcudaStream_t\b",
+                                "a stream other than the default one in the round trip: its TODO asks for the default "
+                                "stream, the one the phase clock times")]},
     "04_one_block": {"deny": [r"\bversions\s*\(", r"\brun_\w+", FLOOR]},
     "05_many_blocks": {"deny": [FLOOR, r"\brun_cublas\b", r"\bversions\s*\(", r"\blaunch_\w+\s*\("]},
     "06_ladder": {"deny": [FLOOR, r"\brun_(?:v\d+|cublas|cub|atomic_vec4|speed_of_light)\b", r"\bversions\s*\(",
@@ -136,8 +140,32 @@ def denied(pattern, why):
     return lambda code: [(m.start(), m.group(0).strip(), why) for m in rx.finditer(code)]
 
 
+# A timing exercise answered with a host clock (issue 38, class 1): chapter 01's exercise 2 asks for
+# the GPU's clock (events). A host clock read around the launch and a synchronisation returns a time
+# that passes a test of the work's length; the test that queues a known host delay before the work
+# reaches the stream sees it on a GPU, this rule without one. The kit's timers are the exercise done.
+HOST_CLOCK = (r"\bstd::chrono\b|\bchrono::|\b\w*_clock\b|\bclock_gettime\b|\bgettimeofday\b|\bclock\s*\(|"
+              r"\btime\s*\(|\btimespec_get\b|\b_*rdtscp?\b|\btime_(?:gpu|cpu)\w*|\btime_round_robin\b|\bTimer\b")
+HOST_CLOCK_WHY = ("a host clock (or the kit's timer) in the event-timing exercise: the GPU's time is read from events "
+                  "the stream time-stamps; a host clock also counts the enqueue and whatever the stream waited for "
+                  "(chapter 01's README, Exercise 2)")
+
+# A float exercise answered in wider arithmetic (issue 38, class 5): chapter 02's compensated sum is
+# to be done in float, as its TODO says; a double accumulator is more accurate than the exercise
+# and passes every accuracy test.
+WIDER = r"\bdouble\b|\b__float128\b|\b_Float(?:64|128)x?\b|\b__ibm128\b|\bstd::float(?:64|128)_t\b"
+WIDER_WHY = ("arithmetic wider than float in the compensated-float exercise: the point is to recover, in float, what "
+             "each float addition loses (the TODO: no double, no long double)")
+
 # (chapter, file, hole) -> a function of the hole's code giving [(offset, what, why)].
 HOLE_RULES = {
+    ("01_timing", "timing.cu", 1): ("host_clock", denied(HOST_CLOCK, HOST_CLOCK_WHY)),
+    ("02_cpu_dot", "dot.cpp", 4): ("wider_arithmetic", denied(WIDER, WIDER_WHY)),
+    # The round trip's steps other than the copies in (holes 3 and 4) have no use for the host
+    # inputs: a hole that reads them computes the answer on the host (issue 38, class 2).
+    **{("03_one_thread", "dot.cu", k): ("host_compute", denied(
+        r"\bh_[xy]\b", "the host inputs read outside the copies in: the round trip's answer must be the version's, "
+        "computed on the device")) for k in (2, 5, 6, 7)},
     ("06_ladder", "dot.cu", 3): ("library", denied(r"\bblock_sum\b|\bwarp_sum\b|\bkernels\b", KIT_WHY)),
     ("06_ladder", "dot.cu", 4): ("memory_order", ticket_order),
 }

@@ -33,6 +33,8 @@ from coursetools import manifest as mf  # noqa: E402  (manifest() below builds o
 ADD = "ch01 add_gpu: matches the host bitwise at awkward sizes"
 COPIES = "ch01 add_gpu_copies: matches the host bitwise at awkward sizes"
 EVENTS = "ch01 time_with_events_ms: measures GPU time, not the launch"
+EVENTS_HELD = "ch01 time_with_events_ms: counts what the stream runs, not what the host waits for"
+INTEGRITY01 = "ch01 integrity: the holes call no library or other version, keep no state, read no environment"
 ADD_CPU = "ch01 add_cpu: matches the host bitwise at awkward sizes"
 SQRT_CPU = "ch01 sqrt_cpu: matches the host bitwise at awkward sizes"
 CRASH = "ch01 sqrt_gpu: matches the host bitwise at awkward sizes"
@@ -222,11 +224,12 @@ class Manifests(unittest.TestCase):
 
     def test_chapter_01_grades_its_exercises_and_the_add_kernels_roofline(self):
         m = chapter01()
-        tests = passing(ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS, PREDICT, ADD_CPU, *INDEX)
+        tests = passing(ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS, EVENTS_HELD, PREDICT, ADD_CPU, INTEGRITY01, *INDEX)
         graded, others = scoring.grade_correctness([m], tests)
-        self.assertEqual({i.name for i in graded}, {ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS, PREDICT, *INDEX})
+        self.assertEqual({i.name for i in graded},
+                         {ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS, EVENTS_HELD, PREDICT, INTEGRITY01, *INDEX})
         self.assertEqual([i.name for i in others], [ADD_CPU])
-        self.assertTrue(all(i.max_points > 0 for i in graded))
+        self.assertTrue(all(i.max_points > 0 for i in graded if i.name != INTEGRITY01))
         (perf,) = m.performance
         self.assertEqual(perf.metric, "pct_roofline")
         self.assertEqual(perf.row["version"], "add_gpu")
@@ -915,14 +918,15 @@ class HonestResults(unittest.TestCase):
         tests = [result(ADD, "passed"), result(ADD_GUARD, "failed", "boom"), result(ADD_HUGE, "passed"),
                  result(COPIES, "skipped", out, "SKIP_REGULAR_EXPRESSION_MATCHED", True),
                  result(EVENTS, "skipped", out, "SKIP_REGULAR_EXPRESSION_MATCHED", True),
-                 result(PREDICT, "passed")] + passing(*INDEX)
+                 result(EVENTS_HELD, "skipped", out, "SKIP_REGULAR_EXPRESSION_MATCHED", True),
+                 result(PREDICT, "passed")] + passing(INTEGRITY01, *INDEX)
         g = scoring.assemble([m], tests, None, cores=4)
         r = report.gradescope_results(g)
         names = {t["name"] for t in r["tests"]}
-        self.assertEqual(names, {ADD, ADD_GUARD, ADD_HUGE, PREDICT, *INDEX})
+        self.assertEqual(names, {ADD, ADD_GUARD, ADD_HUGE, PREDICT, INTEGRITY01, *INDEX})
         self.assertEqual(r["score"], 8.0)
         self.assertIn("Score of what ran: 8 of 10 points", r["output"])
-        self.assertEqual(len(r["extra_data"]["not_assessed"]), 2)
+        self.assertEqual(len(r["extra_data"]["not_assessed"]), 3)
         for t in r["tests"]:
             self.assertLessEqual(set(t), {"name", "number", "score", "max_score", "status", "output", "tags",
                                           "visibility"})
@@ -964,7 +968,8 @@ class Sanitizer(unittest.TestCase):
 
     def test_no_tool_or_no_gpu_is_said_and_is_not_a_failure(self):
         m = chapter01()
-        g = scoring.assemble([m], passing(ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS, PREDICT, *INDEX), None, cores=4)
+        g = scoring.assemble([m], passing(ADD, ADD_GUARD, ADD_HUGE, COPIES, EVENTS, EVENTS_HELD, PREDICT, INTEGRITY01,
+                                          *INDEX), None, cores=4)
         g.gpu_visible = None
         real = shutil.which
         shutil.which = lambda name: "/usr/bin/compute-sanitizer"
