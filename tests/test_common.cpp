@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -14,7 +13,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "course/bench.hpp"
@@ -829,13 +827,56 @@ TEST_CASE("common: the stopping rule ends a host measurement once its mean is kn
   REQUIRE_FALSE(time.enough({100.0, 200.0, 300.0}));       // 0.6 s
   REQUIRE_FALSE(time.enough({4000.0}));                    // one sample: no spread yet
   REQUIRE(time.enough({1600.0, 1600.0}));                  // 3.2 s: three budgets spent, two samples
-  // In time_cpu_ms: work of at least 1 ms against a 2 ms budget stops at min_samples (the sum of
-  // three samples passes 2 ms, of two may not); with the rule off every rep is taken.
+}
+
+namespace {
+// A clock for time_cpu_ms that moves only when the timed work moves it: the stopping rule is tested
+// on exact times, never on how long a sleep took on a busy host.
+struct FakeClock {
+  double ms = 0;
+  double now_ms() const { return ms; }
+};
+}  // namespace
+
+TEST_CASE("common: time_cpu_ms stops where the stopping rule says, on a fake clock", "[common]") {
+  FakeClock clock;
   int runs = 0;
-  auto nap = [&] { ++runs; std::this_thread::sleep_for(std::chrono::milliseconds(1)); };
-  const auto samples = course::time_cpu_ms(nap, 0, 50, course::StoppingRule{3, 0, 0.002});
-  REQUIRE(samples.size() == 3u);
-  REQUIRE(runs == 3);
-  const auto all = course::time_cpu_ms(nap, 0, 7, off);
-  REQUIRE(all.size() == 7u);
+  double step_ms = 1.0;
+  auto work = [&] { ++runs; clock.ms += step_ms; };
+  // 1 ms of work against a 2 ms budget: two samples (2 ms) are under the timeout (3 x 2 ms) and
+  // min_samples is 3, so it stops at the third sample (3 ms spent).
+  auto samples = course::time_cpu_ms(work, 0, 50, course::StoppingRule{3, 0, 0.002}, clock);
+  CHECK(samples == std::vector<double>{1.0, 1.0, 1.0});
+  CHECK(runs == 3);
+  // The timeout: 2.5 ms a sample against a 2 ms budget stops once 6 ms are spent (the third
+  // sample), although min_samples asks for 5.
+  runs = 0;
+  step_ms = 2.5;
+  samples = course::time_cpu_ms(work, 0, 50, course::StoppingRule{5, 0, 0.002}, clock);
+  CHECK(samples.size() == 3u);
+  CHECK(runs == 3);
+  // Short work runs until the budget is spent: 0.125 ms a sample (exact in binary) against 1.9 ms
+  // stops at the 16th sample (2 ms; 15 make 1.875 ms).
+  step_ms = 0.125;
+  samples = course::time_cpu_ms(work, 0, 50, course::StoppingRule{3, 0, 0.0019}, clock);
+  CHECK(samples.size() == 16u);
+  // Warm-up stops once a quarter of the budget is spent: 1 ms runs, a 2 ms budget, 10 warm-ups
+  // asked: the first takes 1 ms >= 0.5 ms, so only one warm-up runs, then three samples.
+  runs = 0;
+  step_ms = 1.0;
+  samples = course::time_cpu_ms(work, 10, 50, course::StoppingRule{3, 0, 0.002}, clock);
+  CHECK(samples.size() == 3u);
+  CHECK(runs == 1 + 3);
+  // With the rule off every warm-up and every rep is taken, however long each takes.
+  runs = 0;
+  step_ms = 1e6;
+  samples = course::time_cpu_ms(work, 2, 7, course::StoppingRule{}, clock);
+  CHECK(samples.size() == 7u);
+  CHECK(runs == 2 + 7);
+  // The steady clock is the default, and with the rule off its times cannot change the count.
+  runs = 0;
+  const auto all = course::time_cpu_ms([&] { ++runs; }, 1, 7, course::StoppingRule{});
+  CHECK(all.size() == 7u);
+  CHECK(runs == 8);
+  for (double ms : all) CHECK(ms >= 0);
 }
