@@ -5,16 +5,15 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "course/bench.hpp"
@@ -378,7 +377,7 @@ TEST_CASE("common: an App takes its versions from a registry and checks --sizes 
   std::cerr.rdbuf(saved);
   CHECK(code == course::kExitUsage);
   INFO("stderr: " << err.str());
-  CHECK(err.str().find("--sizes: sizes must be at least 1") != std::string::npos);
+  CHECK(err.str().find("--sizes: '0' is not a size of at least 1") != std::string::npos);
   CHECK(err.str().find("--sizes: --sizes") == std::string::npos);  // the option is named once
 }
 
@@ -793,6 +792,10 @@ TEST_CASE("common: csv_path_problem looks and makes nothing, folders are made on
   CHECK_FALSE(course::csv_path_problem("").empty());
   CHECK(course::csv_path_problem("course_test_relative_new/x.csv").empty());  // made in the current folder
   CHECK_FALSE(fs::exists("course_test_relative_new"));
+  // The probes that try whether a folder takes a file are gone: only the test's own file is left.
+  std::vector<std::string> left;
+  for (const auto& entry : fs::directory_iterator(dir)) left.push_back(entry.path().filename().string());
+  CHECK(left == std::vector<std::string>{"file"});
   if (::geteuid() != 0) {  // root writes anywhere
     fs::permissions(dir, fs::perms::owner_write, fs::perm_options::remove);
     CHECK(course::csv_path_problem((dir / "new" / "x.csv").string()).find("cannot write") != std::string::npos);
@@ -835,7 +838,116 @@ TEST_CASE("common: COURSE_NO_GPU_SAID=1 keeps exit code 3 and drops the repeated
   }
 }
 
-TEST_CASE("common: the stopping rule ends a host measurement once its mean is known or its time spent", "[common][exclusive]") {
+TEST_CASE("common: option values are refused in one wording: the option, the value, what it is not", "[common]") {
+  CHECK(course::not_a("x", "a size") == "'x' is not a size");
+  CHECK(course::whole_number_problem("5", 1, 10).empty());
+  CHECK(course::whole_number_problem("1", 1, 10).empty());
+  CHECK(course::whole_number_problem("10", 1, 10).empty());
+  CHECK(course::whole_number_problem("-3", -5, 10).empty());
+  for (const std::string bad : {"0", "11", "x", "", "1.5", "1e1", " 5", "+5", "5 ", "-", "99999999999999999999"})
+    CHECK(course::whole_number_problem(bad, 1, 10) == "'" + bad + "' is not a whole number from 1 to 10");
+  CHECK(course::size_problem("2^20").empty());
+  CHECK(course::size_problem("0", 0).empty());  // a size option whose 0 means "none"
+  CHECK(course::size_problem("0") == "'0' is not a size of at least 1");
+  CHECK(course::size_problem("512", 1024) == "'512' is not a size of at least 2^10");
+  CHECK(course::size_problem("abc").rfind("'abc' is not a size", 0) == 0);
+  CHECK(course::size_problem("2^70") == "'2^70' is not a size below 2^64");
+  CHECK(course::size_problem("1-2") == "'1-2' is not a size (it is negative)");
+  try {
+    course::parse_sizes("2^20,0", "--sizes");
+    FAIL("parse_sizes accepted a size of 0");
+  } catch (const course::UsageError& e) {
+    CHECK(std::string(e.what()) == "--sizes: '0' is not a size of at least 1");  // as --n 0 reads
+  }
+}
+
+TEST_CASE("common: arguments CLI11 cannot place are named in their order, the first one first", "[common]") {
+  CHECK(course::extras_problem({}).empty());
+  CHECK(course::extras_problem({"--streams", "0"}) == "unknown option '--streams'");  // CLI11 2.1: "0 --streams"
+  CHECK(course::extras_problem({"--streams=4"}) == "unknown option '--streams'");
+  CHECK(course::extras_problem({"0", "--streams"}).rfind("'0' follows no option that takes a value", 0) == 0);
+  CHECK(course::extras_problem({"-5"}).rfind("'-5' follows no option", 0) == 0);  // a number, not an option
+}
+
+namespace {
+// Runs an App that needs a GPU on `args` (its versions: "first", "second"; `check` added with
+// add_check when given): the exit code, stderr, and whether the body ran.
+struct Refusal {
+  int rc = -1;
+  std::string err;
+  bool ran = false;
+};
+Refusal run_refused(std::vector<std::string> args, std::function<void(const course::Options&)> check = nullptr) {
+  course::App app("test_app", "test", 16);
+  app.set_versions({{"first", "the first"}, {"second", "the second"}});
+  if (check) app.add_check(std::move(check));
+  args.insert(args.begin(), "test_app");
+  Refusal r;
+  r.rc = run_app_gpu(app, args, r.err, r.ran);
+  return r;
+}
+}  // namespace
+
+TEST_CASE("common: every bad option is exit 2 before the GPU check, the option named first", "[common]") {
+  // {arguments, the start of the message}: on a machine with or without a GPU (the GPU check comes
+  // after every one of these), exit code 2, nothing run, one line of error and the --help hint.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--n", "0"}, "--n: '0' is not a size of at least 1"},
+      {{"--n", "lots"}, "--n: 'lots' is not a size"},
+      {{"--reps", "0"}, "--reps: '0' is not a whole number from 1 to 100000"},
+      {{"--reps", "many"}, "--reps: 'many' is not a whole number from 1 to 100000"},
+      {{"--warmup", "-1"}, "--warmup: '-1' is not a whole number from 0 to 10000"},
+      {{"--seed", "-1"}, "--seed: '-1' is not a seed"},
+      {{"--device", "x"}, "--device: 'x' is not a device number"},
+      {{"--kernel", "third"}, "--kernel: 'third' is not a version of this chapter"},
+      {{"--streams", "0"}, "unknown option '--streams'"},
+      {{"--quiet", "0"}, "'0' follows no option that takes a value"},
+      {{"--reps", "3", "--reps", "4"}, "--reps: given 2 times; give it once"},
+      {{"--csv", "--quiet"}, "--csv: give it a value"},  // CLI11 2.1 would take --quiet as the file name
+      {{"--reps"}, "--reps: give it a value"},
+  };
+  for (const auto& [args, words] : cases) {
+    const Refusal r = run_refused(args);
+    std::string line;
+    for (const auto& a : args) line += " " + a;
+    INFO("test_app" << line << ": exit code " << r.rc << ", stderr: " << r.err);
+    CHECK(r.rc == course::kExitUsage);
+    CHECK_FALSE(r.ran);
+    CHECK(r.err.rfind("test_app: error: " + words, 0) == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') <= 2);
+  }
+}
+
+TEST_CASE("common: a --csv no file can be made in is exit 2 before the GPU check, /proc too", "[common]") {
+  // access() tells root that /proc is writable; a file cannot be made there all the same. It was
+  // exit 3 (no GPU) on a machine without one, the GPU check coming first (issue 36.5).
+  if (!std::filesystem::is_directory("/proc")) return;
+  CHECK_FALSE(course::csv_path_problem("/proc/x.csv").empty());
+  const Refusal r = run_refused({"--csv", "/proc/course_test.csv"});
+  INFO("exit code " << r.rc << ", stderr: " << r.err);
+  CHECK(r.rc == course::kExitUsage);
+  CHECK_FALSE(r.ran);
+  CHECK(r.err.find("--csv: '/proc/course_test.csv'") != std::string::npos);
+}
+
+TEST_CASE("common: add_check runs after parsing and before --list and the GPU check", "[common]") {
+  std::size_t seen_n = 0;
+  const Refusal r = run_refused({"--n", "2^10", "--list"}, [&](const course::Options& opt) {
+    seen_n = opt.n;
+    throw course::UsageError("--n: the check refused it");
+  });
+  INFO("stderr: " << r.err);
+  CHECK(seen_n == 1024u);  // the parsed options
+  CHECK(r.rc == course::kExitUsage);
+  CHECK_FALSE(r.ran);
+  CHECK(r.err.find("--n: the check refused it") != std::string::npos);
+  bool checked = false;
+  const Refusal fine = run_refused({"--list"}, [&](const course::Options&) { checked = true; });
+  CHECK(checked);
+  CHECK(fine.rc == course::kExitOk);  // --list needs no GPU
+}
+
+TEST_CASE("common: the stopping rule ends a host measurement once its mean is known or its time spent", "[common]") {
   const course::StoppingRule off{};
   REQUIRE_FALSE(off.enough({1.0, 1.0, 1.0, 1.0}));  // off: every rep
   const course::StoppingRule noise{3, 0.005, 0};
@@ -848,13 +960,56 @@ TEST_CASE("common: the stopping rule ends a host measurement once its mean is kn
   REQUIRE_FALSE(time.enough({100.0, 200.0, 300.0}));       // 0.6 s
   REQUIRE_FALSE(time.enough({4000.0}));                    // one sample: no spread yet
   REQUIRE(time.enough({1600.0, 1600.0}));                  // 3.2 s: three budgets spent, two samples
-  // In time_cpu_ms: work of at least 1 ms against a 2 ms budget stops at min_samples (the sum of
-  // three samples passes 2 ms, of two may not); with the rule off every rep is taken.
+}
+
+namespace {
+// A clock for time_cpu_ms that moves only when the timed work moves it: the stopping rule is tested
+// on exact times, never on how long a sleep took on a busy host.
+struct FakeClock {
+  double ms = 0;
+  double now_ms() const { return ms; }
+};
+}  // namespace
+
+TEST_CASE("common: time_cpu_ms stops where the stopping rule says, on a fake clock", "[common]") {
+  FakeClock clock;
   int runs = 0;
-  auto nap = [&] { ++runs; std::this_thread::sleep_for(std::chrono::milliseconds(1)); };
-  const auto samples = course::time_cpu_ms(nap, 0, 50, course::StoppingRule{3, 0, 0.002});
-  REQUIRE(samples.size() == 3u);
-  REQUIRE(runs == 3);
-  const auto all = course::time_cpu_ms(nap, 0, 7, off);
-  REQUIRE(all.size() == 7u);
+  double step_ms = 1.0;
+  auto work = [&] { ++runs; clock.ms += step_ms; };
+  // 1 ms of work against a 2 ms budget: two samples (2 ms) are under the timeout (3 x 2 ms) and
+  // min_samples is 3, so it stops at the third sample (3 ms spent).
+  auto samples = course::time_cpu_ms(work, 0, 50, course::StoppingRule{3, 0, 0.002}, clock);
+  CHECK(samples == std::vector<double>{1.0, 1.0, 1.0});
+  CHECK(runs == 3);
+  // The timeout: 2.5 ms a sample against a 2 ms budget stops once 6 ms are spent (the third
+  // sample), although min_samples asks for 5.
+  runs = 0;
+  step_ms = 2.5;
+  samples = course::time_cpu_ms(work, 0, 50, course::StoppingRule{5, 0, 0.002}, clock);
+  CHECK(samples.size() == 3u);
+  CHECK(runs == 3);
+  // Short work runs until the budget is spent: 0.125 ms a sample (exact in binary) against 1.9 ms
+  // stops at the 16th sample (2 ms; 15 make 1.875 ms).
+  step_ms = 0.125;
+  samples = course::time_cpu_ms(work, 0, 50, course::StoppingRule{3, 0, 0.0019}, clock);
+  CHECK(samples.size() == 16u);
+  // Warm-up stops once a quarter of the budget is spent: 1 ms runs, a 2 ms budget, 10 warm-ups
+  // asked: the first takes 1 ms >= 0.5 ms, so only one warm-up runs, then three samples.
+  runs = 0;
+  step_ms = 1.0;
+  samples = course::time_cpu_ms(work, 10, 50, course::StoppingRule{3, 0, 0.002}, clock);
+  CHECK(samples.size() == 3u);
+  CHECK(runs == 1 + 3);
+  // With the rule off every warm-up and every rep is taken, however long each takes.
+  runs = 0;
+  step_ms = 1e6;
+  samples = course::time_cpu_ms(work, 2, 7, course::StoppingRule{}, clock);
+  CHECK(samples.size() == 7u);
+  CHECK(runs == 2 + 7);
+  // The steady clock is the default, and with the rule off its times cannot change the count.
+  runs = 0;
+  const auto all = course::time_cpu_ms([&] { ++runs; }, 1, 7, course::StoppingRule{});
+  CHECK(all.size() == 7u);
+  CHECK(runs == 8);
+  for (double ms : all) CHECK(ms >= 0);
 }

@@ -156,21 +156,26 @@ void timing_methods(ch01::Problem<T>& p, course::Context& ctx, course::Table& ta
   table.add_row({std::string("CUDA events"), std::string("GPU time of the kernel (exercise 2)"), events});
 }
 
+// --iters' list; the command line has checked it (iters_problem) before anything runs.
 std::vector<int> parse_iters(const std::string& text) {
   std::vector<int> out;
   std::stringstream in(text);
   std::string item;
-  while (std::getline(in, item, ',')) {
-    try {
-      const int v = std::stoi(item);
-      if (v < 0 || v > 100000) throw std::out_of_range("iters");
-      out.push_back(v);
-    } catch (const std::exception&) {
-      throw course::UsageError("--iters: '" + item + "' is not a whole number in [0, 100000]");
-    }
-  }
-  if (out.empty()) throw course::UsageError("--iters: give at least one value, e.g. 1,4,16");
+  while (std::getline(in, item, ',')) out.push_back(std::stoi(item));
   return out;
+}
+
+// Why `text` is not a list of square-root counts (each a whole number from 0 to 100000); empty when
+// it is.
+std::string iters_problem(const std::string& text) {
+  std::stringstream in(text);
+  std::string item;
+  bool any = false;
+  while (std::getline(in, item, ',')) {
+    if (std::string problem = course::whole_number_problem(item, 0, 100000); !problem.empty()) return problem;
+    any = true;
+  }
+  return any ? std::string() : course::not_a(text, "a list of counts (try 1,4,16)");
 }
 
 }  // namespace
@@ -186,17 +191,19 @@ GPU's advantage grow.
   std::string iters_text = "1,4,16,64";
   std::string intensity_n_text = "2^24";
   app.cli().add_option("--cpu-reps", set.cpu_reps, "Timed repetitions of the CPU versions")
-      ->check(CLI::Range(1, 1000))
+      ->check(course::whole_number(1, 1000))
       ->capture_default_str();
   app.cli().add_option("--iters", iters_text, "Square roots per element in the intensity sweep (comma list)")
+      ->check(CLI::Validator([](std::string& value) { return iters_problem(value); }, "LIST"))
       ->capture_default_str();
-  app.cli().add_option("--intensity-n", intensity_n_text, "Elements in the intensity sweep")->capture_default_str();
+  app.cli().add_option("--intensity-n", intensity_n_text, "Elements in the intensity sweep")
+      ->check(course::size_at_least(1))
+      ->capture_default_str();
   app.set_versions(ch01::versions());
 
   return app.run(argc, argv, [&](const course::Options& opt) {
     set.iters = parse_iters(iters_text);
     set.intensity_n = course::parse_size(intensity_n_text);
-    if (opt.n == 0 || set.intensity_n == 0) throw course::UsageError("--n and --intensity-n must be at least 1");
     course::Context ctx(opt.device);
     const auto& roof = ctx.roofline();
     char copy_line[64];

@@ -144,9 +144,16 @@ later chapter. Needs no GPU.
   app.add_sizes_option(sizes_text, "Comma list of sizes to time (default: 2^12,2^16,2^20,2^24, or only --n when given)");
   app.cli().add_option("--accuracy-n", accuracy_n_text,
                        "Largest size of the accuracy sweep (sizes 2^10, 2^12, ... up to it); 0 skips it")
+      ->check(CLI::Validator(
+          [](std::string& value) {
+            if (std::string problem = course::size_problem(value, 0); !problem.empty()) return problem;
+            const std::size_t n = course::parse_size(value);
+            return n == 0 || n >= 1024 ? std::string() : course::not_a(value, "0 (skip) or a size of at least 2^10");
+          },
+          "SIZE"))
       ->capture_default_str();
   app.cli().add_option("--threads", set.config.threads, "Threads of the threaded versions (0: one per hardware thread)")
-      ->check(CLI::Range(0u, 1024u))
+      ->check(course::whole_number(0, 1024))
       ->capture_default_str();
   app.set_versions(ch02::versions());
 
@@ -156,10 +163,8 @@ later chapter. Needs no GPU.
         set.sizes = course::sweep_sizes(opt, sizes_text,
                                         {std::size_t{1} << 12, std::size_t{1} << 16, std::size_t{1} << 20,
                                          std::size_t{1} << 24},
-                                        course::SizesFirst::sizes, /*sorted=*/false, /*allow_zero=*/true);
+                                        course::SizesFirst::sizes, /*sorted=*/false);
         set.accuracy_n = course::parse_size(accuracy_n_text);
-        if (set.accuracy_n != 0 && set.accuracy_n < 1024)
-          throw course::UsageError("--accuracy-n must be 0 (skip) or at least 1024");
         // x and y of the largest size live at once (the accuracy sweep's pair, too): refuse a size
         // the machine cannot hold before allocating, instead of ending in a bare std::bad_alloc.
         const std::size_t largest = std::max(*std::max_element(set.sizes.begin(), set.sizes.end()), set.accuracy_n);

@@ -140,7 +140,7 @@ summed on the host (deterministic); a warp-shuffle block reduction; cuBLAS as th
   app.cli()
       .add_option("--per-thread", per_thread,
                   "Elements each thread of two_level sums before the block reduction (given: no sweep)")
-      ->check(CLI::Range(1, 4096))
+      ->check(course::whole_number(1, 4096))
       ->capture_default_str();
   app.set_versions(ch05::versions());
 

@@ -180,8 +180,8 @@ every core beside it.
                   std::size_t{1} << 20, 20, 3);
   int streams = 4;
   std::size_t chunks = 16;
-  app.cli().add_option("--streams", streams, "Streams of the multi-stream orders")->check(CLI::Range(1, ch09::kMaxStreams))->capture_default_str();
-  app.cli().add_option("--chunks", chunks, "Chunks the input is cut into")->check(CLI::Range(1, 4096))->capture_default_str();
+  app.cli().add_option("--streams", streams, "Streams of the multi-stream orders")->check(course::whole_number(1, ch09::kMaxStreams))->capture_default_str();
+  app.cli().add_option("--chunks", chunks, "Chunks the input is cut into")->check(course::whole_number(1, 4096))->capture_default_str();
   app.set_versions(ch09::versions());
 
   return app.run(argc, argv, [&](const course::Options& opt) {

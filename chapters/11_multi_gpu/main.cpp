@@ -287,18 +287,10 @@ at once. --n is the n per GPU of the weak-scaling runs and the top of the sweep.
                   std::size_t{1} << 30, 20, 3);
   int gpus_wanted = 0;
   std::string strong_text = "2^31", host_text = "2^28", steps_text = "sweep,scaling,host,parts,crossover";
-  // Sizes are checked while the command line is read, so a bad one exits 2 before any GPU work.
-  const auto size_check = [](const std::string& text) {
-    try {
-      course::parse_size(text);
-      return std::string();
-    } catch (const std::exception& e) {
-      return std::string(e.what());
-    }
-  };
-  app.cli().add_option("--gpus", gpus_wanted, "GPUs to use at most (0: all)")->check(CLI::Range(0, 64))->capture_default_str();
-  app.cli().add_option("--strong-n", strong_text, "Total n of the strong-scaling runs")->check(size_check)->capture_default_str();
-  app.cli().add_option("--host-n", host_text, "n per GPU of the host-data runs (0: none)")->check(size_check)->capture_default_str();
+  // Every option is checked while the command line is read, so bad input exits 2 before any GPU work.
+  app.cli().add_option("--gpus", gpus_wanted, "GPUs to use at most (0: all)")->check(course::whole_number(0, 64))->capture_default_str();
+  app.cli().add_option("--strong-n", strong_text, "Total n of the strong-scaling runs")->check(course::size_at_least(1))->capture_default_str();
+  app.cli().add_option("--host-n", host_text, "n per GPU of the host-data runs (0: none)")->check(course::size_at_least(0))->capture_default_str();
   app.cli()
       .add_option("--steps", steps_text,
                    "Which measurements, comma-separated: sweep (every combine over sizes), scaling (weak and strong), "
@@ -308,7 +300,7 @@ at once. --n is the n per GPU of the weak-scaling runs and the top of the sweep.
         std::stringstream in(text);
         while (std::getline(in, item, ','))
           if (item != "sweep" && item != "scaling" && item != "host" && item != "parts" && item != "crossover")
-            return "unknown step '" + item + "' (sweep, scaling, host, parts, crossover)";
+            return course::not_a(item, "a step (sweep, scaling, host, parts, crossover)");
         return std::string();
       })
       ->capture_default_str();
@@ -316,9 +308,12 @@ at once. --n is the n per GPU of the weak-scaling runs and the top of the sweep.
   for (const auto& v : ch11::versions()) names.emplace_back(v.name, v.description);
   app.set_versions(names);
 
-  return app.run(argc, argv, [&](const course::Options& opt) {
+  app.add_check([](const course::Options& opt) {
     if (opt.device != 0)
       throw course::UsageError("--device: 11_multi_gpu uses GPUs 0 to --gpus - 1; choose them with CUDA_VISIBLE_DEVICES");
+  });
+
+  return app.run(argc, argv, [&](const course::Options& opt) {
     const std::size_t strong_n = course::parse_size(strong_text);
     const std::size_t host_n = course::parse_size(host_text);
     const std::size_t weak_n = opt.n;  // n per GPU of the weak-scaling runs and the top of the sweep
@@ -327,7 +322,6 @@ at once. --n is the n per GPU of the weak-scaling runs and the top of the sweep.
     const int gpus = gpus_wanted == 0 ? available : gpus_wanted;
     if (gpus > available)
       throw course::UsageError("--gpus " + std::to_string(gpus) + ": this machine has " + std::to_string(available) + " GPU(s)");
-    if (weak_n == 0 || strong_n == 0) throw course::UsageError("--n and --strong-n must be at least 1");
     std::vector<const Version*> selected;  // the floor, speed_of_light, runs beside any --kernel
     for (const auto& v : ch11::versions())
       if (opt.kernel.empty() || v.name == opt.kernel || ch11::is_speed_of_light(v)) selected.push_back(&v);

@@ -44,9 +44,11 @@ std::vector<std::size_t> parse_sizes(const std::string& text, const std::string&
 /// "2^20" for powers of two, the plain number otherwise.
 std::string format_size(std::size_t n);
 
-/// Why no CSV can be written at `path`, as one line naming --csv; empty when it can. Looks only,
-/// makes nothing: a folder, an unwritable file or folder, a file in the way, and a missing folder at
+/// Why no CSV can be written at `path`, as one line naming --csv; empty when it can. Leaves
+/// nothing behind: a folder, an unwritable file or folder, a file in the way, and a missing folder at
 /// the top of the file system ("/nonexistent/x.csv": a typo, not a folder to make) are refused.
+/// Whether a folder takes a file is tried (a probe file made and removed at once), not guessed:
+/// access() tells root yes where the file system says no ("/proc/x.csv").
 std::string csv_path_problem(const std::string& path);
 
 /// Throws UsageError when no CSV can be written at `path` (run() checks csv_path_problem before
@@ -56,6 +58,22 @@ void check_csv_writable(const std::string& path);
 
 /// Why `text` is not a --device number (0, 1, ...), as one short line; empty when it is.
 std::string device_problem(const std::string& text);
+
+/// The course's one wording for a value an option refuses: "'VALUE' is not WHAT". The command line
+/// names the option in front ("--reps: '0' is not a whole number from 1 to 100000").
+std::string not_a(const std::string& value, const std::string& what);
+
+/// Why `text` is not a whole number from `lo` to `hi` (not_a's wording); empty when it is.
+std::string whole_number_problem(const std::string& text, long long lo, long long hi);
+
+/// Why `text` is not a size (parse_size) of at least `min`; empty when it is. Every size option,
+/// --n and --sizes included, refuses 0 unless its `min` is 0 (then 0 means "none").
+std::string size_problem(const std::string& text, std::size_t min = 1);
+
+/// CLI11 checks with those words, for a chapter's own options, so that every option of every
+/// chapter is refused while the command line is read, before the GPU check, in one wording.
+CLI::Validator whole_number(long long lo, long long hi);
+CLI::Validator size_at_least(std::size_t min = 1);
 
 /// A chapter's command line and main().
 class App {
@@ -81,8 +99,13 @@ class App {
   /// any work); the chapter reads it with parse_sizes(text) when text is not empty.
   CLI::Option* add_sizes_option(std::string& text, const std::string& help);
 
-  /// Parses, handles --help and --list, checks for a GPU when `needs_gpu`, then calls `body` and
-  /// returns its exit code. Maps exceptions to exit codes: UsageError and parse errors → 2,
+  /// A check of the parsed command line that one option's own check cannot make (two options
+  /// together, a value the chapter reads itself): it throws UsageError. Every check runs after
+  /// parsing and before --list, the GPU check and `body`, so bad input is exit 2 on any machine.
+  void add_check(std::function<void(const Options&)> check);
+
+  /// Parses, validates (every option's check, then add_check's), handles --help and --list, checks
+  /// the --csv path, checks for a GPU when `needs_gpu`, then calls `body` and returns its exit code. Maps exceptions to exit codes: UsageError and parse errors → 2,
   /// NoGpuError → 3, DoesNotFitError → 4, CudaError and anything else → 1. With COURSE_NO_GPU_SAID=1
   /// in the environment, exit code 3 comes without its message (the caller said it once for all).
   int run(int argc, char** argv, const std::function<int(const Options&)>& body, bool needs_gpu = true);
@@ -93,6 +116,17 @@ class App {
   Options options_;
   std::string n_text_;
   std::vector<std::pair<std::string, std::string>> versions_;
+  std::vector<std::function<void(const Options&)>> checks_;
 };
+
+/// Why a command line has arguments CLI11 could not place (`remaining`, in their order), as one
+/// line naming the first: "unknown option '--streams'" or "'0' follows no option that takes a
+/// value" (CLI11 2.1's own words listed them reversed: "not expected: 0 --streams"). Empty when
+/// `remaining` is.
+std::string extras_problem(const std::vector<std::string>& remaining);
+
+/// The words run() prints for an error CLI11 raised while parsing (`args`: the command line without
+/// the program's name): the option first, one wording per error, whatever CLI11's version says.
+std::string parse_error_words(const CLI::ParseError& e, const std::vector<std::string>& args);
 
 }  // namespace course

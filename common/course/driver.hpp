@@ -54,11 +54,10 @@ std::vector<const Version<Fn>*> select_versions(const std::vector<Version<Fn>>& 
 enum class SizesFirst { sizes, n };
 
 /// The sizes a sweep measures: --sizes (a list), --n alone, or `defaults`, `first` deciding between
-/// the two options when both are given. Throws UsageError for --n 0 unless `allow_zero`. With
+/// the two options when both are given (App has refused a size of 0 in either while parsing). With
 /// `sorted`, ascending and without repeats (one CSV row per version and size).
 std::vector<std::size_t> sweep_sizes(const Options& opt, const std::string& sizes_text,
-                                     std::vector<std::size_t> defaults, SizesFirst first, bool sorted = false,
-                                     bool allow_zero = false);
+                                     std::vector<std::size_t> defaults, SizesFirst first, bool sorted = false);
 
 /// Prints "GPU: <device>\nMeasured read roofline R GB/s (P% of the B GB/s peak)" and then `tail`.
 void print_gpu(Context& ctx, const std::string& tail = "\n");

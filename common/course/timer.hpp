@@ -107,24 +107,33 @@ struct StoppingRule {
   bool enough(const std::vector<double>& samples) const;
 };
 
-/// Same contract as time_gpu_ms, for host code, with std::chrono::steady_clock; stops sooner when
-/// `rule` says the samples are enough (StoppingRule{} takes exactly `reps`).
-template <class Work>
+/// The host clock time_cpu_ms reads by default: std::chrono::steady_clock, in milliseconds. Any
+/// type with `double now_ms() const` can stand in for it; the tests pass a fake clock that moves only
+/// when the timed work says so, so that no test of the stopping rule depends on how fast the host is.
+struct SteadyClock {
+  double now_ms() const {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+};
+
+/// Same contract as time_gpu_ms, for host code, timed on `clock` (the steady clock unless a test
+/// gives another); stops sooner when `rule` says the samples are enough (StoppingRule{} takes
+/// exactly `reps`).
+template <class Work, class Clock = SteadyClock>
 std::vector<double> time_cpu_ms(Work&& work, int warmup, int reps,
-                                const StoppingRule& rule = StoppingRule::from_environment()) {
-  const auto started = std::chrono::steady_clock::now();
+                                const StoppingRule& rule = StoppingRule::from_environment(),
+                                const Clock& clock = Clock{}) {
+  const double started = clock.now_ms();
   for (int i = 0; i < warmup; ++i) {
     work();
-    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    if (rule.max_seconds > 0 && spent >= rule.max_seconds / 4) break;
+    if (rule.max_seconds > 0 && clock.now_ms() - started >= 1e3 * rule.max_seconds / 4) break;
   }
   std::vector<double> samples;
   samples.reserve(reps > 0 ? static_cast<std::size_t>(reps) : 0u);
   for (int i = 0; i < reps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = clock.now_ms();
     work();
-    const auto t1 = std::chrono::steady_clock::now();
-    samples.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    samples.push_back(clock.now_ms() - t0);
     if (rule.enough(samples)) break;
   }
   return samples;

@@ -23,12 +23,10 @@ std::string about(std::string_view text) {
 }
 
 std::vector<std::size_t> sweep_sizes(const Options& opt, const std::string& sizes_text,
-                                     std::vector<std::size_t> defaults, SizesFirst first, bool sorted,
-                                     bool allow_zero) {
+                                     std::vector<std::size_t> defaults, SizesFirst first, bool sorted) {
   std::vector<std::size_t> sizes = std::move(defaults);
   const bool from_n = opt.n_given && (first == SizesFirst::n || sizes_text.empty());
   if (from_n) {
-    if (opt.n == 0 && !allow_zero) throw UsageError("--n must be at least 1");
     sizes = {opt.n};
   } else if (!sizes_text.empty()) {
     sizes = parse_sizes(sizes_text);

@@ -473,7 +473,8 @@ class IncompleteWithoutGpu(unittest.TestCase):
     def test_headline_says_the_gpu_tests_did_not_run_and_is_not_a_zero(self):
         head = self.g.headline()
         self.assertIn("GPU tests did not run on this machine", head)
-        self.assertIn("18 of 18 points were not assessed", head)
+        self.assertIn("Checked here: none of the 18 points", head)
+        self.assertIn("Not checked: 18 points need a GPU (10 correctness, 8 performance)", head)
         self.assertIn("not a zero", head)
         self.assertIn("no CUDA-capable device", head)
 
@@ -498,6 +499,27 @@ class IncompleteWithoutGpu(unittest.TestCase):
         self.assertNotIn("**failed**", md)
         self.assertIn("| **total** | **0** | **18** | **18** |", md)
         self.assertIn(f"| {ADD_CPU} | skipped (no GPU) |", md)  # add_cpu has no rule: not graded
+
+    def test_a_filled_and_an_empty_tree_read_differently_without_a_gpu(self):
+        # Issue 39.1: the headline said "the score covers only what ran (22.45 of 22.45 points)" and
+        # nothing of how much of the grade that was. Now: the points checked here out of all of
+        # them, what was earned of those, and how many need a GPU.
+        m = manifest(correctness=[{"tests": "ch01 index: *", "points": 3},
+                                  {"tests": "ch01 add_gpu: *", "points": 4},
+                                  {"tests": "ch01 time_with_events_ms: *", "points": 4}])
+        skipped = [result(n, "skipped", "COURSE-NO-GPU: none", "SKIP_REGULAR_EXPRESSION_MATCHED", True)
+                   for n in (ADD, EVENTS)]
+        heads = {}
+        for tree, status in (("filled", "passed"), ("empty", "failed")):
+            g = scoring.assemble([m], [result(n, status, "x") for n in INDEX] + skipped, None, tree=tree)
+            heads[tree] = g.headline()
+            self.assertIn("GPU tests did not run on this machine", heads[tree])
+            self.assertIn("Checked here: 12 of the 20 points", heads[tree])
+            self.assertIn("Not checked: 8 points need a GPU (8 correctness, 0 performance)", heads[tree])
+            self.assertIn("Checked here: 12 of the 20 points", report.render_markdown(g))
+        self.assertIn("of which 12 earned", heads["filled"])
+        self.assertIn("of which 0 earned", heads["empty"])
+        self.assertNotEqual(heads["filled"], heads["empty"])
 
     def test_a_real_failure_still_counts_without_a_gpu(self):
         m = manifest(performance=[perf_rule()])

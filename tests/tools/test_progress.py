@@ -169,3 +169,116 @@ class KeptResults(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+SOLUTION = """int f() {
+  // BEGIN SOLUTION
+  return 42;
+  // STUB
+  //> // TODO(student): return the answer.
+  //> return -1;
+  // END SOLUTION
+}
+"""
+
+
+def cases_junit(cases):
+    """A JUnit file in CTest's form: cases are (name, 'pass' | 'fail' | 'nogpu')."""
+    rows = []
+    for name, r in cases:
+        if r == "pass":
+            rows.append(f'  <testcase name="{name}" status="run" time="0.1"/>')
+        elif r == "fail":
+            rows.append(f'  <testcase name="{name}" status="fail" time="0.1"><failure message=""/></testcase>')
+        else:
+            rows.append(f'  <testcase name="{name}" status="run" time="0.1">'
+                        '<skipped message="SKIP_REGULAR_EXPRESSION_MATCHED"/>'
+                        '<system-out>COURSE-NO-GPU: no NVIDIA GPU or driver found</system-out></testcase>')
+    return (f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuite tests="{len(cases)}">\n'
+            + "\n".join(rows) + "\n</testsuite>\n")
+
+
+class OneTree(unittest.TestCase):
+    """A course repository: solutions/ and chapters/, each with its own build (issue 36.3): the
+    holes and the tests shown are those of one tree."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = pathlib.Path(self.tmp.name)
+        for tree in ("solutions", "chapters"):
+            (self.root / tree / "07_library").mkdir(parents=True)
+        (self.root / "solutions" / "07_library" / "dot.cu").write_text(SOLUTION)
+        self.stub_text = progress.make_exercises.student_text(SOLUTION, "dot.cu")[0]
+        (self.root / "chapters" / "07_library" / "dot.cu").write_text(self.stub_text)
+        self.stamp = 0
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def results(self, build, cases):
+        """What tools/test.sh leaves in build/<build>/ after a run of `cases`."""
+        junit = self.root / "build" / build / "ctest-junit.xml"
+        junit.parent.mkdir(parents=True, exist_ok=True)
+        junit.write_text(cases_junit(cases))
+        self.stamp += 1
+        os.utime(junit, ns=(self.stamp * 10**9, self.stamp * 10**9))
+
+    def fill(self):
+        (self.root / "chapters" / "07_library" / "dot.cu").write_text(self.stub_text.replace("return -1;", "return 7;"))
+
+    def show(self, *args):
+        out = io.StringIO()
+        old_root = progress.ROOT
+        progress.ROOT = self.root
+        try:
+            with contextlib.redirect_stdout(out):
+                self.assertEqual(progress.main(list(args)), 0)
+        finally:
+            progress.ROOT = old_root
+        text = out.getvalue()
+        rows = {line.split()[0]: line for line in text.splitlines() if line[:2].isdigit()}
+        return text, rows
+
+    def test_the_student_tree_is_not_shown_the_solutions_results(self):
+        self.results("solutions", [("ch07 a: works", "pass"), ("ch07 b: works", "pass")])
+        text, rows = self.show("--tree", str(self.root / "chapters"))
+        self.assertIn("0/1", rows["07_library"])                 # the student's holes ...
+        self.assertRegex(rows["07_library"], r"\s-\s+-\s+-\s")  # ... and no tests of theirs
+        self.assertIn("No test results for", text)
+        self.assertIn("tools/test.sh --student", text)
+        # The solutions' own view: their holes, their build's results.
+        text, rows = self.show("--tree", str(self.root / "solutions"))
+        self.assertRegex(rows["07_library"], r"1/1\s+2\s+0\s+0\s+done")
+        # And the student's build, once it has run, is the one the student tree shows.
+        self.results("student", [("ch07 a: works", "fail"), ("ch07 b: works", "pass")])
+        _, rows = self.show("--tree", str(self.root / "chapters"))
+        self.assertRegex(rows["07_library"], r"0/1\s+1\s+1\s+0\s")
+
+    def test_a_failed_test_of_no_chapter_is_shown(self):
+        self.fill()
+        self.results("student", [("ch07 a: works", "pass"),
+                                 ("common: the stopping rule ends a host measurement", "fail"),
+                                 ("cli 07_library: bad options are exit 2", "pass")])
+        text, rows = self.show("--tree", str(self.root / "chapters"))
+        self.assertIn("Failed outside the chapters", text)
+        self.assertIn("  common: the stopping rule ends a host measurement", text)
+        self.assertNotIn("cli 07_library", text)                 # it passed
+        self.assertIn("Next: see why common: the stopping rule", text)
+
+    def test_without_a_gpu_a_filled_chapter_is_not_done(self):
+        run = [("ch07 index: works", "pass")] + [(f"ch07 gpu {k}: works", "nogpu") for k in range(24)]
+        self.results("student", run)
+        text, rows = self.show("--tree", str(self.root / "chapters"))
+        self.assertIn("fill hole 1", rows["07_library"])          # unfilled: the hole first
+        self.assertIn("Next: chapter 07_library: fill hole 1", text)
+        self.fill()
+        text, rows = self.show("--tree", str(self.root / "chapters"))
+        self.assertIn("filled; 24 GPU tests not run (needs a GPU)", rows["07_library"])
+        self.assertNotIn("done", rows["07_library"])
+        self.assertIn("24 GPU tests of chapter 07 have not run", text)
+        self.assertIn("on a machine with an NVIDIA GPU", text)
+        # Once they have run and passed, it is done.
+        self.results("student", [(name, "pass") for name, _ in run])
+        text, rows = self.show("--tree", str(self.root / "chapters"))
+        self.assertRegex(rows["07_library"], r"1/1\s+25\s+0\s+0\s+done")
+        self.assertIn("Next: nothing left", text)

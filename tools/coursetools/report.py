@@ -115,7 +115,8 @@ def render_markdown(g: Grade) -> str:
     w("")
     pa, ma = g.total(assessed_only=True)
     if g.incomplete and ma > 0:
-        w(f"Of the points that were assessed: {pa:g} of {ma:g}.")
+        w(f"Checked here: {ma:g} of the {g.total()[1]:g} points, of which {pa:g} earned; "
+          f"not checked: {g.not_assessed():g}.")
         w("")
 
     chapters = [m.chapter for m in g.manifests]

@@ -260,20 +260,28 @@ class Grade:
         parts = []
         if self.incomplete:
             na, nac, nap = self.not_assessed(), self.not_assessed("correctness"), self.not_assessed("performance")
+            total = self.total()[1]
             if self.gpu_skip_reason is not None or any(i.no_gpu for i in self.items):
                 parts.append(f"INCOMPLETE: the GPU tests did not run on this machine"
                              + (f" ({self.gpu_skip_reason})" if self.gpu_skip_reason else "") + ". ")
+                needs = "need a GPU"
             elif any(i.no_memory for i in self.items):
                 parts.append("INCOMPLETE: some tests need more device memory than this card has free. ")
+                needs = "need more free GPU memory"
             else:
                 parts.append("INCOMPLETE: some graded items were not run. ")
+                needs = "were not run"
+            # What was checked here and what was not, in points of the whole grade: a tree whose holes
+            # are filled and one whose holes are empty read differently even where no GPU test ran.
             pa, ma = self.total(assessed_only=True)
-            covers = (f"the score covers only what ran ({pa:g} of {ma:g} points)" if ma > 0
-                      else "nothing was assessed, so there is no score yet")
-            parts.append(f"{na:g} of {self.total()[1]:g} points were not assessed "
-                         f"({nac:g} correctness, {nap:g} performance); {covers}. This is not a zero: grade this tree "
-                         "on a machine with an NVIDIA GPU (and the memory the skipped tests name) for a "
-                         "complete score.")
+            if ma > 0:
+                parts.append(f"Checked here: {ma:g} of the {total:g} points, of which {pa:g} earned. ")
+            else:
+                parts.append(f"Checked here: none of the {total:g} points: nothing was assessed, so there is "
+                             "no score yet. ")
+            parts.append(f"Not checked: {na:g} points {needs} ({nac:g} correctness, {nap:g} performance). "
+                         "This is not a zero: grade this tree on a machine with an NVIDIA GPU (and the memory "
+                         "the skipped tests name) for a complete score.")
             if self.gpu_visible and self.gpu_skip_reason:
                 parts.append(f" Note: nvidia-smi lists a GPU ({self.gpu_visible}) although the tests found "
                              "none usable: check the driver, or grade with --expect-gpu to count skips as failures.")
