@@ -282,3 +282,33 @@ class OneTree(unittest.TestCase):
         text, rows = self.show("--tree", str(self.root / "chapters"))
         self.assertRegex(rows["07_library"], r"1/1\s+25\s+0\s+0\s+done")
         self.assertIn("Next: nothing left", text)
+
+
+class HostCheckGaps(unittest.TestCase):
+    """progress lists the holes that no test checks without a GPU (tools/check_host_holes.py)."""
+
+    def test_gaps_of_the_chapters_shown_are_listed(self):
+        import check_host_holes
+        real = check_host_holes.holes_without_host_check
+        check_host_holes.holes_without_host_check = lambda root: [
+            ("07_library/dot.cu:3", "pending", "a recording stream"), ("08_pinned/dot.cu:1", "no_host_check", "")]
+        try:
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                progress.host_check_gaps(["07_library"])
+        finally:
+            check_host_holes.holes_without_host_check = real
+        self.assertIn("07_library/dot.cu:3: pending (a recording stream)", out.getvalue())
+        self.assertNotIn("08_pinned", out.getvalue())
+
+    def test_no_gap_prints_nothing(self):
+        import check_host_holes
+        real = check_host_holes.holes_without_host_check
+        check_host_holes.holes_without_host_check = lambda root: []
+        try:
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                progress.host_check_gaps(["07_library"])
+        finally:
+            check_host_holes.holes_without_host_check = real
+        self.assertEqual(out.getvalue(), "")
