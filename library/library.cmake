@@ -14,7 +14,8 @@
 #   ch07.go              ctest: `go test` of the Go package (registered only where Go is installed)
 #   ch07.install_find_package, ch07.install_pkg_config  ctest: cmake --install into a fresh prefix,
 #                        then a consumer outside the course built with find_package(dotcourse) (C++)
-#                        or with pkg-config (C), and run (no GPU needed)
+#                        or with pkg-config (C: README.md's guide commands, as written), and run (no GPU
+#                        needed: a CPU context always, a GPU one where there is one)
 set(ch07_tree "${COURSE_TREE_DIR}/07_library")
 set(library_dir "${CMAKE_CURRENT_LIST_DIR}")
 

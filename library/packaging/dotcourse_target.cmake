@@ -92,8 +92,9 @@ endfunction()
 function(dotcourse_install_python)
   cmake_parse_arguments(PARSE_ARGV 0 DC "" "DESTINATION" "")
   # The wheel carries libdotcourse.so beside the package's __init__.py. Its rpath is its own folder:
-  # libcudart and libcublas come from the loader's search or, failing that, the package preloads
-  # them from $CUDA_HOME or /usr/local/cuda (dotcourse/_lib.py). No build machine path is kept.
+  # the packaging build links the CUDA runtime statically, and cuBLAS is opened on a GPU context's
+  # first use from the loader's search, $CUDA_HOME/lib64 or /usr/local/cuda/lib64
+  # (src/cublas_lazy.cpp). No build machine path is kept.
   set_target_properties(dotcourse PROPERTIES INSTALL_RPATH "$ORIGIN")
   install(TARGETS dotcourse LIBRARY DESTINATION "${DC_DESTINATION}" COMPONENT dotcourse_python)
 endfunction()
