@@ -26,8 +26,9 @@ CHILD = textwrap.dedent(r"""
     import ctypes, json, re, sys
     import numpy as np
     result = {"findable": [], "wrong": [], "mapped": []}
-    # The premise: no CUDA library can be opened by name in this process.
-    for name in ("libcudart.so.12", "libcudart.so.13", "libcublas.so.12", "libcublas.so.13", "libcuda.so.1"):
+    # The premise: the toolkit's libraries cannot be opened by name in this process. (The driver's
+    # libcuda.so.1 lives in a system folder on a GPU machine; a CPU context must still not map it.)
+    for name in ("libcudart.so.12", "libcudart.so.13", "libcublas.so.12", "libcublas.so.13"):
         try:
             ctypes.CDLL(name)
             result["findable"].append(name)
