@@ -8,12 +8,14 @@
 #                        with its header, CMake package and dotcourse.pc (packaging/)
 #   ch07.exports         ctest: the shared library exports every function of dotcourse.h and nothing else
 #   ch07.exports_catches_missing  ctest: that check fails when a declared function is missing
+#   ch07.no_cublas_needed  ctest: readelf -d shows no NEEDED libcublas (src/cublas_lazy.cpp opens it)
 #   ch07.python          ctest: the pytest suite of the Python package, against this build's library
 #   ch07.python_cpu      ctest: its CPU-path tests only (tests/test_where.py), which need no GPU
 #   ch07.go              ctest: `go test` of the Go package (registered only where Go is installed)
 #   ch07.install_find_package, ch07.install_pkg_config  ctest: cmake --install into a fresh prefix,
 #                        then a consumer outside the course built with find_package(dotcourse) (C++)
-#                        or with pkg-config (C), and run (no GPU needed)
+#                        or with pkg-config (C: README.md's guide commands, as written), and run (no GPU
+#                        needed: a CPU context always, a GPU one where there is one)
 set(ch07_tree "${COURSE_TREE_DIR}/07_library")
 set(library_dir "${CMAKE_CURRENT_LIST_DIR}")
 
@@ -44,6 +46,19 @@ if(COURSE_BUILD_TESTS)
                    -DEXTRA_DECLARED=dotcourse_not_in_the_library -P "${library_dir}/check_exports.cmake")
   set_tests_properties(ch07.exports_catches_missing PROPERTIES LABELS ch07
                        PASS_REGULAR_EXPRESSION "does not export these functions of dotcourse.h:[ \t\r\n]*dotcourse_not_in_the_library")
+
+  # cuBLAS is opened on first use (src/cublas_lazy.cpp), never needed to load the library; the
+  # check itself must see a library that does need it (the kit's own test program links cuBLAS).
+  add_test(NAME ch07.no_cublas_needed
+           COMMAND "${CMAKE_COMMAND}" -DLIB=$<TARGET_FILE:dotcourse> -DFORBID=libcublas -P "${library_dir}/check_needed.cmake")
+  set_tests_properties(ch07.no_cublas_needed PROPERTIES LABELS ch07)
+  if(TARGET test_07_library)
+    add_test(NAME ch07.no_cublas_needed_catches_it
+             COMMAND "${CMAKE_COMMAND}" -DLIB=$<TARGET_FILE:test_07_library> -DFORBID=libcublas
+                     -P "${library_dir}/check_needed.cmake")
+    set_tests_properties(ch07.no_cublas_needed_catches_it PROPERTIES LABELS ch07
+                         PASS_REGULAR_EXPRESSION "needs[ \t\r\n]+libcublas")
+  endif()
 
   # The installed package, from outside the course (no GPU needed): cmake --install into a fresh
   # prefix, then a C++ consumer with find_package(dotcourse) and a C consumer with pkg-config.

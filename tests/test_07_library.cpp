@@ -996,12 +996,31 @@ TEST_CASE("ch07 host auto: a CPU-only context refuses the GPU with NO_GPU and a 
   CHECK(dotcourse_host_register(c.ctx, x.data(), x.size() * sizeof(float)) == DOTCOURSE_ERROR_NO_GPU);
   CHECK(dotcourse_dot_device(c.ctx, x.data(), x.data(), x.size(), nullptr, &r) == DOTCOURSE_ERROR_NO_GPU);
   double d = 0;
-  CHECK(dotcourse_dot_typed_host(c.ctx, x.data(), DOTCOURSE_FLOAT32, x.data(), DOTCOURSE_FLOAT32, x.size(), &d) ==
+  CHECK(dotcourse_dot_typed(c.ctx, x.data(), DOTCOURSE_FLOAT32, x.data(), DOTCOURSE_FLOAT32, x.size(), nullptr, &d) ==
         DOTCOURSE_ERROR_NO_GPU);
   CHECK(dotcourse_calibrate(c.ctx, 1 << 20, nullptr) == DOTCOURSE_ERROR_NO_GPU);
   // The context still works on the CPU after every refusal.
   CHECK(dotcourse_dot(c.ctx, x.data(), x.data(), x.size(), &r) == DOTCOURSE_OK);
   CHECK(r == 100.0f);
+}
+
+TEST_CASE("ch07 host auto: a CPU-only context computes typed host pairs on the CPU", "[ch07][host_auto]") {
+  // dotcourse_dot_typed_host needs no GPU there (library/src/typed_cpu.cpp); the Python tests
+  // (test_where.py) check every pair against the fp64 reference.
+  CpuCtx c(2);
+  REQUIRE(c.status == DOTCOURSE_OK);
+  const std::size_t n = (std::size_t{1} << 17) + 1;  // past the serial bound: the pool's parts
+  std::vector<std::int8_t> x(n, 127), y(n, -127);
+  double d = 0;
+  REQUIRE(dotcourse_dot_typed_host(c.ctx, x.data(), DOTCOURSE_INT8, y.data(), DOTCOURSE_INT8, n, &d) == DOTCOURSE_OK);
+  CHECK(d == -127.0 * 127.0 * static_cast<double>(n));  // exact past int32
+  std::vector<std::uint16_t> half(n, 0x3c00);             // float16 1.0
+  std::vector<double> f64(n, 0.5);
+  REQUIRE(dotcourse_dot_typed_host(c.ctx, half.data(), DOTCOURSE_FLOAT16, f64.data(), DOTCOURSE_FLOAT64, n, &d) ==
+          DOTCOURSE_OK);
+  CHECK(d == 0.5 * static_cast<double>(n));
+  CHECK(dotcourse_dot_typed_host(c.ctx, half.data(), DOTCOURSE_INT64, f64.data(), DOTCOURSE_FLOAT64, n, &d) ==
+        DOTCOURSE_ERROR_INVALID_ARGUMENT);  // INT64 is only an accumulator
 }
 
 TEST_CASE("ch07 host auto: bad options, reports and arguments get a status and a message", "[ch07][host_auto]") {

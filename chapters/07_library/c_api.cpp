@@ -156,6 +156,14 @@ dotcourse_status ch07::with_engine(const char* function, dotcourse_context* ctx,
     body(e);
   });
 }
+dotcourse_status ch07::with_host(const char* function, dotcourse_context* ctx,
+                                 const std::function<void(HostAuto&, Engine*)>& body) noexcept {
+  return with_handle(function, ctx, [&](dotcourse_context& c) {
+    std::lock_guard<std::mutex> guard(c.lock());
+    if (c.engine) c.engine->gpu().activate();
+    body(c.host, c.engine.get());
+  });
+}
 dotcourse_status ch07::guarded_call(const char* function, const std::function<void()>& body) noexcept {
   return guarded(function, body);
 }

@@ -128,7 +128,8 @@ DOTCOURSE_API dotcourse_status dotcourse_dot_typed(dotcourse_context* ctx, const
                                                    double* result);
 
 /** The same for two host arrays: copied to the device first (device buffers grown on demand and
- *  kept by the context), on the context's own stream. */
+ *  kept by the context), on the context's own stream. On a context without a GPU
+ *  (dotcourse_create_cpu): computed by the CPU's threads instead, with the same accumulator. */
 DOTCOURSE_API dotcourse_status dotcourse_dot_typed_host(dotcourse_context* ctx, const void* x, dotcourse_dtype x_dtype,
                                                         const void* y, dotcourse_dtype y_dtype, size_t n,
                                                         double* result);
@@ -193,9 +194,10 @@ typedef struct dotcourse_plan {
   dotcourse_plan_row row[DOTCOURSE_PLAN_ROWS];
 } dotcourse_plan;
 
-/** Creates a context without a GPU: dotcourse_dot and dotcourse_dot_ex compute on the CPU (any n;
- *  dotcourse_n_max gives SIZE_MAX), every GPU function returns DOTCOURSE_ERROR_NO_GPU. `threads`: the
- *  CPU dot's threads (0: $DOTCOURSE_CPU_THREADS, else one per hardware thread). */
+/** Creates a context without a GPU: dotcourse_dot, dotcourse_dot_ex and dotcourse_dot_typed_host
+ *  compute on the CPU (any n; dotcourse_n_max gives SIZE_MAX), every GPU function returns
+ *  DOTCOURSE_ERROR_NO_GPU. `threads`: the CPU dot's threads (0: $DOTCOURSE_CPU_THREADS, else one per
+ *  hardware thread). */
 DOTCOURSE_API dotcourse_status dotcourse_create_cpu(unsigned threads, dotcourse_context** out);
 
 /** *result = x·y for two host arrays of n floats, on the path opts->where asks for (opts NULL:

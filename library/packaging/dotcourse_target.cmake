@@ -20,8 +20,9 @@ set(DOTCOURSE_PACKAGING_DIR "${CMAKE_CURRENT_LIST_DIR}")
 function(dotcourse_add_library)
   cmake_parse_arguments(PARSE_ARGV 0 DC "" "TREE;ENGINE" "")
   get_filename_component(library_dir "${DOTCOURSE_PACKAGING_DIR}/.." ABSOLUTE)
-  add_library(dotcourse SHARED "${DC_TREE}/c_api.cpp" "${library_dir}/src/host_auto.cpp" "${library_dir}/src/typed.cu")
-  target_link_libraries(dotcourse PRIVATE ${DC_ENGINE})
+  add_library(dotcourse SHARED "${DC_TREE}/c_api.cpp" "${library_dir}/src/host_auto.cpp" "${library_dir}/src/typed.cu"
+                               "${library_dir}/src/typed_cpu.cpp" "${library_dir}/src/cublas_lazy.cpp")
+  target_link_libraries(dotcourse PRIVATE ${DC_ENGINE} ${CMAKE_DL_LIBS})
   # src/ holds the parts no exercise touches (host_auto.hpp, typed.hpp, for c_api.cpp); they include
   # the tree's dot.hpp and dotcourse.h, which the engine's include folder gives.
   target_include_directories(dotcourse PRIVATE "${library_dir}/src")
@@ -38,8 +39,12 @@ function(dotcourse_add_library)
     LIBRARY_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/lib")
   # -fvisibility=hidden covers this file; the static libraries inside were compiled without it, so
   # the linker hides their symbols too (--exclude-libs), and the version script keeps only dotcourse_*.
+  # src/cublas_lazy.cpp defines the cuBLAS functions the kit calls and opens cuBLAS on the first
+  # one (a CPU-only context never does): with --as-needed, a libcublas the kit's target still names
+  # (the course build's course_common) resolves nothing and is not recorded as NEEDED.
   target_link_options(dotcourse PRIVATE "LINKER:--exclude-libs,ALL"
-                                        "LINKER:--version-script=${library_dir}/dotcourse.map")
+                                        "LINKER:--version-script=${library_dir}/dotcourse.map"
+                                        "LINKER:--as-needed")
   set_property(TARGET dotcourse APPEND PROPERTY LINK_DEPENDS "${library_dir}/dotcourse.map")
 
   # The build tree's pkg-config file (Go's `#cgo pkg-config: dotcourse` against a build, not an install).
@@ -87,8 +92,9 @@ endfunction()
 function(dotcourse_install_python)
   cmake_parse_arguments(PARSE_ARGV 0 DC "" "DESTINATION" "")
   # The wheel carries libdotcourse.so beside the package's __init__.py. Its rpath is its own folder:
-  # libcudart and libcublas come from the loader's search or, failing that, the package preloads
-  # them from $CUDA_HOME or /usr/local/cuda (dotcourse/_lib.py). No build machine path is kept.
+  # the packaging build links the CUDA runtime statically, and cuBLAS is opened on a GPU context's
+  # first use from the loader's search, $CUDA_HOME/lib64 or /usr/local/cuda/lib64
+  # (src/cublas_lazy.cpp). No build machine path is kept.
   set_target_properties(dotcourse PROPERTIES INSTALL_RPATH "$ORIGIN")
   install(TARGETS dotcourse LIBRARY DESTINATION "${DC_DESTINATION}" COMPONENT dotcourse_python)
 endfunction()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CI step for the Python package as its users get it (.ci/run may call it):
 #   1. python -m build: the sdist, then the wheel built from that sdist (so the sdist is complete);
-#   2. the wheel's libdotcourse.so has rpath $ORIGIN and nothing else (no build machine path);
+#   2. the wheel's libdotcourse.so has rpath $ORIGIN and nothing else (no build machine path), and
+#      needs no CUDA library to load (readelf -d: no NEEDED libcudart, libcublas);
 #   3. the wheel installed into a fresh venv (with NumPy and pytest), and the pytest suite run from
 #      the source folder's tests/ against the installed package (DOTCOURSE_TEST_INSTALLED=1,
 #      DOTCOURSE_LIB unset: the wheel's own library; conftest refuses the source tree).
@@ -66,6 +67,13 @@ if command -v readelf >/dev/null; then
   echo "$runpath"
   grep -q 'R[UN]*PATH) *Library r[a-z]*path: \[\$ORIGIN\]$' <<<"$runpath" ||
     fail "the wheel's libdotcourse.so must have rpath \$ORIGIN and nothing else"
+  # No CUDA library at load time: the runtime is linked statically, cuBLAS opened on first use
+  # (tests/test_no_cuda.py runs the installed package where none can be found).
+  needed=$(readelf -d "$work/unpacked/dotcourse/libdotcourse.so" | grep NEEDED || true)
+  echo "$needed"
+  if grep -Eq '\[lib(cudart|cublas|cublasLt|cuda)\.so' <<<"$needed"; then
+    fail "the wheel's libdotcourse.so needs a CUDA library at load time"
+  fi
 fi
 
 echo "== ci_wheel: install the wheel into a fresh environment =="

@@ -1,5 +1,6 @@
 // Chapter 07 — the typed entry points of libdotcourse.so: the dot of any two element types
-// (dotcourse_dot_typed, dotcourse_dot_typed_host, dotcourse_accumulator).
+// (dotcourse_dot_typed, dotcourse_dot_typed_host, dotcourse_accumulator). On a context without a GPU,
+// dotcourse_dot_typed_host computes on the CPU instead (typed_cpu.cpp).
 //
 // The kernel is the kit's typed dot (common/course/kernels/typed_dot.cuh: chapter 10's dot<X, Y, Acc>,
 // single pass, tagged partials, deterministic; each input read at its own width; int8 · int8 exact in
@@ -187,7 +188,7 @@ DOTCOURSE_API dotcourse_status dotcourse_dot_typed(dotcourse_context* ctx, const
 
 DOTCOURSE_API dotcourse_status dotcourse_dot_typed_host(dotcourse_context* ctx, const void* x, dotcourse_dtype x_dtype,
                                                         const void* y, dotcourse_dtype y_dtype, size_t n, double* result) {
-  return ch07::with_engine("dotcourse_dot_typed_host", ctx, [&](ch07::Engine& e) {
+  return ch07::with_host("dotcourse_dot_typed_host", ctx, [&](ch07::HostAuto& host, ch07::Engine* engine) {
     if (result == nullptr) throw course::UsageError("result is NULL");
     const std::size_t sx = ch07::dtype_size(x_dtype), sy = ch07::dtype_size(y_dtype);
     if (n == 0) {
@@ -196,6 +197,13 @@ DOTCOURSE_API dotcourse_status dotcourse_dot_typed_host(dotcourse_context* ctx, 
     }
     if (x == nullptr) throw course::UsageError("x is NULL");
     if (y == nullptr) throw course::UsageError("y is NULL");
+    if (engine == nullptr) {  // a context without a GPU: the CPU (typed_cpu.cpp), no CUDA call
+      if (reinterpret_cast<std::uintptr_t>(x) % sx || reinterpret_cast<std::uintptr_t>(y) % sy)
+        throw course::UsageError("x or y is not aligned to its element size");
+      *result = ch07::cpu_dot_typed(host.pool(), x, x_dtype, y, y_dtype, n);
+      return;
+    }
+    ch07::Engine& e = *engine;
     ch07::require_fits(e, n);
     ch07::TypedState& st = ch07::state_of(e);
     cudaStream_t stream = e.gpu().stream();

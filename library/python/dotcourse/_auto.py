@@ -66,7 +66,7 @@ class LastCall:
         What ran: "numpy" (NumPy's own dot: for small n a call into the library costs more than
         NumPy's whole dot), "cpu" (the library's threaded CPU dot), "gpu" (copied to the GPU),
         "split" (both at once on two parts), "device" (arrays already on the GPU) or "typed" (a
-        host pair of other dtypes, on the GPU).
+        host pair of other dtypes, on the GPU; on a CPU-only context such a pair is "cpu").
     n, n_cpu, n_gpu : int
         Elements in all, summed on the CPU, summed on the GPU.
     cpu_threads : int

@@ -449,8 +449,9 @@ class Context:
             For two float32 host arrays: "auto" (default) takes the context's plan (see ``plan``,
             ``calibrate``): NumPy's own dot for small n, the library's threaded CPU dot, the GPU, or
             both at once; "cpu" the threaded CPU dot (no GPU needed, n not limited by n_max); "gpu"
-            the GPU. Other host dtypes and device arrays take the GPU ("auto" or "gpu"; "cpu" is
-            refused). ``last_call`` says what ran.
+            the GPU. On a GPU context, other host dtypes and device arrays take the GPU ("auto" or
+            "gpu"; "cpu" is refused); on a CPU-only context (``device="cpu"``) host arrays of every
+            dtype take the CPU ("auto" or "cpu"). ``last_call`` says what ran.
 
         Returns
         -------
@@ -472,7 +473,7 @@ class Context:
         InvalidHandleError
             The context is closed (a ValueError).
         NoGpuError
-            where="gpu", a dtype other than float32, or device arrays on a CPU-only context.
+            where="gpu" or device arrays on a CPU-only context.
         DotcourseError
             Any failure inside the library (CudaError, OutOfMemoryError, ...).
         """
@@ -519,10 +520,15 @@ class Context:
             if n != vy.n:
                 raise E.unequal_lengths(n, vy.n)
             tx, ty = vx.dtype, vy.dtype
-            if code == 1 and (vx.on_device or not tx == ty == A.FLOAT32):
+            cpu_only = self.device == "cpu"
+            if code == 1 and (vx.on_device or not (tx == ty == A.FLOAT32 or cpu_only)):
                 raise E.InvalidArgumentError(E.Status.INVALID_ARGUMENT,
-                                             "where='cpu' takes two float32 host arrays; device arrays and other "
+                                             "where='cpu' takes two float32 host arrays (host arrays of every dtype "
+                                             "on a Context(device='cpu')); on a GPU context, device arrays and other "
                                              "dtypes are computed on the GPU (where='auto' or 'gpu')")
+            if cpu_only and code == 2:
+                raise E.NoGpuError(E.Status.NO_GPU, "where='gpu' on a context made by dotcourse_create_cpu "
+                                                    "(Context(device='cpu')), which has no GPU")
             if not vx.on_device:
                 if tx == ty == A.FLOAT32:
                     if code != 1 and n > self.n_max:
@@ -530,8 +536,13 @@ class Context:
                     return self._host_float32(vx.host_array, vy.host_array, n, code)
                 if n > self.n_max:
                     raise E.too_large(n, self.n_max)
-                self._set_last(_auto.other_call(_WHERE_NAMES[code], "typed", n,
-                                                "a host pair of other dtypes than float32: copied to the GPU"))
+                if cpu_only:
+                    self._set_last(_auto.LastCall(_WHERE_NAMES[code], "cpu", n, n, 0, int(self._get_plan()[1]), False, False,
+                                                  0.0, "a host pair of other dtypes than float32 on a CPU-only "
+                                                  "context: the library's CPU dot of any two dtypes"))
+                else:
+                    self._set_last(_auto.other_call(_WHERE_NAMES[code], "typed", n,
+                                                    "a host pair of other dtypes than float32: copied to the GPU"))
                 result = core.dot_typed_host(vx.ptr, tx, vy.ptr, ty, n)
             else:
                 for name, v in (("x", vx), ("y", vy)):

@@ -11,6 +11,12 @@ import pytest
 import dotcourse
 from conftest import gpu_reason
 from test_dotcourse import inputs
+from test_dtypes import _check, _random
+
+try:
+    from ml_dtypes import bfloat16 as _bfloat16
+except ImportError:  # bfloat16 pairs are then checked on the GPU's tests only
+    _bfloat16 = None
 
 SIZES = [0, 1, 7, 255, 256, 257, 4096 + 3, (1 << 15) - 1, 1 << 15, (1 << 20) + 3]
 
@@ -70,9 +76,10 @@ def test_cpu_context_has_no_n_max_and_no_gpu(cpu):
     x = np.ones(1000, np.float32)
     with pytest.raises(dotcourse.NoGpuError, match="dotcourse_create_cpu"):
         cpu.dot(x, x, where="gpu")
-    with pytest.raises(dotcourse.NoGpuError):
-        cpu.dot(x.astype(np.float64), x)  # other dtypes are the GPU's
+    with pytest.raises(dotcourse.NoGpuError, match="dotcourse_create_cpu"):
+        cpu.dot(x.astype(np.float64), x, where="gpu")
     assert cpu.dot(x, x, where="cpu") == 1000.0  # still usable after a refusal
+    assert cpu.dot(x.astype(np.float64), x) == 1000.0  # other dtypes: the CPU too
     assert cpu.pinned() == 0
 
 
@@ -91,13 +98,56 @@ def test_where_cpu_refuses_what_it_cannot_compute(cpu):
     class FakeCAI:
         __cuda_array_interface__ = {"version": 3, "data": (0x7000, False), "shape": (8,), "typestr": "<f4"}
     with pytest.raises(dotcourse.InvalidArgumentError, match="where='cpu' takes two float32 host arrays"):
-        cpu.dot(x.astype(np.float64), x, where="cpu")
-    with pytest.raises(dotcourse.InvalidArgumentError, match="where='cpu'"):
         cpu.dot(FakeCAI(), FakeCAI(), where="cpu")
     for bad, err in ((np.ones(9, np.float32), ValueError), ([1.0] * 8, TypeError),
                      (np.ones((2, 4), np.float32), ValueError), (np.ones(16, np.float32)[::2], ValueError)):
         with pytest.raises(err):
             cpu.dot(x, bad, where="cpu")
+
+
+# ---- every dtype on the CPU-only context (issue 41): the library's CPU dot of any two dtypes ----------
+
+DTYPES = ["float64", "float32", "float16", "int8", "bool"] + (["bfloat16"] if _bfloat16 is not None else [])
+ALL_PAIRS = [(a, b) for a in DTYPES for b in DTYPES]
+
+
+def _typed(dtype, n, rng):
+    return _random("float32", n, rng).astype(_bfloat16) if dtype == "bfloat16" else _random(dtype, n, rng)
+
+
+@pytest.mark.parametrize("n", [1, 7, 4096 + 3, (1 << 15) + 5, 100_003])
+@pytest.mark.parametrize("tx,ty", ALL_PAIRS, ids=[f"{a}*{b}" for a, b in ALL_PAIRS])
+def test_cpu_context_takes_every_dtype_pair(cpu, tx, ty, n):
+    rng = np.random.default_rng(n)
+    x, y = _typed(tx, n, rng), _typed(ty, n, rng)
+    for where in ("auto", "cpu"):
+        got = cpu.dot(x, y, where=where)
+        _check(got, x.astype(np.float64) if tx == "bfloat16" else x, y.astype(np.float64) if ty == "bfloat16" else y,
+               "float32" if tx == "bfloat16" else tx, "float32" if ty == "bfloat16" else ty)
+        call = cpu.last_call
+        assert (call.where, call.path, call.n, call.n_cpu, call.n_gpu) == (where, "cpu", n, n, 0), call
+        assert cpu.dot(x, y, where=where) == got, f"{tx}*{ty}: the CPU dot adds its parts in a fixed order"
+
+
+def test_cpu_context_reads_every_float16_exactly(cpu):
+    """Each finite float16 (subnormals, the largest, both zeros) and the infinities, times 1.0: the
+    CPU path converts half bits itself (no CUDA header), so every pattern is checked."""
+    bits = np.arange(1 << 16, dtype=np.uint16)
+    halves = bits.view(np.float16)
+    halves = halves[~np.isnan(halves)]
+    one = np.ones(1, np.float32)
+    got = np.array([cpu.dot(halves[i:i + 1], one) for i in range(len(halves))])
+    want = halves.astype(np.float64)
+    wrong = np.flatnonzero(got != want)
+    assert wrong.size == 0, f"float16 bits {bits[~np.isnan(bits.view(np.float16))][wrong[:5]]} read as {got[wrong[:5]]}, " \
+                            f"not {want[wrong[:5]]}"
+
+
+def test_cpu_context_integer_pairs_are_exact_past_int32(cpu):
+    n = (1 << 17) + 1  # 127 * 127 * n > 2^31
+    x = np.full(n, 127, np.int8)
+    assert cpu.dot(x, x) == 127 * 127 * n
+    assert cpu.dot(x, -x) == -127 * 127 * n
 
 
 @pytest.mark.parametrize("kwargs, err, text", [
