@@ -65,7 +65,7 @@ if [ -n "$wait_s" ]; then follow "$wait_s"; exit $?; fi
 exit_with() { touch "$work/ended"; exit "$1"; }
 [ "$child" = 1 ] || rm -rf "$work"   # a foreground run starts afresh too
 mkdir -p "$work"
-echo "== $(date '+%Y-%m-%d %H:%M:%S') bench_grade_class: commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+echo "== $(date '+%Y-%m-%d %H:%M:%S') bench_grade_class: commit ${COURSE_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo "?")}"
 nvidia-smi -L 2>/dev/null || echo "(nvidia-smi lists no GPU: the GPU tests will not run)"
 python3 tests/tools/make_class.py "$work/class" --bench || exit_with 1
 export CCACHE_DISABLE=1   # cold: nothing reused from an earlier build

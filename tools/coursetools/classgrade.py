@@ -181,6 +181,11 @@ def course_state(repo: Path = REPO) -> str:
                                 stderr=subprocess.DEVNULL, text=True, check=True).stdout.strip()
         diff = subprocess.run(["git", "-C", str(repo), "diff", "HEAD", "--binary"], stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, check=True).stdout
+        untracked = subprocess.run(["git", "-C", str(repo), "ls-files", "-z", "--others", "--exclude-standard"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=True).stdout
+        for rel in sorted(f for f in untracked.decode().split("\0") if f):  # new files count as changes too
+            if (repo / rel).is_file():
+                diff += rel.encode() + b"\0" + (repo / rel).read_bytes()
     except (OSError, subprocess.CalledProcessError):
         h = hashlib.sha256()
         for rel in course_files(repo):
@@ -205,9 +210,11 @@ def course_files(repo: Path = REPO) -> List[str]:
     """The checkout's files: what git tracks (as they are in the working tree), or, without git,
     every file outside build folders, caches and grade outputs."""
     try:
-        out = subprocess.run(["git", "-C", str(repo), "ls-files", "-z"], stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, check=True).stdout
-        files = [f for f in out.decode().split("\0") if f]
+        # Tracked and untracked-but-not-ignored: a checkout copied without its latest index (a
+        # course updated by copying files over it) still gives every file it holds.
+        out = subprocess.run(["git", "-C", str(repo), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=True).stdout
+        files = set(f for f in out.decode().split("\0") if f)
         return sorted(f for f in files if (repo / f).is_file() and not (repo / f).is_symlink())
     except (OSError, subprocess.CalledProcessError):
         files = []
