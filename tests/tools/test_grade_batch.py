@@ -190,6 +190,42 @@ class SkipsAndItems(unittest.TestCase):
         self.assertFalse(rep.results["ch05 a: passes"].alone)
 
 
+class ParallelFallback(unittest.TestCase):
+    """The cases a batch did not settle run again alone side by side when fallback_jobs > 1: two of
+    them meet at a barrier that a one-at-a-time fallback never reaches (no clock decides a pass)."""
+
+    def test_two_reruns_overlap_and_keep_their_verdicts(self):
+        import threading
+        meet = threading.Barrier(2, timeout=60)
+
+        def alone(name):
+            if name in ("ch05 f: a section fails", "ch05 g: FAIL"):
+                meet.wait()  # both reruns in flight at once, or BrokenBarrierError
+            return catchrun.Run(0 if "section" in name else 1, "", 0.1)
+
+        with tempfile.TemporaryDirectory() as d:
+            rep = catchrun.run_group(group(NAMES), Path(d) / "t.xml", {}, lambda n: 10.0, 60.0,
+                                     FakeRunner((FIXTURES / "catch2_v2_report.xml").read_text(), alone=alone),
+                                     fallback_jobs=4)
+        self.assertEqual(rep.results["ch05 f: a section fails"].status, "passed")
+        self.assertEqual(rep.results["ch05 g: FAIL"].status, "failed")
+        self.assertTrue(rep.results["ch05 g: FAIL"].alone)
+
+    def test_one_job_runs_them_in_turn(self):
+        active, most = [0], [0]
+
+        def alone(name):
+            active[0] += 1
+            most[0] = max(most[0], active[0])
+            active[0] -= 1
+            return catchrun.Run(0, "", 0.1)
+
+        with tempfile.TemporaryDirectory() as d:
+            catchrun.run_group(group(NAMES), Path(d) / "t.xml", {}, lambda n: 10.0, 60.0,
+                               FakeRunner((FIXTURES / "catch2_v2_report.xml").read_text(), alone=alone))
+        self.assertEqual(most[0], 1)
+
+
 class Limits(unittest.TestCase):
     """The limits are arithmetic on recorded seconds: tested on numbers, and on fake runners that
     say "timed out" (no clock is read)."""

@@ -303,8 +303,10 @@ class GroupReport:
 
 
 def run_group(group: Group, xml: Path, env: Optional[Dict[str, str]], limit_for: Callable[[str], float],
-              batch_limit: float, runner: Runner = None) -> GroupReport:
-    """Every case of `group`: one batch run, then the fallback for the cases it did not settle."""
+              batch_limit: float, runner: Runner = None, fallback_jobs: int = 1) -> GroupReport:
+    """Every case of `group`: one batch run, then the fallback for the cases it did not settle,
+    `fallback_jobs` of them at once (each in its own process, with its own limit: a chapter whose
+    first failure broke the CUDA context reruns its later failures side by side, not in a queue)."""
     runner = runner or run_process
     if xml.exists():
         xml.unlink()
@@ -341,7 +343,15 @@ def run_group(group: Group, xml: Path, env: Optional[Dict[str, str]], limit_for:
             sticky_seen = True
     for t, why in again:
         rep.alone.append(f"{t.name}: {why}")
-        rep.results[t.name] = case_alone(t, group.skip, env, limit_for(t.name), runner)
+    if fallback_jobs > 1 and len(again) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(max_workers=fallback_jobs) as pool:
+            done = list(pool.map(lambda tw: case_alone(tw[0], group.skip, env, limit_for(tw[0].name), runner), again))
+        for (t, _), result in zip(again, done):
+            rep.results[t.name] = result
+    else:
+        for t, _ in again:
+            rep.results[t.name] = case_alone(t, group.skip, env, limit_for(t.name), runner)
     return rep
 
 

@@ -226,8 +226,10 @@ def plan_units(listed: Dict[str, ctest.ListedTest], groups: Sequence[catchrun.Gr
 
 
 def run_batch_unit(u: Unit, out_dir: Path, env: Dict[str, str], limit_for: Callable[[str], float],
-                   reference: Callable[[str], Optional[float]], runner=None) -> Tuple[catchrun.GroupReport, str, List[str]]:
-    """(report, its lines for test.log, console lines) of one batch unit."""
+                   reference: Callable[[str], Optional[float]], runner=None,
+                   fallback_jobs: int = 1) -> Tuple[catchrun.GroupReport, str, List[str]]:
+    """(report, its lines for test.log, console lines) of one batch unit. Its cases that run again
+    alone run `fallback_jobs` at once, unless the unit is exclusive or huge (one at a time)."""
     g = u.group
     xml = out_dir / "catch2" / f"{u.key}.xml"
     xml.parent.mkdir(parents=True, exist_ok=True)
@@ -236,7 +238,8 @@ def run_batch_unit(u: Unit, out_dir: Path, env: Dict[str, str], limit_for: Calla
     print(f"[grade] testing {u.key}: {len(names)} case(s) in one process"
           + (" (alone on the GPU)" if u.exclusive else "")
           + (f" (limit {limit:.0f} s)" if limit > 0 else ""), file=sys.stderr, flush=True)
-    rep = catchrun.run_group(g, xml, env, limit_for, limit, runner)
+    rep = catchrun.run_group(g, xml, env, limit_for, limit, runner,
+                             fallback_jobs=1 if (u.exclusive or u.huge) else fallback_jobs)
     log = [f"\n$ {' '.join(catchrun.batch_command(g.program, g.tests, xml)[:-1])} '<{len(names)} cases>'\n", rep.log,
            f"[grade] {u.key}: exit {rep.batch_code} after {rep.batch_seconds:.1f} s"
            + (" (ended past the batch's limit)" if rep.batch_timed_out else "") + "\n"]
@@ -321,7 +324,8 @@ def run_tests_parallel(build_dir: Path, out_dir: Path, labels: str, env: Dict[st
         if g.program not in tagged:
             tagged[g.program] = (lister(g.program, EXCLUSIVE_TAG, g.cwd), lister(g.program, HUGE_TAG, g.cwd))
     units = plan_units(listed, groups, others, tagged, reference, workers, huge_at_once)
-    group_runner = group_runner or (lambda u: run_batch_unit(u, out_dir, env, limit_for, reference))
+    group_runner = group_runner or (lambda u: run_batch_unit(u, out_dir, env, limit_for, reference,
+                                                             fallback_jobs=workers))
     ctest_runner = ctest_runner or (lambda u: run_ctest_unit(u, build_dir, out_dir, env, limit_for))
     results: Dict[str, TestResult] = {}
     lock = threading.Lock()
