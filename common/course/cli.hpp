@@ -119,10 +119,10 @@ class App {
   std::vector<std::function<void(const Options&)>> checks_;
 };
 
-/// Why a command line has arguments CLI11 could not place (`remaining`, in their order), as one
-/// line naming the first: "unknown option '--streams'" or "'0' follows no option that takes a
-/// value" (CLI11 2.1's own words listed them reversed: "not expected: 0 --streams"). Empty when
-/// `remaining` is.
+/// Why a command line has arguments CLI11 could not place (the list `remaining`, in its order), as
+/// one line naming the first: an unknown option by its name (`--streams`), or a value that follows
+/// no option taking one (`0`). CLI11 2.1's own message listed them in reverse order. Empty when
+/// the list is.
 std::string extras_problem(const std::vector<std::string>& remaining);
 
 /// The words run() prints for an error CLI11 raised while parsing (`args`: the command line without
