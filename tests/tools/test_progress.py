@@ -287,28 +287,23 @@ class OneTree(unittest.TestCase):
 class HostCheckGaps(unittest.TestCase):
     """progress lists the holes that no test checks without a GPU (tools/check_host_holes.py)."""
 
-    def test_gaps_of_the_chapters_shown_are_listed(self):
+    def printed(self, gaps, chapters):
         import check_host_holes
         real = check_host_holes.holes_without_host_check
-        check_host_holes.holes_without_host_check = lambda root: [
-            ("07_library/dot.cu:3", "pending", "a recording stream"), ("08_pinned/dot.cu:1", "no_host_check", "")]
+        check_host_holes.holes_without_host_check = lambda root: gaps
+        out = io.StringIO()
         try:
-            out = io.StringIO()
             with contextlib.redirect_stdout(out):
-                progress.host_check_gaps(["07_library"])
+                progress.host_check_gaps(chapters)
         finally:
             check_host_holes.holes_without_host_check = real
-        self.assertIn("07_library/dot.cu:3: pending (a recording stream)", out.getvalue())
-        self.assertNotIn("08_pinned", out.getvalue())
+        return out.getvalue()
+
+    def test_gaps_of_the_chapters_shown_are_listed(self):
+        text = self.printed([("07_library/dot.cu:3", "pending", "a recording stream"),
+                             ("08_pinned/dot.cu:1", "no_host_check", "")], ["07_library"])
+        self.assertIn("07_library/dot.cu:3: pending (a recording stream)", text)
+        self.assertNotIn("08_pinned", text)
 
     def test_no_gap_prints_nothing(self):
-        import check_host_holes
-        real = check_host_holes.holes_without_host_check
-        check_host_holes.holes_without_host_check = lambda root: []
-        try:
-            out = io.StringIO()
-            with contextlib.redirect_stdout(out):
-                progress.host_check_gaps(["07_library"])
-        finally:
-            check_host_holes.holes_without_host_check = real
-        self.assertEqual(out.getvalue(), "")
+        self.assertEqual(self.printed([], ["07_library"]), "")
