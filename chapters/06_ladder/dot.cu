@@ -85,7 +85,7 @@ __global__ void dot_kernel1(const float* x, const float* y, std::size_t n, float
 // [v2_kernel]
 // Version 2: the same additions, done by the first threads of the block (index = 2·s·tid), so
 // whole warps are either busy or idle: no divergence. Still slow: consecutive threads touch words
-// 2s apart, which fall into the same shared-memory bank: an s-way bank conflict serializes them.
+// 2s apart, which fall into the same shared-memory bank: a 2s-way bank conflict serializes them.
 __global__ void dot_kernel2(const float* x, const float* y, std::size_t n, float* partials) {
   __shared__ float s_data[kBlock];
   const unsigned tid = threadIdx.x;
