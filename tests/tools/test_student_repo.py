@@ -53,5 +53,20 @@ class StudentReadme(unittest.TestCase):
             msr.student_readme(root)
 
 
+class SnippetMarkers(unittest.TestCase):
+    """A chapter's code blocks are pulled from files the student repository has: chapters/ and
+    common/, never solutions/ (which it lacks)."""
+
+    def test_every_snippet_marker_names_a_file_students_have(self):
+        import re
+        bad = []
+        for doc in sorted((ROOT / "chapters").glob("*/*.md")):
+            for k, line in enumerate(doc.read_text().splitlines(), 1):
+                m = re.match(r"\s*<!--\s*snippet:\s*(\S+)", line)
+                if m and (m.group(1).startswith("solutions/") or not (ROOT / m.group(1)).is_file()):
+                    bad.append(f"{doc.relative_to(ROOT)}:{k}: {m.group(1)}")
+        self.assertEqual(bad, [])
+
+
 if __name__ == "__main__":
     unittest.main()
