@@ -87,6 +87,61 @@ def find_variant(body, text_tokens):
     return None
 
 
+def shape(toks):
+    """Tokens with every name replaced by the distance back to its previous use (`N@7`; `N@new` at
+    its first): the same code with other names has the same shape, wherever it starts. Keywords
+    and built-in types stay."""
+    keep = {"if", "else", "for", "while", "return", "const", "auto", "unsigned", "int", "float", "double",
+            "bool", "void", "static", "__syncthreads", "__shared__", "true", "false", "std", "size_t",
+            "template", "typename", "struct", "class", "using", "nullptr"}
+    last, out = {}, []
+    for k, t in enumerate(toks):
+        if re.match(r"[A-Za-z_]\w*$", t) and t not in keep:
+            out.append(f"N@{k - last[t]}" if t in last else "N@new")
+            last[t] = k
+        else:
+            out.append(t)
+    return out
+
+
+def similarity(body, text_tokens):
+    """(share of the body's tokens, 0 to 1, that a window of text_tokens matches in order, by
+    shape, in runs of 4 tokens or more; the window's start). The window is twice the body long
+    and moves by a quarter of it."""
+    import difflib
+    n = len(body)
+    want = shape(body)
+    best, where = 0.0, 0
+    step = max(1, n // 4)
+    for start in range(0, max(1, len(text_tokens) - n // 2), step):
+        window = shape(text_tokens[start:start + 2 * n])
+        m = difflib.SequenceMatcher(None, want, window, autojunk=False)
+        got = sum(b.size for b in m.get_matching_blocks() if b.size >= 4)
+        if got / n > best:
+            best, where = got / n, start
+    return best, where
+
+
+def near_answers(chapters, threshold, root=ROOT):
+    """[(chapter, file, hole, where, share)] of places whose code has the shape of a hole's answer
+    for at least `threshold` of its tokens: a report for authors, not a verdict."""
+    out = []
+    for chapter in chapters:
+        for src in sorted((root / "solutions" / chapter).glob("*")):
+            if not src.is_file():
+                continue
+            for k, hole in sorted(make_exercises.solution_bodies(src.read_text(), str(src)).items()):
+                body = tokens(hole.body)
+                if len(body) < MIN_TOKENS:
+                    continue
+                for label, text in places(chapter, root):
+                    share, at = similarity(body, tokens(text))
+                    if share >= threshold:
+                        where = label if "(code block)" in label else f"{label}:{line_of(text, at)}"
+                        out.append((chapter, src.name, k, where, share))
+    return out
+
+
 def fenced_blocks(markdown):
     """[(first line number, code)] of the fenced blocks not marked as shown after their exercise."""
     out, lines, k = [], markdown.splitlines(), 0
@@ -168,6 +223,9 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="tools/check_answers.py", description=__doc__.split("\n\n")[0])
     p.add_argument("chapters", nargs="*", help="chapter numbers or names (default: all)")
     p.add_argument("--report", action="store_true", help="list every finding and exit 0")
+    p.add_argument("--near", type=float, metavar="SHARE",
+                   help="also list places whose code has the shape (names aside) of SHARE (0-1) or more of a "
+                        "hole's answer: a report for authors, never a failure")
     args = p.parse_args(argv)
     every = sorted(d.name for d in (ROOT / "solutions").iterdir() if d.is_dir())
     chosen = []
@@ -180,6 +238,11 @@ def main(argv=None):
     for chapter, src, k, where in found:
         print(f"{chapter}/{src} hole {k}: its answer is shown in {where}")
     print(f"check_answers: {len(found)} answer(s) within reach over {len(chosen)} chapter(s)")
+    if args.near is not None:
+        near = near_answers(chosen, args.near)
+        for chapter, src, k, where, share in sorted(near, key=lambda r: -r[4]):
+            print(f"near: {chapter}/{src} hole {k}: {100 * share:.0f}% of its answer's shape in {where}")
+        print(f"check_answers: {len(near)} place(s) at or above {args.near:g} of an answer's shape (informative)")
     return 0 if args.report or not found else 1
 
 

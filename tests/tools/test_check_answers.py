@@ -74,6 +74,20 @@ class CheckAnswers(unittest.TestCase):
                  "for (int i = 0; i < n; ++i) total += x[i] * x[i];\nreturn total;\n```\n"
         self.assertEqual(check_answers.findings(["01_x"], self.tree(readme=readme)), [])
 
+    def test_the_same_code_with_other_names_has_the_whole_shape(self):
+        body = check_answers.tokens("float total = 0.0f; for (int i = 0; i < n; ++i) total += x[i] * x[i]; return total;")
+        renamed = check_answers.tokens("int k; float acc = 0.0f; for (int j = 0; j < m; ++j) acc += v[j] * v[j]; return acc;")
+        other = check_answers.tokens("if (lane == 0) s_warp[warp] = v; __syncthreads(); printf(\"%d\", warp);")
+        self.assertEqual(check_answers.similarity(body, renamed)[0], 1.0)
+        self.assertLess(check_answers.similarity(body, other)[0], 0.3)
+
+    def test_near_answers_report_a_renamed_copy_and_never_fail(self):
+        readme = "```cpp\nfloat acc = 0.0f;\nfor (int j = 0; j < m; ++j) acc += v[j] * v[j];\nreturn acc;\n```\n"
+        root = self.tree(readme=readme)
+        self.assertEqual(check_answers.findings(["01_x"], root), [])  # not a one-token variant
+        near = check_answers.near_answers(["01_x"], 0.8, root)
+        self.assertEqual([(n[2], n[3].split(":")[0]) for n in near], [(1, "chapters/01_x/README.md")])
+
     def test_one_edit_apart(self):
         a = list("abcdef")
         self.assertTrue(check_answers.one_edit_apart(a, list("abXdef")))
