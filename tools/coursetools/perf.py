@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import math
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -206,7 +207,9 @@ def make_runner(build_dir: Path, out_dir: Path, log: Path, env: Optional[Dict[st
             result = PerfRun(-1, error=f"{exe} does not exist (was the chapter built?)")
         else:
             print(f"[grade] measuring: bin/{m.chapter} {' '.join(args)}", file=sys.stderr, flush=True)
+            started = time.monotonic()
             code, output = proc.run_logged([str(exe), "--csv", str(csv_path)] + args, log, timeout=rule.timeout_s, env=env)
+            print(f"[grade] measured bin/{m.chapter} in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
             (run_dir / "output.txt").write_text(output, encoding="utf-8")
             result = PerfRun(code, output=output[-4000:], csv_path=str(csv_path))
             if code == -1:
