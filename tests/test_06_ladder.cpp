@@ -14,6 +14,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -196,6 +197,17 @@ void test_deterministic(const Version& v) {
 // Beyond 2^31 (and 2^32 where the card has the memory): inputs made on the device, the reference
 // recomputed from the generator on the host, large products ("spikes") planted at indices past
 // 2^31 and 2^32, which the error bound cannot absorb if an element there is lost.
+
+// Every version's case draws the same inputs: their reference (seconds of host work at 2^32) is
+// computed once per process, for the first case the grader's batch runs, and copied after that.
+course::Reference huge_reference(std::size_t n, std::uint64_t seed_x, std::uint64_t seed_y) {
+  static std::map<std::tuple<std::size_t, std::uint64_t, std::uint64_t>, course::Reference> made;
+  const auto key = std::make_tuple(n, seed_x, seed_y);
+  auto it = made.find(key);
+  if (it == made.end()) it = made.emplace(key, ch06::streamed_reference(n, seed_x, seed_y)).first;
+  return it->second;
+}
+
 void test_huge(const Version& v) {
   const std::size_t big = (std::size_t{1} << 32) + (std::size_t{1} << 20) + 3;
   const std::size_t small = (std::size_t{1} << 31) + (std::size_t{1} << 20) + 3;
@@ -213,7 +225,7 @@ void test_huge(const Version& v) {
   course::DeviceBuffer<float> d_x(n), d_y(n);
   course::fill_random_device(d_x.data(), n, seed_x, -1.0f, 1.0f, stream);
   course::fill_random_device(d_y.data(), n, seed_y, -1.0f, 1.0f, stream);
-  course::Reference ref = ch06::streamed_reference(n, seed_x, seed_y);  // on the host, while the GPU fills
+  course::Reference ref = huge_reference(n, seed_x, seed_y);  // on the host, while the GPU fills
 
   // Spikes of 1e9 (y = 1 there): far above the error bound of ~3e-2·Σ|x·y| ≈ 1.6e8 at n = 2^32.
   // All positive: spikes that cancel would let a kernel that returns 0 pass.

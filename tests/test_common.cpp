@@ -22,6 +22,7 @@
 #include "course/cli.hpp"
 #include "course/context.hpp"
 #include "course/device.hpp"
+#include "course/driver.hpp"
 #include "course/dtype.hpp"
 #include "course/inputs.hpp"
 #include "course/pinned.hpp"
@@ -368,6 +369,27 @@ TEST_CASE("common: an App takes its versions from a registry and checks --sizes 
   course::App other("test_app", "test", 16);
   other.set_versions(registry);
   CHECK(run_app(other, {"test_app", "--kernel", "third"}) == course::kExitUsage);
+  // Several versions, separated by commas: each must be known; an empty piece is refused.
+  course::App two("test_app", "test", 16);
+  two.set_versions(registry);
+  CHECK(run_app(two, {"test_app", "--kernel", "first,second"}) == course::kExitOk);
+  for (const char* bad : {"first,third", "first,", ",second"}) {
+    course::App refused("test_app", "test", 16);
+    refused.set_versions(registry);
+    CHECK(run_app(refused, {"test_app", "--kernel", bad}) == course::kExitUsage);
+  }
+  course::Options opt;
+  CHECK(opt.selects("anything"));
+  opt.kernel = "first,second";
+  CHECK(opt.selects("first"));
+  CHECK(opt.selects("second"));
+  CHECK_FALSE(opt.selects("firs"));
+  CHECK_FALSE(opt.selects("first,second"));
+  const auto chosen = course::select_versions(registry, opt);
+  REQUIRE(chosen.size() == 2);
+  opt.kernel = "second";
+  REQUIRE(course::select_versions(registry, opt).size() == 1);
+  CHECK(std::string(course::select_versions(registry, opt)[0]->name) == "second");
   course::App bad_sizes("test_app", "test", 16);
   std::string sizes2;
   bad_sizes.add_sizes_option(sizes2, "sizes");

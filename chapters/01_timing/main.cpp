@@ -211,7 +211,7 @@ GPU's advantage grow.
     course::print_gpu(ctx, copy_line);
     course::require_fits(3 * std::max(opt.n, set.intensity_n) * sizeof(double), "three double vectors");
 
-    auto selected = [&](const course::Version<ch01::Runner>& v) { return opt.kernel.empty() || v.name == opt.kernel; };
+    auto selected = [&](const course::Version<ch01::Runner>& v) { return opt.selects(v.name); };
     int steps = 0;
     for (const auto& v : ch01::versions())
       if (selected(v)) steps += 2 * (v.run.intensity ? static_cast<int>(set.iters.size()) : 1);
@@ -264,7 +264,7 @@ GPU's advantage grow.
     if (!predictions.empty()) std::cout << "\nPredict, then measure (exercise 3, ch01::predicted_add_ms):\n" << predictions;
 
     course::Table methods({"method", "what_it_measures", "ms"});
-    if (opt.kernel.empty() || opt.kernel == "add_gpu") {
+    if (opt.selects("add_gpu")) {
       ch01::Problem<float> p(opt.n, 0, opt.seed, &ctx);
       timing_methods(p, ctx, methods);
       std::cout << "\nThree ways to time one float add kernel, n = " << course::format_size(opt.n) << ":\n";

@@ -189,7 +189,7 @@ later chapter. Needs no GPU.
         std::printf("CPU: %u hardware threads; threaded versions use %u.\n\n", std::thread::hardware_concurrency(),
                     ch02::thread_count(set.config, std::size_t{1} << 30));
 
-        const std::vector<const Version*> chosen = course::select_versions(ch02::versions(), opt.kernel);
+        const std::vector<const Version*> chosen = course::select_versions(ch02::versions(), opt);
 
         const int steps = static_cast<int>(set.sizes.size() * chosen.size()) +
                           static_cast<int>(2 * accuracy_sizes(set.accuracy_n).size());

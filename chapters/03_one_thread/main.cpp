@@ -183,7 +183,7 @@ copy back, free, on every call, with each step timed.
     const auto& roof = ctx.roofline();
     course::print_gpu(ctx, "\n\n");
 
-    const std::vector<const Version*> chosen = course::select_versions(ch03::versions(), opt.kernel);
+    const std::vector<const Version*> chosen = course::select_versions(ch03::versions(), opt);
     const std::size_t floors = static_cast<std::size_t>(
         std::count_if(chosen.begin(), chosen.end(), [](const Version* v) { return ch03::is_speed_of_light(*v); }));
     course::Progress progress(static_cast<int>(sizes.size() * (2 * chosen.size() - floors)), "03_one_thread",

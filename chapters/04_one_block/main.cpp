@@ -117,7 +117,7 @@ thread with one atomicAdd each is right and much faster.
   return app.run(argc, argv, [&](const course::Options& opt) {
     std::vector<std::size_t> sizes = {opt.n};
     if (!opt.n_given && opt.n < kLargeN) sizes.push_back(kLargeN);
-    const std::vector<const Version*> selected = course::select_versions(ch04::versions(), opt.kernel);
+    const std::vector<const Version*> selected = course::select_versions(ch04::versions(), opt);
 
     course::Context ctx(opt.device);
     const auto& facts = ctx.facts();

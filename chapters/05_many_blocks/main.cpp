@@ -149,7 +149,7 @@ summed on the host (deterministic); a warp-shuffle block reduction; cuBLAS as th
     std::vector<std::size_t> sizes = {opt.n};
     if (!opt.n_given && opt.n < kLargeN) sizes.push_back(kLargeN);
     const std::size_t largest = *std::max_element(sizes.begin(), sizes.end());
-    const std::vector<const Version*> selected = course::select_versions(ch05::versions(), opt.kernel);
+    const std::vector<const Version*> selected = course::select_versions(ch05::versions(), opt);
     const Version* two_level = nullptr;
     for (const Version* v : selected)
       if (v->name == "two_level") two_level = v;

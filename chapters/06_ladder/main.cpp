@@ -240,7 +240,7 @@ same run.
     ch06::Workspace ws(ctx, max_n);
 
     const std::vector<const Version*> chosen =
-        course::select_versions(ch06::versions(), opt.kernel, [](const Version& v) { return ch06::is_baseline(v); });
+        course::select_versions(ch06::versions(), opt, [](const Version& v) { return ch06::is_baseline(v); });
     std::printf("Sizes %s to %s, %d timed calls per version and size, each call timed by its own event pair, the "
                 "versions in turn.\n\n",
                 course::format_size(sizes.front()).c_str(), course::format_size(sizes.back()).c_str(), reps);

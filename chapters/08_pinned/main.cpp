@@ -191,7 +191,7 @@ data end to end.
 
     // The floor, speed_of_light, runs beside any --kernel: every path is measured against it.
     const std::vector<const Version*> selected =
-        course::select_versions(ch08::versions(), opt.kernel, [](const Version& v) { return ch08::is_speed_of_light(v); });
+        course::select_versions(ch08::versions(), opt, [](const Version& v) { return ch08::is_speed_of_light(v); });
     const int floors = static_cast<int>(std::count_if(selected.begin(), selected.end(),
                                                       [](const Version* v) { return ch08::is_speed_of_light(*v); }));
     std::vector<std::size_t> dot_sizes = {opt.n};

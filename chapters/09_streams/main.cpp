@@ -189,7 +189,7 @@ every core beside it.
     std::printf("GPU: %s\n", course::describe_device(ctx.facts()).c_str());
     // The floor, speed_of_light, runs beside any --kernel: every order is measured against it.
     const std::vector<const Version*> selected =
-        course::select_versions(ch09::versions(), opt.kernel, [](const Version& v) { return ch09::is_speed_of_light(v); });
+        course::select_versions(ch09::versions(), opt, [](const Version& v) { return ch09::is_speed_of_light(v); });
     const Version* depth = course::find_version(ch09::versions(), "depth_first");
     const Version* one = course::find_version(ch09::versions(), "one_stream");
     const Version* breadth = course::find_version(ch09::versions(), "breadth_first");
@@ -302,7 +302,7 @@ every core beside it.
     host.fill(large, opt.seed + large);
     for (int s : {1, 2, 4, 8, 16})
       for (const Version* v : {depth, breadth}) {
-        if (!opt.kernel.empty() && v->name != opt.kernel) continue;
+        if (!opt.selects(v->name)) continue;
         const ch09::Job job = dot_job(host, large, chunks, s);
         add(sweep, measure(p, *v, job, &host.ref, nullptr, "streams=" + std::to_string(s), h2d_gbps, std::min(opt.reps, 20), 2));
       }

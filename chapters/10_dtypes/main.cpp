@@ -134,7 +134,7 @@ cuBLAS) and CUB in the same run.
 
     std::vector<const ch10::Pair*> chosen;
     for (const auto& p : ch10::versions())
-      if (opt.kernel.empty() || p.name == opt.kernel) chosen.push_back(&p);
+      if (opt.selects(p.name)) chosen.push_back(&p);
 
     std::size_t need = 0;
     for (const auto* p : chosen)

@@ -324,7 +324,7 @@ at once. --n is the n per GPU of the weak-scaling runs and the top of the sweep.
       throw course::UsageError("--gpus " + std::to_string(gpus) + ": this machine has " + std::to_string(available) + " GPU(s)");
     std::vector<const Version*> selected;  // the floor, speed_of_light, runs beside any --kernel
     for (const auto& v : ch11::versions())
-      if (opt.kernel.empty() || v.name == opt.kernel || ch11::is_speed_of_light(v)) selected.push_back(&v);
+      if (opt.selects(v.name) || ch11::is_speed_of_light(v)) selected.push_back(&v);
     const Version* allgather = course::find_version(ch11::versions(), "allgather");
 
     // n per GPU of the size sweep: powers of 4 from 2^16 up to the weak-scaling size.

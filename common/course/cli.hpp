@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "course/registry.hpp"
@@ -23,7 +24,10 @@ struct Options {
   std::size_t n = 0;              ///< elements per input vector (--n)
   int reps = 0;                   ///< timed repetitions (--reps)
   int warmup = 0;                 ///< untimed warm-up runs (--warmup)
-  std::string kernel;             ///< one version to run, or empty for all (--kernel)
+  std::string kernel;             ///< the versions to run, comma-separated, or empty for all (--kernel)
+  /// Whether --kernel selects the version `name`: it is empty (all), or `name` is one of its
+  /// comma-separated names.
+  bool selects(std::string_view name) const;
   std::string csv;                ///< where to write the CSV, or empty (--csv)
   std::uint64_t seed = 2024;      ///< seed of the random inputs (--seed)
   int device = 0;                 ///< the CUDA device to run on (--device)

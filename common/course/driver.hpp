@@ -35,19 +35,19 @@ class Context;
 /// spaces, and the newlines just inside R"( and )" are dropped. The text stays one paragraph.
 std::string about(std::string_view text);
 
-/// The registry entries --kernel selects (all when it is empty), in registry order; `keep(v)` adds
-/// entries that run whatever --kernel says (baselines).
+/// The registry entries --kernel selects (all when it is empty; Options::selects), in registry
+/// order; `keep(v)` adds entries that run whatever --kernel says (baselines).
 template <class Fn, class Keep>
-std::vector<const Version<Fn>*> select_versions(const std::vector<Version<Fn>>& registry, const std::string& kernel,
+std::vector<const Version<Fn>*> select_versions(const std::vector<Version<Fn>>& registry, const Options& opt,
                                                 Keep keep) {
   std::vector<const Version<Fn>*> chosen;
   for (const auto& v : registry)
-    if (kernel.empty() || v.name == kernel || keep(v)) chosen.push_back(&v);
+    if (opt.selects(v.name) || keep(v)) chosen.push_back(&v);
   return chosen;
 }
 template <class Fn>
-std::vector<const Version<Fn>*> select_versions(const std::vector<Version<Fn>>& registry, const std::string& kernel) {
-  return select_versions(registry, kernel, [](const Version<Fn>&) { return false; });
+std::vector<const Version<Fn>*> select_versions(const std::vector<Version<Fn>>& registry, const Options& opt) {
+  return select_versions(registry, opt, [](const Version<Fn>&) { return false; });
 }
 
 /// Which of --n and --sizes wins when both are given.

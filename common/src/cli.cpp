@@ -18,6 +18,27 @@
 #include "course/device.hpp"
 
 namespace course {
+
+namespace {
+/// --kernel's names: split at commas (an empty piece is a name too, and no version has it).
+std::vector<std::string> split_kernels(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = text.find(',', start);
+    out.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+}  // namespace
+
+bool Options::selects(std::string_view name) const {
+  if (kernel.empty()) return true;
+  for (const std::string& k : split_kernels(kernel))
+    if (k == name) return true;
+  return false;
+}
 namespace {
 
 constexpr std::size_t kMax = std::numeric_limits<std::size_t>::max();
@@ -277,7 +298,7 @@ App::App(std::string name, std::string description, std::size_t default_n, int d
   app_.add_option("--warmup", options_.warmup, "Untimed warm-up runs before timing")
       ->check(whole_number(0, 10000))
       ->capture_default_str();
-  app_.add_option("--kernel", options_.kernel, "Run only this version (see --list)");
+  app_.add_option("--kernel", options_.kernel, "Run only these versions: one name, or several separated by commas (see --list)");
   app_.add_flag("--list", options_.list, "List the versions and exit");
   app_.add_option("--csv", options_.csv, "Write the results as CSV to this path");
   app_.add_option("--seed", options_.seed, "Seed of the random inputs")
@@ -355,13 +376,14 @@ int App::run(int argc, char** argv, const std::function<int(const Options&)>& bo
       return kExitOk;
     }
     if (!options_.kernel.empty()) {
-      bool known = false;
       std::string names;
-      for (const auto& v : versions_) {
-        known = known || v.first == options_.kernel;
-        names += (names.empty() ? "" : ", ") + v.first;
+      for (const auto& v : versions_) names += (names.empty() ? "" : ", ") + v.first;
+      for (const std::string& asked : split_kernels(options_.kernel)) {
+        bool known = false;
+        for (const auto& v : versions_) known = known || v.first == asked;
+        if (!known)
+          throw UsageError("--kernel: " + not_a(asked, "a version of this chapter (choose one of: " + names + ")"));
       }
-      if (!known) throw UsageError("--kernel: " + not_a(options_.kernel, "a version of this chapter (choose one of: " + names + ")"));
     }
     // --csv is checked before the GPU (a bad path is exit 2 on any machine) and its folders are made
     // only once the work is about to start, so a refused run leaves nothing behind.

@@ -306,17 +306,74 @@ class RealProcesses(unittest.TestCase):
         self.assertEqual(st["ch05 b: fails"], ("failed", "Failed", False))
         self.assertEqual(st["ch05 c: no GPU"][:2], ("skipped", ""))
         self.assertEqual(st["ch05 h: crashes"], ("failed", "crashed (signal 11, SIGSEGV)", True))
-        self.assertEqual(st["ch05 i: ok, after it"], ("passed", "", True))
+        # The case after the crash was never reached: a new batch, not a process of its own.
+        self.assertEqual(st["ch05 i: ok, after it"], ("passed", "", False))
+        self.assertIn("1 case(s) the batch did not reach: run in a new batch", rep.alone)
 
     def test_a_hang_is_ended_and_the_others_still_count(self):
         names = ["ch05 a: ok", "ch05 z: hangs", "ch05 y: ok"]
         with tempfile.TemporaryDirectory() as d:
-            # However soon the batch is ended, every case it did not finish runs alone with its own limit.
+            # The watch ends the batch once the hung case is past its own limit (1 s), long before
+            # the batch's (600 s); the case after it runs in a new batch.
             rep = catchrun.run_group(group(names, str(FAKE)), Path(d) / "t.xml", {},
-                                     lambda n: 1.0 if "hangs" in n else 60.0, 2.0)
+                                     lambda n: 1.0 if "hangs" in n else 60.0, 600.0)
+        self.assertFalse(rep.batch_timed_out)
+        self.assertEqual(rep.results["ch05 z: hangs"].outcome, "timed out after 1 s")
+        self.assertFalse(rep.results["ch05 z: hangs"].alone)
+        self.assertEqual([rep.results[n].status for n in names], ["passed", "failed", "passed"])
+        self.assertFalse(rep.results["ch05 y: ok"].alone)
+        self.assertLess(rep.batch_seconds, 600.0)
+
+    def test_without_the_listener_a_hang_costs_the_batch_limit(self):
+        names = ["ch05 a: ok", "ch05 z: hangs", "ch05 y: ok"]
+        with tempfile.TemporaryDirectory() as d:
+            # A program that writes no progress lines (an older build): the batch's own limit
+            # ends it, and every case it did not finish runs alone with its own limit.
+            env = {"COURSE_TEST_PROGRESS": ""}
+            real = catchrun.run_process
+
+            def runner(cmd, cwd, env_, limit, **kw):
+                return real(cmd, cwd, dict(env_ or {}, COURSE_TEST_PROGRESS=""), limit, **kw)
+            runner.watches = True
+            rep = catchrun.run_group(group(names, str(FAKE)), Path(d) / "t.xml", env,
+                                     lambda n: 1.0 if "hangs" in n else 60.0, 2.0, runner)
         self.assertTrue(rep.batch_timed_out)
         self.assertEqual(rep.results["ch05 z: hangs"].outcome, "timed out after 1 s")
+        self.assertTrue(rep.results["ch05 y: ok"].alone)
         self.assertEqual([rep.results[n].status for n in names], ["passed", "failed", "passed"])
+
+
+class Watch(unittest.TestCase):
+    """CaseWatch on a progress file and a fake clock."""
+
+    def test_only_the_open_case_past_its_own_limit_ends_the_batch(self):
+        now = [0.0]
+        with tempfile.TemporaryDirectory() as d:
+            f = Path(d) / "p"
+            w = catchrun.CaseWatch(f, lambda n: 10.0 if n == "slow" else 5.0, clock=lambda: now[0])
+            self.assertIsNone(w())                      # no file yet
+            f.write_text("start quick\nend quick\nstart slow\n")
+            self.assertIsNone(w())
+            now[0] = 9.0
+            self.assertIsNone(w())                      # 9 s in "slow": under its 10 s
+            f.write_text("start quick\nend quick\nstart slow\nend slow\nstart next\n")
+            now[0] = 13.0
+            self.assertIsNone(w())                      # "next" opened at 13 s
+            now[0] = 18.5
+            self.assertEqual(w(), "next: past its limit of 5 s")
+            self.assertEqual(w.hung, ("next", 5.0))
+            self.assertEqual(w.started, ["quick", "slow", "next"])
+
+    def test_a_half_written_line_waits(self):
+        with tempfile.TemporaryDirectory() as d:
+            f = Path(d) / "p"
+            w = catchrun.CaseWatch(f, lambda n: 5.0, clock=lambda: 0.0)
+            f.write_text("start a\nsta")
+            w.read()
+            self.assertEqual(w.started, ["a"])
+            f.write_text("start a\nstart b\n")
+            w.read()
+            self.assertEqual(w.started, ["a", "b"])
 
 
 ADD = "ch01 add_gpu: matches the host bitwise at awkward sizes"
@@ -374,10 +431,11 @@ class EndToEnd(unittest.TestCase):
                 os.environ["FAKE_CRASH"] = saved
         self.assertEqual(results[ADD]["status"], "failed")
         self.assertTrue(results[ADD]["output"].startswith("crashed (signal 11, SIGSEGV)"), results[ADD]["output"])
-        self.assertEqual(results[COPIES]["status"], "passed")     # ran again alone after the crash
+        self.assertEqual(results[COPIES]["status"], "passed")     # ran again in a new batch after the crash
         self.assertGreater(results[COPIES]["score"], 0)
         self.assertIn(f"[grade] crashed (signal 11, SIGSEGV): {ADD}", log)
-        self.assertIn(f"run again alone: {COPIES}", log)
+        self.assertIn("[grade] run again: 1 case(s) the batch did not reach: run in a new batch", log)
+        self.assertIn(f"[grade] run again: {ADD}: the program crashed (signal 11, SIGSEGV)", log)
         self.assertIn("fake_catch2.py: 2 case(s)", report)   # the notes name the batch
         self.assertIn("Seconds per step: tests", report)
         self.assertEqual({n: (t["score"], t["status"], t["output"]) for n, t in results.items()},

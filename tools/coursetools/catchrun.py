@@ -25,6 +25,7 @@ import os
 import re
 import signal
 import subprocess
+import tempfile
 import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -202,28 +203,92 @@ class Run:
     output: str
     seconds: float
     timed_out: bool = False
+    stopped: str = ""      # why a watch ended it
 
 
 def run_process(cmd: Sequence[str], cwd: Optional[str], env: Optional[Dict[str, str]], limit: float,
-                clock: Callable[[], float] = time.monotonic) -> Run:
+                clock: Callable[[], float] = time.monotonic,
+                watch: Optional[Callable[[], Optional[str]]] = None, poll: float = 0.2) -> Run:
     """Runs cmd in a session of its own; past `limit` seconds (<= 0: none) the whole session is
-    killed and the run reads timed_out."""
+    killed and the run reads timed_out. `watch`, called every `poll` seconds while it runs, may end
+    it sooner: the reason it returns is the run's `stopped`."""
     t0 = clock()
-    try:
-        p = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=cwd, text=True,
-                             errors="replace", env=dict(os.environ, **env) if env else None, start_new_session=True)
-    except OSError as e:
-        return Run(127, f"cannot run {cmd[0]}: {e}", 0.0)
-    try:
-        out, _ = p.communicate(timeout=limit if limit > 0 else None)
-        return Run(p.returncode, out, clock() - t0)
-    except subprocess.TimeoutExpired:
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as out:
         try:
-            os.killpg(p.pid, signal.SIGKILL)
+            p = subprocess.Popen(list(cmd), stdout=out, stderr=subprocess.STDOUT, cwd=cwd, text=True,
+                                 errors="replace", env=dict(os.environ, **env) if env else None,
+                                 start_new_session=True)
+        except OSError as e:
+            return Run(127, f"cannot run {cmd[0]}: {e}", 0.0)
+        timed_out, stopped = False, ""
+        while True:
+            try:
+                p.wait(timeout=poll)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if limit > 0 and clock() - t0 > limit:
+                timed_out = True
+            elif watch is not None:
+                stopped = watch() or ""
+            if timed_out or stopped:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                p.wait()
+                break
+        out.seek(0)
+        text = out.read()
+    code = -signal.SIGKILL if (timed_out or stopped) else p.returncode
+    return Run(code, text, clock() - t0, timed_out=timed_out, stopped=stopped)
+
+
+run_process.watches = True  # type: ignore[attr-defined]
+
+
+class CaseWatch:
+    """Reads the progress file a batch writes (COURSE_TEST_PROGRESS: "start NAME" / "end NAME"
+    lines, tests/support/progress_listener.hpp) and ends the batch when its open case has run past
+    that case's own limit: a hung case costs its own limit, not the whole batch's."""
+
+    def __init__(self, path: Path, limit_for: Callable[[str], float], clock: Callable[[], float] = time.monotonic):
+        self.path, self.limit_for, self.clock = path, limit_for, clock
+        self.started: List[str] = []
+        self.ended: set = set()
+        self.open: Optional[str] = None
+        self.open_since = 0.0
+        self.hung: Optional[Tuple[str, float]] = None   # (case, its limit) when the watch ended the batch
+        self._seen = 0
+
+    def read(self) -> None:
+        try:
+            lines = self.path.read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:
-            pass
-        out, _ = p.communicate()
-        return Run(-signal.SIGKILL, out or "", clock() - t0, timed_out=True)
+            return
+        # The last line may be half written: read it again next time.
+        whole = lines if not lines or self.path.read_bytes().endswith(b"\n") else lines[:-1]
+        for line in whole[self._seen:]:
+            what, _, name = line.partition(" ")
+            if what == "start":
+                self.started.append(name)
+                if self.open != name:
+                    self.open, self.open_since = name, self.clock()
+            elif what == "end":
+                self.ended.add(name)
+                if self.open == name:
+                    self.open = None
+        self._seen = len(whole)
+
+    def __call__(self) -> Optional[str]:
+        self.read()
+        if self.open is None:
+            return None
+        limit = self.limit_for(self.open)
+        if limit > 0 and self.clock() - self.open_since > limit:
+            self.hung = (self.open, limit)
+            return f"{self.open}: past its limit of {limit:.0f} s"
+        return None
 
 
 Runner = Callable[[Sequence[str], Optional[str], Optional[Dict[str, str]], float], Run]
@@ -306,11 +371,25 @@ def run_group(group: Group, xml: Path, env: Optional[Dict[str, str]], limit_for:
               batch_limit: float, runner: Runner = None, fallback_jobs: int = 1) -> GroupReport:
     """Every case of `group`: one batch run, then the fallback for the cases it did not settle,
     `fallback_jobs` of them at once (each in its own process, with its own limit: a chapter whose
-    first failure broke the CUDA context reruns its later failures side by side, not in a queue)."""
+    first failure broke the CUDA context reruns its later failures side by side, not in a queue).
+
+    With the real runner the batch is watched case by case (CaseWatch): a case open past its own
+    limit ends the batch and reads "timed out after S s"; the case a crash ended runs again alone;
+    the cases the batch never reached run in a new batch, not one by one."""
     runner = runner or run_process
     if xml.exists():
         xml.unlink()
-    r = runner(batch_command(group.program, group.tests, xml), group.cwd, env, batch_limit)
+    progress = xml.with_suffix(".progress")
+    if progress.exists():
+        progress.unlink()
+    watch: Optional[CaseWatch] = None
+    cmd = batch_command(group.program, group.tests, xml)
+    if getattr(runner, "watches", False):
+        watch = CaseWatch(progress, limit_for)
+        r = runner(cmd, group.cwd, dict(env or {}, COURSE_TEST_PROGRESS=str(progress)), batch_limit, watch=watch)
+        watch.read()
+    else:
+        r = runner(cmd, group.cwd, env, batch_limit)
     rep = GroupReport(group.program, {}, r.seconds, r.code, r.timed_out)
     rep.log = r.output
     try:
@@ -320,10 +399,20 @@ def run_group(group: Group, xml: Path, env: Optional[Dict[str, str]], limit_for:
     found = parse_catch_xml(text)
     sticky_seen = False
     again: List[Tuple[ListedTest, str]] = []
+    unreached: List[ListedTest] = []
     for t in group.tests:
         c = found.get(t.name)
         if c is None:
+            if watch is not None and watch.hung and watch.hung[0] == t.name and not sticky_seen:
+                rep.results[t.name] = CaseResult(t.name, "failed", r.output, watch.hung[1],
+                                                 timed_out_outcome(watch.hung[1]))
+                rep.alone.append(f"{t.name}: ended in the batch past its own limit of {watch.hung[1]:.0f} s")
+                continue
+            if watch is not None and watch.started and t.name not in watch.started and not r.timed_out:
+                unreached.append(t)
+                continue
             why = ("the program was ended past the batch's limit" if r.timed_out else
+                   "the batch was ended in another case past its limit" if r.stopped else
                    f"the program {crashed_outcome(-r.code)}" if r.code < 0 else "the batch did not report it")
             again.append((t, why))
             continue
@@ -341,6 +430,16 @@ def run_group(group: Group, xml: Path, env: Optional[Dict[str, str]], limit_for:
             rep.results[t.name] = CaseResult(t.name, "failed", c.text, c.seconds, "Failed")
         if not c.success and not skipped and STICKY.search(c.text):
             sticky_seen = True
+    if unreached:
+        rep.alone.append(f"{len(unreached)} case(s) the batch did not reach: run in a new batch")
+        rest = Group(group.program, group.cwd, unreached, group.skip)
+        names = [t.name for t in unreached]
+        more = run_group(rest, xml.with_name(xml.stem + "-more.xml"), env, limit_for,
+                         batch_limit_of(names, limit_for, batch_limit, len(group.tests)), runner, fallback_jobs)
+        rep.results.update(more.results)
+        rep.alone.extend(more.alone)
+        rep.log += more.log
+        rep.batch_seconds += more.batch_seconds
     for t, why in again:
         rep.alone.append(f"{t.name}: {why}")
     if fallback_jobs > 1 and len(again) > 1:
@@ -353,6 +452,15 @@ def run_group(group: Group, xml: Path, env: Optional[Dict[str, str]], limit_for:
         for t, _ in again:
             rep.results[t.name] = case_alone(t, group.skip, env, limit_for(t.name), runner)
     return rep
+
+
+def batch_limit_of(names: Sequence[str], limit_for: Callable[[str], float], whole: float, whole_count: int) -> float:
+    """The limit of a batch of the cases another batch did not reach: that batch's limit, shared out
+    by count (at least the longest of their own limits plus 30 s); 0 (none) when it had none."""
+    if whole <= 0:
+        return 0.0
+    own = max((limit_for(n) for n in names), default=0.0)
+    return max(whole * len(names) / max(1, whole_count), own + 30.0)
 
 
 def batch_limit(names: Sequence[str], reference: Callable[[str], Optional[float]], limit_for: Callable[[str], float],

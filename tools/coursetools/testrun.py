@@ -114,9 +114,9 @@ def run_tests(build_dir: Path, out_dir: Path, labels: str, env: Dict[str, str], 
                     console_lines.append(line)
                     print(line.strip(), file=sys.stderr, flush=True)
             for why in rep.alone:
-                f.write(f"[grade] run again alone: {why}\n")
+                f.write(f"[grade] run again: {why}\n")
         step.batches.append(f"{prog}: {len(names)} case(s), {rep.batch_seconds:.1f} s in one process"
-                            + (f", {len(rep.alone)} run again alone" if rep.alone else ""))
+                            + (f", {len(rep.alone)} run again" if rep.alone else ""))
         step.alone += rep.alone
         for name in names:
             r = rep.results[name]
@@ -257,7 +257,7 @@ def run_batch_unit(u: Unit, out_dir: Path, env: Dict[str, str], limit_for: Calla
             console.append(line)
             print(line.strip(), file=sys.stderr, flush=True)
     for why in rep.alone:
-        log.append(f"[grade] run again alone: {why}\n")
+        log.append(f"[grade] run again: {why}\n")
     return rep, "".join(log), console
 
 
@@ -406,7 +406,7 @@ def run_tests_parallel(build_dir: Path, out_dir: Path, labels: str, env: Dict[st
                 names = [t.name for t in u.tests]
                 step.batches.append(f"{u.key}: {len(names)} case(s), {rep.batch_seconds:.1f} s in one process"
                                     + (" alone on the GPU" if u.exclusive else "")
-                                    + (f", {len(rep.alone)} run again alone" if rep.alone else ""))
+                                    + (f", {len(rep.alone)} run again" if rep.alone else ""))
                 step.alone += rep.alone
         for key in san_keys:
             p = jdir / f"{key}.log"
