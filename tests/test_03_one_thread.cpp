@@ -5,9 +5,11 @@
 
 #include <cmath>
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <utility>
 #include <string>
 #include <vector>
@@ -34,7 +36,8 @@ std::string hint_for(const Version& v) {
       {"one_thread",
        "NaN means *result was never written: when the kernel ends, *result must hold the sum. A wrong value "
        "means products were skipped or added twice: every index in [0, n) once, in order, with an index that "
-       "cannot wrap at the largest n. See dot_kernel_one_thread, README §Exercise 1."},
+       "cannot wrap at the largest n. Run the host tests first (ch03 one_thread_sum: *). See one_thread_sum in "
+       "dot.hpp, README §Exercise 1."},
   };
   const auto it = hints.find(std::string(v.name));
   return it != hints.end() ? it->second : "this version is given, not an exercise: report it";
@@ -204,7 +207,7 @@ void report(std::size_t wrong, const std::string& first) {
 
 }  // namespace
 
-TEST_CASE("ch03 chunk_owner: every element of every small split", "[ch03][exercise][hole:dot.cu:8]") {
+TEST_CASE("ch03 chunk_owner: every element of every small split", "[ch03][exercise][hole:dot.cu:7]") {
   std::size_t wrong = 0;
   std::string first;
   for (std::size_t n = 1; n <= 300; ++n)
@@ -213,7 +216,7 @@ TEST_CASE("ch03 chunk_owner: every element of every small split", "[ch03][exerci
   report(wrong, first);
 }
 
-TEST_CASE("ch03 chunk_owner: the boundaries of large splits (past 2^32 elements)", "[ch03][exercise][hole:dot.cu:8]") {
+TEST_CASE("ch03 chunk_owner: the boundaries of large splits (past 2^32 elements)", "[ch03][exercise][hole:dot.cu:7]") {
   std::vector<std::pair<std::size_t, std::size_t>> splits = {
       {(std::size_t{1} << 32) + 7, 1024}, {(std::size_t{1} << 40) + 12345, 270336}, {std::size_t{1} << 33, 3},
       {1000003, 999999}, {(std::size_t{5} << 31) + 1, 132 * 2048}};
@@ -232,6 +235,104 @@ TEST_CASE("ch03 chunk_owner: the boundaries of large splits (past 2^32 elements)
     check_owner(rng() % n, threads, n, wrong, first);
   }
   report(wrong, first);
+}
+
+// ---- exercise 1's loop on the host: one_thread_sum ------------------------------------------
+// The kernel's one thread computes one_thread_sum(x, y, 0, n) (dot.hpp); these tests run the same
+// function on the host, no GPU needed. Past 2^32 they use arrays that only pretend to be that long
+// (ProbeArray: the range they cover starts near 2^32 and every read is checked and recorded), so an
+// index narrowed to 32 bits reads the wrong element (or wraps to 0) and the test sees it at once.
+
+namespace {
+
+const char* kSumHint =
+    "one_thread_sum must add x[i] * y[i] for every i with begin <= i < end, each once, in index order, in float "
+    "(chapter 02's plain loop), with an index that cannot wrap: std::size_t, as chapter 02 indexes. A result of 0 "
+    "everywhere is the unfilled stub. See one_thread_sum in dot.hpp, README §Exercise 1.";
+
+// What a float loop in index order gives: the bits one_thread_sum must return.
+float plain_loop(const std::vector<float>& x, const std::vector<float>& y, std::size_t begin, std::size_t end) {
+  float sum = 0.0f;
+  for (std::size_t i = begin; i < end; ++i) sum += x[i] * y[i];
+  return sum;
+}
+
+// An array of `size` floats of which only [first, first + values.size()) exists: reading any other
+// element throws (so a wrapped index ends the test instead of looping for 2^32 steps), and every
+// read is recorded.
+struct BadRead : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+struct ProbeArray {
+  std::size_t first;
+  std::vector<float> values;
+  std::vector<std::size_t>* reads;
+  float operator[](std::size_t i) const {
+    if (i < first || i - first >= values.size())
+      throw BadRead("read element " + std::to_string(i) + ", outside [" + std::to_string(first) + ", " +
+                    std::to_string(first + values.size()) + ") (the range asked for)");
+    reads->push_back(i);
+    return values[i - first];
+  }
+};
+
+}  // namespace
+
+TEST_CASE("ch03 one_thread_sum: the float loop's bits at awkward sizes and ranges (exercise 1, host)",
+          "[ch03][exercise][hole:dot.hpp:1]") {
+  for (std::size_t n : sizes()) {
+    const auto in = course::test::make_dot_inputs(n, 5000 + n);
+    const std::size_t mid = n / 3;
+    for (const auto& [begin, end] : {std::pair<std::size_t, std::size_t>{0, n}, {mid, n}, {0, mid}, {mid, mid}}) {
+      const float want = plain_loop(in.x, in.y, begin, end);
+      const float got = ch03::one_thread_sum(in.x, in.y, begin, end);
+      INFO("n = " << n << ", range [" << begin << ", " << end << "): got " << got << ", the float loop in index "
+                  << "order gives " << want << "\nHint: " << kSumHint);
+      CHECK(std::memcmp(&got, &want, sizeof got) == 0);  // the same bits: same products, same order, float
+    }
+  }
+  // Also through raw pointers, as the kernel calls it.
+  const auto in = course::test::make_dot_inputs(1000, 5999);
+  const float* px = in.x.data();
+  const float* py = in.y.data();
+  const float want = plain_loop(in.x, in.y, 0, 1000);
+  const float got = ch03::one_thread_sum(px, py, 0, 1000);
+  INFO("through const float*, n = 1000: got " << got << ", want " << want << "\nHint: " << kSumHint);
+  CHECK(std::memcmp(&got, &want, sizeof got) == 0);
+}
+
+TEST_CASE("ch03 one_thread_sum: ranges past 2^32 elements read each element once, in order (exercise 1, host)",
+          "[ch03][exercise][hole:dot.hpp:1]") {
+  const std::size_t two32 = std::size_t{1} << 32;
+  const std::pair<std::size_t, std::size_t> ranges[] = {
+      {two32 - 5, two32 + 6}, {two32, two32 + 9}, {two32 + 1000, two32 + 1003}, {(std::size_t{3} << 33) + 7,
+      (std::size_t{3} << 33) + 20}, {(std::size_t{1} << 31) - 3, (std::size_t{1} << 31) + 4}};
+  for (const auto& [begin, end] : ranges) {
+    std::vector<std::size_t> x_reads, y_reads;
+    std::vector<float> xs, ys;
+    for (std::size_t i = begin; i < end; ++i) {
+      xs.push_back(1.0f + static_cast<float>(i - begin) * 0.25f);
+      ys.push_back(i % 2 == 0 ? 3.0f : -0.5f);
+    }
+    const ProbeArray x{begin, xs, &x_reads}, y{begin, ys, &y_reads};
+    float want = 0.0f;
+    for (std::size_t k = 0; k < xs.size(); ++k) want += xs[k] * ys[k];
+    std::string problem;
+    float got = 0.0f;
+    try {
+      got = ch03::one_thread_sum(x, y, begin, end);
+    } catch (const BadRead& e) {
+      problem = std::string("x or y: ") + e.what() + " (an index that wraps in 32 bits reads this)";
+    }
+    std::vector<std::size_t> order;
+    for (std::size_t i = begin; i < end; ++i) order.push_back(i);
+    if (problem.empty() && (x_reads != order || y_reads != order))
+      problem = "the reads are not every element of the range once, in index order";
+    if (problem.empty() && std::memcmp(&got, &want, sizeof got) != 0)
+      problem = "got " + std::to_string(got) + ", the float loop gives " + std::to_string(want);
+    INFO("range [" << begin << ", " << end << "): " << problem << "\nHint: " << kSumHint);
+    CHECK(problem.empty());
+  }
 }
 
 // ---- the speed-of-light row: the floor, not a dot ---------------------------------------------

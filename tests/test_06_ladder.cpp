@@ -87,13 +87,20 @@ struct OnDevice {
   }
 };
 
-/// One call on the workspace's context stream with a poisoned result (and poisoned partial sums),
-/// waited for; returns the result.
-float run_once(const Version& v, const float* d_x, const float* d_y, std::size_t n, ch06::Workspace& ws) {
+/// How a test leaves the workspace between calls: poisoned (NaN partials: a version that forgets to
+/// write a partial cannot pass on what an earlier call left there), or as the benchmark leaves it
+/// (nothing reset between calls: a hole that keeps a cache in the workspace, a partial or a slot no
+/// call uses, and checks it only when no test has wiped it, is seen; issue 38, class 4).
+enum class Reset { poison, as_benchmark };
+
+/// One call on the workspace's context stream with a poisoned result (and, by default, poisoned
+/// partial sums), waited for; returns the result.
+float run_once(const Version& v, const float* d_x, const float* d_y, std::size_t n, ch06::Workspace& ws,
+               Reset reset = Reset::poison) {
   cudaStream_t stream = ws.ctx.stream();
   course::test::Guarded<float> d_result(1);  // a write past the result lands in a guard zone
   d_result.fill_bytes(0xFF, stream);
-  ws.poison(stream);
+  if (reset == Reset::poison) ws.poison(stream);
   v.run(d_x, d_y, n, d_result.data(), ws, stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));
   const std::string damage = d_result.guard_damage();
@@ -363,8 +370,57 @@ TEST_CASE("ch06 Workspace: bytes_for bounds what the constructor reserves", "[ch
   }
 }
 
+// The single pass's combine must not follow the order in which its blocks finish (issue 38, class
+// 6). Twenty runs that happen to finish alike prove nothing; here the order is forced: no delay,
+// then one block made to finish last (the first, the second, one in the middle, ...), then every
+// block delayed by its distance from the end, so that block 0 finishes last. The same bits, every
+// time. (force_finish_order is the chapter's test switch; the benchmark never sets it.)
+TEST_CASE("ch06 v11_single_pass: the same bits whichever block finishes last (forced orders)",
+          "[ch06][gpu][exercise]") {
+  COURSE_REQUIRE_GPU();
+  const Version* v = course::find_version(ch06::versions(), "v11_single_pass");
+  REQUIRE(v != nullptr);
+  course::Context ctx;
+  ch06::Workspace ws(ctx, kMaxTestN);
+  const std::size_t n = 3 * large_size();  // hundreds of blocks
+  const auto in = course::test::make_dot_inputs(n, 9100);
+  const OnDevice d(in.x, in.y, 0, 0, ctx.stream());
+  struct Restore {  // the next test, and a failed REQUIRE, get the default order back
+    ~Restore() { ch06::force_finish_order(ch06::FinishOrder::none); }
+  } restore;
+  struct Order {
+    ch06::FinishOrder order;
+    unsigned block, ns;
+    std::string what;
+  };
+  std::vector<Order> orders = {{ch06::FinishOrder::none, 0, 0, "no delay"}};
+  for (unsigned b : {0u, 1u, 2u, 7u, 31u, 100u, 257u})
+    orders.push_back({ch06::FinishOrder::one_late, b, 30000, "block " + std::to_string(b) + " finishes last"});
+  orders.push_back({ch06::FinishOrder::reversed, 0, 400, "block b waits (grid - 1 - b) x 400 ns: block 0 last"});
+  std::vector<std::pair<std::string, std::uint32_t>> seen;
+  for (const Order& o : orders) {
+    ch06::force_finish_order(o.order, o.block, o.ns);
+    const float got = run_once(*v, d.x, d.y, n, ws);
+    expect_match(*v, got, in.ref, n, o.what);
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &got, sizeof got);
+    seen.emplace_back(o.what, bits);
+  }
+  std::string differ;
+  for (const auto& [what, bits] : seen)
+    if (bits != seen.front().second) differ += (differ.empty() ? "" : "; ") + what;
+  INFO("n = " << n << ": the result's bits changed when the blocks finished in another order (" << differ
+              << ").\nHint: the last block must add every partial in an order fixed by the block indices (partials[b] "
+                 "for b = 0, 1, ...), never in the order the blocks arrive; no float atomics on the result or on a "
+                 "sum of partials. See README §One launch.");
+  CHECK(differ.empty());
+}
+
 // A result must follow the input: new values in the same device buffers give the new answer (a
-// launcher that caches its result by pointer, or hard-codes the public one, fails).
+// launcher that caches its result by pointer, or hard-codes the public one, fails). The calls are
+// made as the benchmark makes them: one workspace, nothing reset between calls, so that a cache
+// kept in the workspace (the partial a block left there last time, a slot no call uses) and used
+// only when it was not wiped shows here too (issue 38, class 4).
 namespace {
 const bool registered_follow = [] {
   for (const auto& v : ch06::versions()) {
@@ -377,11 +433,14 @@ const bool registered_follow = [] {
                              ch06::Workspace ws(ctx, kMaxTestN);
                              auto in = course::test::make_dot_inputs(n, 660);
                              course::test::Guarded<float> d_x(in.x), d_y(in.y);
-                             for (int round = 0; round < 2; ++round) {
-                               expect_match(v, run_once(v, d_x.data(), d_y.data(), n, ws), in.ref, n,
+                             for (int round = 0; round < 3; ++round) {
+                               expect_match(v, run_once(v, d_x.data(), d_y.data(), n, ws, Reset::as_benchmark),
+                                            in.ref, n,
                                             "round " + std::to_string(round + 1) +
-                                                " of 2; the second has new values in the same buffers");
-                               in = course::test::make_dot_inputs(n, 661);
+                                                " of 3, each with new values in the same buffers and the workspace "
+                                                "as the last call left it (the benchmark does not reset it): keep "
+                                                "nothing between calls, not even in the workspace");
+                               in = course::test::make_dot_inputs(n, 661 + static_cast<std::uint64_t>(round));
                                d_x.upload(in.x);
                                d_y.upload(in.y);
                              }

@@ -64,18 +64,14 @@ void dot_speed_of_light(const float* d_x, const float* d_y, std::size_t n, float
 }
 // [speed_of_light]
 
-// The first kernel: one thread does all the work, in the order the CPU loop of chapter 02 does.
+// The first kernel: one thread does all the work, in the order the CPU loop of chapter 02 does
+// (exercise 1 is its loop, one_thread_sum in dot.hpp, which the host tests run too).
 // Still slow: it is one thread out of the ~270,000 an H100 can keep resident (132 SMs × 2048),
 // so 131 SMs are idle, and each load waits hundreds of cycles for memory with nothing else to
 // do in the meantime.
 // [one_thread_kernel]
 __global__ void dot_kernel_one_thread(const float* x, const float* y, std::size_t n, float* result) {
-  // [hole 1 begin]
-  // TODO(student): when the kernel ends, *result holds the dot product of x and y over all n
-  // elements, summed in float in index order (chapter 02's plain loop), for every n: 0 too, and
-  // past 2^31 elements. This one thread is the whole grid. Tests: ch03 one_thread: *.
-  // See README §Exercise 1.
-  // [hole 1 end]
+  *result = one_thread_sum(x, y, 0, n);  // this one thread is the whole grid: it takes [0, n)
 }
 // [one_thread_kernel]
 
@@ -151,43 +147,43 @@ float round_trip(Launcher version, course::Context& ctx, const float* h_x, const
   float h_result = kUnfilled;  // stays NaN unless the result is copied back
   PhaseClock clock(phases);
 
-  // [hole 2 begin]
+  // [hole 1 begin]
   // TODO(student): afterwards d_x and d_y each point to device memory for n floats, and d_result
   // to one float, on ctx's GPU; every CUDA call is checked. Tests: ch03 round_trip: *.
   // See README §Exercise 2.
-  // [hole 2 end]
+  // [hole 1 end]
   CUDA_CHECK(cudaMemset(d_result, 0xFF, sizeof(float)));  // poison: NaN unless the kernel writes it
   clock.lap_host(&Phases::allocate_ms);
 
-  // [hole 3 begin]
+  // [hole 2 begin]
   // TODO(student): afterwards d_x holds the n floats of h_x, the copy ordered on the default
   // stream (the one the clock times). Tests: ch03 round_trip: *. See README §Exercise 2.
-  // [hole 3 end]
+  // [hole 2 end]
   clock.lap_gpu(&Phases::copy_x_ms);
 
-  // [hole 4 begin]
+  // [hole 3 begin]
   // TODO(student): the same for y: d_y holds the n floats of h_y. Tests: ch03 round_trip: *.
-  // [hole 4 end]
+  // [hole 3 end]
   clock.lap_gpu(&Phases::copy_y_ms);
 
-  // [hole 5 begin]
+  // [hole 4 begin]
   // TODO(student): run `version`, whichever of the registry it is (the tests pass cuBLAS's), so that
   // d_result receives the dot product of d_x and d_y; its work goes on the default stream, the one
   // the clock times. Tests: ch03 round_trip: *. See README §Exercise 2.
-  // [hole 5 end]
+  // [hole 4 end]
   clock.lap_gpu(&Phases::kernel_ms);
 
-  // [hole 6 begin]
+  // [hole 5 begin]
   // TODO(student): when this step returns, h_result holds the float the version wrote to d_result
   // (not the NaN poison set above). Tests: ch03 round_trip: *. See README §Exercise 2.
-  // [hole 6 end]
+  // [hole 5 end]
   clock.lap_gpu(&Phases::copy_back_ms);
 
-  // [hole 7 begin]
+  // [hole 6 begin]
   // TODO(student): afterwards this call holds no device memory: repeated round trips leave the
   // card's free memory where it was. Test: ch03 round_trip: frees what it allocates.
   // See README §Exercise 2.
-  // [hole 7 end]
+  // [hole 6 end]
   clock.lap_host(&Phases::free_ms);
   clock.finish();
   return h_result;
@@ -225,13 +221,13 @@ std::size_t chunk_begin(std::size_t t, std::size_t threads, std::size_t n) {
 // "Check yourself" asks the second.
 std::size_t chunk_owner(std::size_t i, std::size_t threads, std::size_t n) {
   if (threads == 0 || i >= n) throw course::UsageError("chunk_owner: needs threads >= 1 and i < n");
-  // [hole 8 begin]
+  // [hole 7 begin]
   // TODO(student): return the t with chunk_begin(t, threads, n) <= i < chunk_begin(t + 1, threads, n),
   // computed directly in constant time (no search), for every split: chunks of two sizes,
   // n < threads, n past 2^32. Tests: ch03 chunk_owner: * (host only). See README §Exercise 3.
   (void)i;
   return threads;
-  // [hole 8 end]
+  // [hole 7 end]
 }
 // [chunk_owner]
 

@@ -1,3 +1,6 @@
+// Generated from solutions/03_one_thread/dot.hpp by tools/make_exercises.py. Fill the TODO(student) holes: your code
+// goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
+// code is graded; the rest of the file is taken from the course.
 #pragma once
 /// \file
 /// \brief Chapter 03: one GPU thread, and the round trip around it.
@@ -14,6 +17,7 @@
 #include <vector>
 
 #include "course/context.hpp"
+#include "course/random.hpp"  // COURSE_HOST_DEVICE: __host__ __device__ under nvcc, nothing under g++
 #include "course/registry.hpp"
 
 namespace ch03 {
@@ -22,6 +26,25 @@ namespace ch03 {
 /// `stream` (normally ctx.stream(); any stream of ctx's device works, one at a time).
 using Launcher = void (*)(const float* d_x, const float* d_y, std::size_t n, float* d_result, course::Context& ctx,
                           cudaStream_t stream);
+
+// [one_thread_sum]
+/// Exercise 1: what the one thread of dot_kernel_one_thread computes, x·y over [begin, end). The
+/// kernel calls it with x and y in device memory and [0, n); the host tests (`ch03 one_thread_sum:
+/// ...`, no GPU needed) call the same function with host arrays, and with arrays that only pretend to
+/// be 2^32 elements long and start near the end, so that an index that wraps in 32 bits is seen
+/// without 32 GB of inputs. X and Y are anything indexed by std::size_t (`const float*` in the kernel).
+template <class X, class Y>
+COURSE_HOST_DEVICE inline float one_thread_sum(const X& x, const Y& y, std::size_t begin, std::size_t end) {
+  // [hole 1 begin]
+  // TODO(student): return the sum of x[i] * y[i] over every i with begin <= i < end, each product
+  // added once, in float, in index order (chapter 02's plain loop), for every range: empty too,
+  // and past 2^32 (no index or intermediate may wrap in 32 bits). Tests: `ch03 one_thread_sum: *`
+  // (host), then `ch03 one_thread: *`. See README §Exercise 1.
+  (void)x, (void)y, (void)begin, (void)end;
+  return 0.0f;
+  // [hole 1 end]
+}
+// [one_thread_sum]
 
 /// The chapter's registry: the cuBLAS baseline (version 0), the speed-of-light row, then the
 /// one-thread kernel.

@@ -77,6 +77,18 @@ struct Inputs {
 
   const float* x(std::size_t set) const { return d_x.data() + set * stride; }
   const float* y(std::size_t set) const { return d_y.data() + set * stride; }
+  /// x[i] of copy `set` becomes `value` (course::TimedInputChange), in order on `stream`.
+  void set_x(std::size_t set, std::size_t i, float value, cudaStream_t stream) {
+    CUDA_CHECK(cudaMemcpyAsync(d_x.data() + set * stride + i, &value, sizeof value, cudaMemcpyHostToDevice, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));  // `value` lives on this function's stack
+  }
+  /// {x[i], y[i]} of copy 0, read back from the device.
+  std::pair<float, float> xy_at(std::size_t i) const {
+    std::pair<float, float> v;
+    CUDA_CHECK(cudaMemcpy(&v.first, x(0) + i, sizeof(float), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(&v.second, y(0) + i, sizeof(float), cudaMemcpyDeviceToHost));
+    return v;
+  }
 
   /// Copies needed so that `sets` copies of both inputs hold at least 2 × L2.
   static std::size_t sets_for(std::size_t n, std::size_t l2_bytes) {
@@ -112,7 +124,11 @@ course::Verdict validate(const Version& v, const Inputs& in, std::size_t set, co
 /// call r of every version runs before call r + 1 of any, so a drift of the clocks or the memory
 /// system during the size falls on every version alike, the empty kernel included. Every version
 /// is validated before and after timing: a benchmark must not be able to pass by not running.
-std::vector<course::Measurement> measure_size(const std::vector<const Version*>& vs, const Inputs& in,
+/// And every timed call is checked too, after its stop event, and the copy it read is changed
+/// before that copy is read again (one element of x alternates with a spike: TimedInputChange), so
+/// that a version that returns an earlier call's answer, from a cache kept in the workspace that
+/// the benchmark never resets, fails here and not only in a test that calls as the benchmark does.
+std::vector<course::Measurement> measure_size(const std::vector<const Version*>& vs, Inputs& in,
                                               ch06::Workspace& ws, const course::Options& opt, int reps,
                                               std::vector<std::string>& failures, double& empty_ms) {
   cudaStream_t stream = ws.ctx.stream();
@@ -120,6 +136,10 @@ std::vector<course::Measurement> measure_size(const std::vector<const Version*>&
   const std::size_t count = vs.size();  // index `count` is the empty kernel
   std::vector<course::Verdict> before;
   for (const Version* v : vs) before.push_back(validate(*v, in, 0, d_result, ws));
+  const course::TimedInputChange change =
+      course::timed_input_change(in.ref, in.n, [&](std::size_t i) { return in.xy_at(i); });
+  std::vector<char> changed(in.sets, 0);  // copy s holds the spike
+  std::vector<std::string> timed_failure(count);
   std::size_t set = 0;
   auto call = [&](std::size_t i) {
     set = (set + 1) % in.sets;
@@ -128,8 +148,24 @@ std::vector<course::Measurement> measure_size(const std::vector<const Version*>&
     else
       vs[i]->run(in.x(set), in.y(set), in.n, d_result.data(), ws, stream);
   };
-  const auto samples = course::time_round_robin(count + 1, call, opt.warmup, reps, stream);
+  auto after = [&](std::size_t i) {  // the stream is idle here, and this is not timed
+    if (i == count || ch06::is_speed_of_light(*vs[i])) return;
+    float got = 0.0f;
+    d_result.download_async(&got, 1, stream);
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    const course::Verdict v = course::check_dot(got, change.ref(changed[set] != 0));
+    if (!v.ok && timed_failure[i].empty())
+      timed_failure[i] = "a timed call (copy " + std::to_string(set) + (changed[set] ? ", x changed" : "") +
+                         "): " + v.message;
+    if (change.active) {
+      changed[set] = !changed[set];
+      in.set_x(set, change.at, change.value(changed[set] != 0), stream);
+    }
+  };
+  const auto samples = course::time_round_robin(count + 1, call, opt.warmup, reps, stream, after);
   empty_ms = course::summarize(samples[count]).median;
+  for (std::size_t s = 0; s < in.sets; ++s)  // every copy as generated again, for the validation after
+    if (changed[s]) in.set_x(s, change.at, change.original, stream);
 
   std::vector<course::Measurement> out;
   for (std::size_t i = 0; i < count; ++i) {
@@ -140,9 +176,11 @@ std::vector<course::Measurement> measure_size(const std::vector<const Version*>&
     const course::Measurement m =
         course::measured(vs[i]->name, "sets=" + std::to_string(in.sets), in.n,
                          2.0 * static_cast<double>(in.n) * sizeof(float), samples[i], ws.ctx.roofline().read_gbps,
-                         std::max(before[i].rel_error, after.rel_error), before[i].ok && after.ok);
+                         std::max(before[i].rel_error, after.rel_error),
+                         before[i].ok && after.ok && timed_failure[i].empty());
     if (!m.valid)
-      failures.push_back(m.version + " at n = " + std::to_string(in.n) + ": " + (before[i].ok ? after : before[i]).message);
+      failures.push_back(m.version + " at n = " + std::to_string(in.n) + ": " +
+                         (!before[i].ok ? before[i].message : !after.ok ? after.message : timed_failure[i]));
     out.push_back(m);
   }
   return out;
@@ -253,7 +291,7 @@ same run.
       course::Progress progress(static_cast<int>(sizes.size()), "06_ladder", !opt.quiet);
       for (std::size_t n : sizes) {
         progress.step("n=" + course::format_size(n));
-        const Inputs in(n, facts.l2_bytes, opt.seed, ctx.stream());
+        Inputs in(n, facts.l2_bytes, opt.seed, ctx.stream());
         settle(*chosen.front(), in, ws, 20.0);
         const auto measured = measure_size(chosen, in, ws, opt, reps, failures, empty_ms[n]);
         for (std::size_t i = 0; i < chosen.size(); ++i) {

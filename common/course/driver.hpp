@@ -89,8 +89,33 @@ T poisoned_run(DeviceBuffer<T>& d_result, Run&& run, cudaStream_t stream) {
 /// rounds, each call alone between its own pair of events on `stream` (the host waits after each, so
 /// the next call starts on an idle GPU). Round-robin: call r of every i runs before call r + 1 of
 /// any, so a drift of the clocks falls on every i alike. Returns the samples of each i.
+/// `after(i)`, when given, runs after every call (warm-up ones too) once its stop event has been
+/// waited for, outside the timed region: where a driver checks the call's result and changes the
+/// input of the next (course::TimedInputChange).
 std::vector<std::vector<double>> time_round_robin(std::size_t count, const std::function<void(std::size_t)>& call,
-                                                  int warmup, int reps, cudaStream_t stream);
+                                                  int warmup, int reps, cudaStream_t stream,
+                                                  const std::function<void(std::size_t)>& after = {});
+
+/// One element of x that a benchmark changes between timed calls (issue 38, class 4): x[at]
+/// alternates between its own value and a spike that moves the dot by 64 error bounds, and every
+/// timed result is checked against the reference of the input it was given. A call that returns an
+/// earlier call's answer (a cache kept by pointer, by size, in a workspace or an engine) is then
+/// wrong, and seen, though the benchmark reuses its buffers and every copy holds the same values.
+struct TimedInputChange {
+  bool active = false;        ///< false when there is nothing to change (n = 0)
+  std::size_t at = 0;         ///< the element of x that changes
+  float original = 0.0f;      ///< x[at] as generated
+  float spike = 0.0f;         ///< x[at] in the changed input
+  Reference base, changed;    ///< the fp64 references of the two inputs
+  float value(bool is_changed) const { return is_changed ? spike : original; }
+  const Reference& ref(bool is_changed) const { return is_changed ? changed : base; }
+};
+
+/// The change for x·y of n elements with reference `ref`; xy_at(i) gives {x[i], y[i]}. The element
+/// is the first from n/2 on (up to 64 tried) whose y is at least 1/8 in magnitude, so that the spike
+/// needs no huge value; `active` is false when n is 0 or no such element is found.
+TimedInputChange timed_input_change(const Reference& ref, std::size_t n,
+                                    const std::function<std::pair<float, float>(std::size_t)>& xy_at);
 
 /// Calls `call()` and waits for `stream`, again and again for about `ms` milliseconds of host time,
 /// so that the GPU's clocks are up before a size is timed.

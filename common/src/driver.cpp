@@ -75,9 +75,16 @@ Verdict ran_verdict(double got) {
 }
 
 std::vector<std::vector<double>> time_round_robin(std::size_t count, const std::function<void(std::size_t)>& call,
-                                                  int warmup, int reps, cudaStream_t stream) {
+                                                  int warmup, int reps, cudaStream_t stream,
+                                                  const std::function<void(std::size_t)>& after) {
   for (int w = 0; w < warmup; ++w)
-    for (std::size_t i = 0; i < count; ++i) call(i);
+    for (std::size_t i = 0; i < count; ++i) {
+      call(i);
+      if (after) {
+        CUDA_CHECK(cudaStreamSynchronize(stream));
+        after(i);
+      }
+    }
   CUDA_CHECK(cudaStreamSynchronize(stream));
   std::vector<std::vector<double>> samples(count);
   EventTimer timer(stream);
@@ -86,8 +93,31 @@ std::vector<std::vector<double>> time_round_robin(std::size_t count, const std::
       timer.start();
       call(i);
       samples[i].push_back(timer.stop_ms());  // waits: the next call starts on an idle GPU
+      if (after) after(i);                    // outside the events: not timed
     }
   return samples;
+}
+
+TimedInputChange timed_input_change(const Reference& ref, std::size_t n,
+                                    const std::function<std::pair<float, float>(std::size_t)>& xy_at) {
+  TimedInputChange c;
+  c.base = ref;
+  c.changed = ref;
+  for (std::size_t k = 0; k < 64 && n / 2 + k < n; ++k) {
+    const auto [x, y] = xy_at(n / 2 + k);
+    if (!(std::fabs(y) >= 0.125f) || !std::isfinite(x)) continue;
+    // 64 error bounds of the unchanged input (at least 1 in x): far outside the bound of either input.
+    const double step = std::max(1.0, 64.0 * dot_error_bound(ref) / std::fabs(static_cast<double>(y)));
+    c.at = n / 2 + k;
+    c.original = x;
+    c.spike = static_cast<float>(static_cast<double>(x) + step);
+    const double old_term = static_cast<double>(x) * y, new_term = static_cast<double>(c.spike) * y;
+    c.changed.value = ref.value - old_term + new_term;
+    c.changed.sum_abs = ref.sum_abs - std::fabs(old_term) + std::fabs(new_term);
+    c.active = c.spike != c.original && std::isfinite(c.spike);
+    return c;
+  }
+  return c;
 }
 
 void settle(const std::function<void()>& call, cudaStream_t stream, double ms) {

@@ -103,6 +103,14 @@ bool is_speed_of_light(const course::Version<Launcher>& version);
 /// An empty kernel, <<<1, 1>>>: its time per call is the launch-latency part of the floor.
 void run_empty(cudaStream_t stream);
 
+/// For the tests only (issue 38, class 6): the order in which version 11's blocks finish, forced
+/// instead of hoped for. A block waits before it stores its partial: `one_late`, block `block`
+/// waits `ns` nanoseconds, so it draws the last ticket; `reversed`, block b waits (grid − 1 − b) ·
+/// `ns`, so the blocks finish in roughly the reverse of their order. `none` (the default, what the
+/// benchmark runs) waits nowhere. Applies to the current device's later launches; synchronous.
+enum class FinishOrder : unsigned { none = 0, one_late = 1, reversed = 2 };
+void force_finish_order(FinishOrder order, unsigned block = 0, unsigned ns = 0);
+
 /// Not a dot product: the final version's loads on the final version's grid, each thread's sum,
 /// no reduction and no combine, one value written to d_result. Its time per call is the floor with
 /// memory latency (the launch, the first trip to DRAM, the bytes): the registry's speed_of_light row.

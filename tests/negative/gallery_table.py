@@ -3,7 +3,7 @@
 
 Every tests/negative/<case>/case.json with an "exploit" key (the class: other_stream, deferred,
 host_compute, library, cache, grading_detection, serial_loop, host_clock, tuned_constant, wider_arithmetic,
-memory_order) is a row; the block between
+memory_order, workspace_cache, order_dependent) is a row; the block between
 <!-- exploit-gallery --> and <!-- /exploit-gallery --> in docs/grading.md is written from them:
 a matrix of classes by chapters (the cases, or why the class does not apply there), then one row
 per case with what catches it and whether it needs a GPU.
@@ -65,6 +65,18 @@ CLASSES = {
     "wider_arithmetic": ("a float exercise answered in wider arithmetic",
                          "hole scan: no `double`, `long double` or wider type in chapter 02's compensated hole "
                          "(its TODO says so)"),
+    "order_dependent": ("an order-dependent combine where a fixed order is asked",
+                        "the order of finishing is forced, not hoped for: 06, a test switch delays one block "
+                        "after another, then all in reverse (`ch06 v11_single_pass: the same bits whichever block "
+                        "finishes last (forced orders)`); 11, the host simulation runs a step's adds in any order and "
+                        "refuses two adds on one value between barriers, and the GPUs are delayed in turn (`... the "
+                        "same bits on every run, whichever GPU finishes first`)"),
+    "workspace_cache": ("a cache kept where the tests reset but the benchmark does not",
+                        "the tests call as the benchmark does: one workspace (engine) kept between calls and never "
+                        "reset, planned for more than n, new values in the same buffers each call, every result "
+                        "checked (`... follows its input ...`); the benchmark checks every timed call of a "
+                        "version and changes its input between them (06, 07); the hole scan refuses `partials` in "
+                        "05's and 06's holes that come before the partial is written"),
     "memory_order": ("a memory order weaker than the protocol needs (single pass)",
                      "no runtime test can be relied on (docs below); the hole scan's ticket rule for chapter 06's "
                      "single pass: acq_rel (or fences on both sides)"),
@@ -74,7 +86,7 @@ CHAPTERS = ["01_timing", "02_cpu_dot", "03_one_thread", "05_many_blocks", "06_la
 NOT_APPLICABLE = {
     **{(k, "01_timing"): "no such hole" for k in ("other_stream", "deferred", "host_compute", "library", "cache",
                                                   "grading_detection", "serial_loop", "memory_order", "tuned_constant",
-                                                  "wider_arithmetic")},
+                                                  "wider_arithmetic", "workspace_cache", "order_dependent")},
     **{(k, "03_one_thread"): "no such hole" for k in ("deferred", "serial_loop", "memory_order", "tuned_constant",
                                                       "wider_arithmetic", "host_clock")},
     ("library", "03_one_thread"): "scan: cuBLAS",
@@ -125,6 +137,19 @@ NOT_APPLICABLE = {
     ("memory_order", "09_streams"): "no single pass",
     ("memory_order", "10_dtypes"): "single pass outside the holes",
     ("memory_order", "11_multi_gpu"): "protocol outside the holes",
+    ("order_dependent", "02_cpu_dot"): "CPU chapter",
+    ("order_dependent", "03_one_thread"): "one thread: one order",
+    ("order_dependent", "05_many_blocks"): "atomics are the lesson; the host sums two_level's partials",
+    ("order_dependent", "07_library"): "no combine in a hole",
+    ("order_dependent", "08_pinned"): "no combine",
+    ("order_dependent", "09_streams"): "the combine runs after every stream joined",
+    ("order_dependent", "10_dtypes"): "single pass outside the holes",
+    ("workspace_cache", "02_cpu_dot"): "CPU chapter: no workspace",
+    ("workspace_cache", "03_one_thread"): "no workspace: the round trip frees all",
+    ("workspace_cache", "08_pinned"): "one Stager kept between calls: `one byte changed`",
+    ("workspace_cache", "09_streams"): "one pipeline kept; run() checks every call",
+    ("workspace_cache", "10_dtypes"): "no workspace in the holes' reach",
+    ("workspace_cache", "11_multi_gpu"): "open: the tests poison the team before each call",
 }
 
 
