@@ -375,7 +375,7 @@ double simulate_staged_ms(std::size_t bytes, std::size_t chunk, double host_gbps
 
 // Exercise 1's arithmetic without a GPU: Stager::h2d walks its chunks with staged_chunk.
 TEST_CASE("ch08 staged_chunk: every byte in one chunk, in order, the last one short, the buffers in turn",
-          "[ch08][exercise][hole:dot.cu:3]") {
+          "[ch08][exercise][hole:dot.cu:1]") {
   const std::size_t kMax = std::numeric_limits<std::size_t>::max();
   struct Shape {
     std::size_t bytes, chunk;
@@ -429,7 +429,7 @@ TEST_CASE("ch08 staged_chunk: every byte in one chunk, in order, the last one sh
   CHECK_THROWS_AS(ch08::staged_chunk(10, 4, 0, 0), course::UsageError);
 }
 
-TEST_CASE("ch08 staged_copy_ms: matches a chunk-by-chunk simulation", "[ch08][exercise][think][hole:dot.cu:2]") {
+TEST_CASE("ch08 staged_copy_ms: matches a chunk-by-chunk simulation", "[ch08][exercise][think][hole:dot.cu:3]") {
   struct Case {
     std::size_t bytes, chunk;
     double host, link, per_chunk_us;

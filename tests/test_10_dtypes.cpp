@@ -122,7 +122,7 @@ const bool registered = [] {
   // the GPU, this test on the host.
   course::test::add_case(
       "ch10 split_packs: the scalar head, the whole packs and the tail cover 0 to n-1 once, for any n, head and width",
-      "[ch10][exercise][hole:dot.cu:4]", [] {
+      "[ch10][exercise][hole:dot.cu:1]", [] {
         const std::size_t kMax = std::numeric_limits<std::size_t>::max();
         std::vector<std::size_t> sizes;
         for (std::size_t n = 0; n <= 70; ++n) sizes.push_back(n);
@@ -156,7 +156,7 @@ const bool registered = [] {
       });
 
   // Host only: the rule.
-  course::test::add_case("ch10 promotion: every pair accumulates in the type the rule gives", "[ch10][exercise][promote][hole:dot.cu:1]", [] {
+  course::test::add_case("ch10 promotion: every pair accumulates in the type the rule gives", "[ch10][exercise][promote][hole:dot.cu:3]", [] {
     for (const auto& p : ch10::versions()) {
       INFO(p.name << ": Promote gives " << course::dtype_name(p.acc) << ", the rule says "
                   << course::dtype_name(expected_acc(p))
@@ -390,7 +390,7 @@ struct HostTyped {
 }  // namespace
 
 TEST_CASE("ch10 thread loops on the host: every pair, every index once, at awkward sizes and alignments",
-          "[ch10][exercise][hole:dot.cu:2][hole:dot.cu:3]") {
+          "[ch10][exercise][hole:dot.cu:2][hole:dot.cu:4]") {
   const std::vector<std::size_t> sizes = {0, 1, 2, 15, 16, 17, 33, 100, 1023, 4099, (std::size_t{1} << 16) + 3};
   const std::vector<std::pair<std::size_t, std::size_t>> offsets = {{0, 0}, {1, 1}, {1, 0}, {0, 3}, {5, 2}};
   for (const auto& p : ch10::versions()) {
@@ -416,7 +416,7 @@ TEST_CASE("ch10 thread loops on the host: every pair, every index once, at awkwa
 }
 
 TEST_CASE("ch10 thread loops on the host: int8 exact where one thread's share leaves int32",
-          "[ch10][exercise][int8][hole:dot.cu:3]") {
+          "[ch10][exercise][int8][hole:dot.cu:4]") {
   const ch10::Pair* p = ch10::find_pair("i8_i8");
   REQUIRE(p != nullptr);
   for (int sign : {+1, -1})

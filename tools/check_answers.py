@@ -12,7 +12,8 @@ Where a student looks (for the holes of chapter C):
   - the kit (common/), which every chapter ships and includes.
 A place shows a hole's answer when it holds the body's tokens (comments dropped, spacing ignored)
 exactly, or with one token changed, added or removed: "a one-line variant" (another name for one
-variable, `+` for `-`). Bodies of fewer than MIN_TOKENS tokens are not searched: any code holds a
+variable, `+` for `-`). In a code block of the lesson (README.md, APPENDIX.md) a renamed copy counts
+too: a block holding SHAPE_FAIL or more of the body's shape (names aside: similarity()). Bodies of fewer than MIN_TOKENS tokens are not searched: any code holds a
 `return s;`. A hole whose answer the lesson must show after the exercise goes in a folded block
 that `<!-- answer-after: exercise N -->` precedes, which this check leaves out.
 
@@ -28,6 +29,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import make_exercises  # noqa: E402
 
 MIN_TOKENS = 12
+SHAPE_FAIL = 0.85  # share of an answer's shape that a lesson's code block may not hold
 ANSWER_AFTER = re.compile(r"<!--\s*answer-after:\s*exercise\s+\d+\s*-->")
 TOKEN = re.compile(r"""
     "(?:\\.|[^"\\])*"            # a string literal
@@ -216,6 +218,10 @@ def findings(chapters, root=ROOT):
                         where = label if "(code block)" in label else f"{label}:{line_of(text, at)}"
                         where += " (the kit)" if label.startswith("common/") else ""
                         found.append((chapter, src.name, k, where))
+                    elif "(code block)" in label:
+                        share, _ = similarity(body, tokens(text))
+                        if share >= SHAPE_FAIL:
+                            found.append((chapter, src.name, k, f"{label}, renamed ({100 * share:.0f}% of its shape)"))
     return found
 
 
@@ -234,12 +240,12 @@ def main(argv=None):
         if not hit:
             p.error(f"no chapter '{want}' (known: {', '.join(every)})")
         chosen += hit
-    found = findings(chosen)
+    found = findings(chosen, ROOT)
     for chapter, src, k, where in found:
         print(f"{chapter}/{src} hole {k}: its answer is shown in {where}")
     print(f"check_answers: {len(found)} answer(s) within reach over {len(chosen)} chapter(s)")
     if args.near is not None:
-        near = near_answers(chosen, args.near)
+        near = near_answers(chosen, args.near, ROOT)
         for chapter, src, k, where, share in sorted(near, key=lambda r: -r[4]):
             print(f"near: {chapter}/{src} hole {k}: {100 * share:.0f}% of its answer's shape in {where}")
         print(f"check_answers: {len(near)} place(s) at or above {args.near:g} of an answer's shape (informative)")

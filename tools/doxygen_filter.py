@@ -20,7 +20,9 @@ Markdown (*.md):
   - a `<details>` block (the chapters' "Check yourself" answers) loses its blank lines: GitHub needs
     the one after `</summary>` to render the answer's Markdown, and Doxygen 1.9.4 closed the
     `<details>` at it, showing the question with no answer and the answer as a second, unlabelled
-    `<details>`. (The answers are single paragraphs; the lines come back after `</details>`.)
+    `<details>`. (The answers are single paragraphs; the lines come back after `</details>`.) Code
+    folded in a `<details>` (an answer shown after its exercise) becomes <pre><code>, its blank
+    lines a non-breaking space, for the same reason.
   - a code span holding a single quote gets double backticks (Doxygen read `like this' as a
     quotation and swapped code and prose); one holding `\\|` in a table row becomes <code>...</code>
     (Doxygen showed the backslash).
@@ -153,6 +155,17 @@ def details_joined(lines):
     for line in lines:
         stripped = line.strip()
         m = FENCE.match(line)
+        if inside and fence is not None and fence.startswith("<pre"):  # code folded in a <details>
+            if m and not m.group(3):
+                fence = None
+                out.append("</code></pre>")
+            else:
+                out.append(html.escape(line) if line.strip() else "&nbsp;")
+            continue
+        if inside and fence is None and m:
+            fence = "<pre>"
+            out.append("<pre><code>")
+            continue
         if fence is not None:
             if m and m.group(2)[0] == fence[0] and len(m.group(2)) >= len(fence) and not m.group(3):
                 fence = None
@@ -160,8 +173,8 @@ def details_joined(lines):
             fence = m.group(2)
         elif stripped.startswith("<details>"):
             inside = True
-        if inside and fence is None and not stripped:
-            dropped += 1
+        if inside and fence is None and (not stripped or re.fullmatch(r"<!--.*?-->", stripped)):
+            dropped += 1  # a marker alone on its line becomes a blank one later: drop it here
             continue
         out.append(line)
         if inside and fence is None and "</details>" in stripped:

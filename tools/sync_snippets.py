@@ -19,7 +19,8 @@ In chapters/*/README.md, chapters/*/APPENDIX.md, docs/*.md and README.md:
 Numbers and tables come from the CSVs of a real run (default results/reference/h100). A `num`
 must match exactly one row; with over="k=v;..." it is divided by the same column of another row
 (a speed-up). Values with spaces are quoted: config="float, iters=64". In snippets taken from solutions/, the solution-region markers are
-dropped and the stubs left out.
+dropped and the stubs left out. A region tagged inside the snippet's own (`// [inner]` twice) is left
+out as one line: its own snippet prints it, once.
 
   <!-- negatives -->
   (a Markdown table of tests/negative/*/case.json: case, class of bug, the tests that catch it)
@@ -61,9 +62,20 @@ def extract(path, tag):
     at = [i for i, line in enumerate(lines) if marker.match(line)]
     if len(at) != 2:
         raise SyncError(f"{path}: marker '// [{tag}]' must appear exactly twice (found {len(at)})")
-    body, skipping = [], False
+    body, skipping, nested = [], False, None
+    any_marker = re.compile(r"^\s*//\s*\[([\w.-]+)\]\s*$")
     for line in lines[at[0] + 1:at[1]]:
         s = line.strip()
+        inner = any_marker.match(line)
+        if inner and not HOLE_MARKER.match(s):  # a region tagged inside this one: its own snippet shows it
+            if nested is None:
+                nested = inner.group(1)
+                body.append(line[:len(line) - len(line.lstrip())] + f"// ... [{nested}]: printed where the text comes to it")
+            elif inner.group(1) == nested:
+                nested = None
+            continue
+        if nested is not None:
+            continue
         if s in ("// BEGIN SOLUTION", "// END SOLUTION"):
             skipping = False
             continue

@@ -157,10 +157,10 @@ template <class Add, class Barrier>
 COURSE_HOST_DEVICE inline void sequential_steps(unsigned tid, unsigned count, Add add, Barrier barrier) {
   // [hole 1 begin]
   // TODO(student): once every thread has returned, value 0 holds the sum of all `count` values,
-  // in log2(count) steps of sequential addressing (the test checks that in the step of stride s,
-  // thread tid < s calls add(tid, tid + s)); no add reads a value still being written, and every
-  // thread passes the same barriers. Tests: `ch06 index: sequential_steps *` (host), then
-  // `ch06 v3_sequential: *`. See README §Steps 1–3.
+  // in log2(count) steps of sequential addressing as README §Steps 1–3 describes it (the test
+  // records which thread adds which value in which step); no add reads a value still being
+  // written, and every thread passes the same barriers. Tests: `ch06 index: sequential_steps *`
+  // (host), then `ch06 v3_sequential: *`.
   (void)tid, (void)count, (void)add, (void)barrier;
   // [hole 1 end]
 }
@@ -174,10 +174,10 @@ template <class Visit>
 COURSE_HOST_DEVICE inline void first_add_elements(unsigned block, unsigned tid, unsigned block_dim, std::size_t n,
                                                   Visit visit) {
   // [hole 2 begin]
-  // TODO(student): visit is called exactly once for each of this thread's elements below n and
-  // for no other index (with i = block · 2 · block_dim + tid, its elements are i and
-  // i + block_dim), also past 2^32: no intermediate may wrap in 32 bits. Tests:
-  // `ch06 index: first_add_elements *` (host), then `ch06 v4_first_add: *`. See README §Steps 4–6.
+  // TODO(student): visit is called exactly once for each of this thread's two elements (the
+  // layout above) that lie below n, and for no other index, also past 2^32: no intermediate may
+  // wrap in 32 bits. Tests: `ch06 index: first_add_elements *` (host), then
+  // `ch06 v4_first_add: *`. See README §Steps 4–6.
   (void)block, (void)tid, (void)block_dim, (void)n, (void)visit;
   // [hole 2 end]
 }

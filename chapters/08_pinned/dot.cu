@@ -201,9 +201,28 @@ Stager::~Stager() {
 
 void Stager::parallel_copy(void* dst, const void* src, std::size_t bytes) { parallel_memcpy(pool_, dst, src, bytes); }
 
+// [staged_chunk]
+// Exercise 1's arithmetic: where chunk k of a staged copy starts, how long it is, and which buffer
+// it travels through. Host only, so a test can check it without a GPU.
+StagedChunk staged_chunk(std::size_t bytes, std::size_t chunk_bytes, int buffers, std::size_t k) {
+  if (chunk_bytes == 0 || buffers < 1)
+    throw course::UsageError("staged_chunk: chunk_bytes " + std::to_string(chunk_bytes) + ", buffers " +
+                             std::to_string(buffers) + " (need both > 0)");
+  // [hole 1 begin]
+  // TODO(student): exercise 1 (its arithmetic). Return chunk k as dot.hpp states above
+  // staged_chunk: where it starts, how long it is (the last one shorter), which buffer it uses,
+  // and len 0 once k is past the last chunk, for any bytes up to SIZE_MAX. Test: "ch08
+  // staged_chunk: *" (host only: runs without a GPU).
+  (void)bytes;
+  (void)k;
+  return StagedChunk{};
+  // [hole 1 end]
+}
+// [staged_chunk]
+
 // [staged_h2d]
 void Stager::h2d(void* d_dst, const void* h_src, std::size_t bytes, cudaStream_t stream) {
-  // [hole 1 begin]
+  // [hole 2 begin]
   // TODO(student): the staged copy. What must hold (see the class comment in dot.hpp):
   //   - for any bytes (0, 1, a chunk +- 1, many chunks, the last one short), d_dst holds exactly
   //     h_src's bytes once `stream` reaches the point where h2d returns, and h_src may be
@@ -223,7 +242,7 @@ void Stager::h2d(void* d_dst, const void* h_src, std::size_t bytes, cudaStream_t
   (void)h_src;
   (void)bytes;
   (void)stream;
-  // [hole 1 end]
+  // [hole 2 end]
 }
 // [staged_h2d]
 
@@ -234,35 +253,16 @@ double staged_copy_ms(std::size_t bytes, std::size_t chunk_bytes, double host_gb
     throw course::UsageError("staged_copy_ms: chunk_bytes " + std::to_string(chunk_bytes) + ", host_gbps " +
                              std::to_string(host_gbps) + ", link_gbps " + std::to_string(link_gbps) + ", per_chunk_us " +
                              std::to_string(per_chunk_us) + " (need chunk_bytes > 0, positive rates, per_chunk_us >= 0)");
-  // [hole 2 begin]
+  // [hole 3 begin]
   // TODO(student): the time from the first host copy to the last byte on the device, in ms,
   // for the model dot.hpp states above staged_copy_ms; 0 for no bytes. Test: "ch08
   // staged_copy_ms: matches a chunk-by-chunk simulation" (many sizes, chunk sizes, rates and
   // per-chunk costs; the last chunk shorter or not; the host faster and slower than the link).
   (void)bytes;
   return -1.0;
-  // [hole 2 end]
-}
-// [staged_copy_ms]
-
-// [staged_chunk]
-// Exercise 1's arithmetic: where chunk k of a staged copy starts, how long it is, and which buffer
-// it travels through. Host only, so a test can check it without a GPU.
-StagedChunk staged_chunk(std::size_t bytes, std::size_t chunk_bytes, int buffers, std::size_t k) {
-  if (chunk_bytes == 0 || buffers < 1)
-    throw course::UsageError("staged_chunk: chunk_bytes " + std::to_string(chunk_bytes) + ", buffers " +
-                             std::to_string(buffers) + " (need both > 0)");
-  // [hole 3 begin]
-  // TODO(student): exercise 1 (its arithmetic). Return chunk k as dot.hpp states above
-  // staged_chunk: where it starts, how long it is (the last one shorter), which buffer it uses,
-  // and len 0 once k is past the last chunk, for any bytes up to SIZE_MAX. Test: "ch08
-  // staged_chunk: *" (host only: runs without a GPU).
-  (void)bytes;
-  (void)k;
-  return StagedChunk{};
   // [hole 3 end]
 }
-// [staged_chunk]
+// [staged_copy_ms]
 
 // ---------------------------------------------------------------------------------------------
 // The paths.

@@ -198,6 +198,35 @@ Stager::~Stager() {
 
 void Stager::parallel_copy(void* dst, const void* src, std::size_t bytes) { parallel_memcpy(pool_, dst, src, bytes); }
 
+// [staged_chunk]
+// Exercise 1's arithmetic: where chunk k of a staged copy starts, how long it is, and which buffer
+// it travels through. Host only, so a test can check it without a GPU.
+StagedChunk staged_chunk(std::size_t bytes, std::size_t chunk_bytes, int buffers, std::size_t k) {
+  if (chunk_bytes == 0 || buffers < 1)
+    throw course::UsageError("staged_chunk: chunk_bytes " + std::to_string(chunk_bytes) + ", buffers " +
+                             std::to_string(buffers) + " (need both > 0)");
+  // BEGIN SOLUTION
+  // Compare k with the number of chunks before any k * chunk_bytes: past the end, that product may
+  // wrap around 2^64 and land inside [0, bytes) again.
+  const std::size_t chunks = bytes / chunk_bytes + (bytes % chunk_bytes != 0 ? 1 : 0);
+  if (k >= chunks) return StagedChunk{};
+  StagedChunk c;
+  c.offset = k * chunk_bytes;
+  c.len = std::min(chunk_bytes, bytes - c.offset);
+  c.slot = static_cast<int>(k % static_cast<std::size_t>(buffers));
+  return c;
+  // STUB
+  //> // TODO(student): exercise 1 (its arithmetic). Return chunk k as dot.hpp states above
+  //> // staged_chunk: where it starts, how long it is (the last one shorter), which buffer it uses,
+  //> // and len 0 once k is past the last chunk, for any bytes up to SIZE_MAX. Test: "ch08
+  //> // staged_chunk: *" (host only: runs without a GPU).
+  //> (void)bytes;
+  //> (void)k;
+  //> return StagedChunk{};
+  // END SOLUTION
+}
+// [staged_chunk]
+
 // [staged_h2d]
 void Stager::h2d(void* d_dst, const void* h_src, std::size_t bytes, cudaStream_t stream) {
   // BEGIN SOLUTION
@@ -270,35 +299,6 @@ double staged_copy_ms(std::size_t bytes, std::size_t chunk_bytes, double host_gb
   // END SOLUTION
 }
 // [staged_copy_ms]
-
-// [staged_chunk]
-// Exercise 1's arithmetic: where chunk k of a staged copy starts, how long it is, and which buffer
-// it travels through. Host only, so a test can check it without a GPU.
-StagedChunk staged_chunk(std::size_t bytes, std::size_t chunk_bytes, int buffers, std::size_t k) {
-  if (chunk_bytes == 0 || buffers < 1)
-    throw course::UsageError("staged_chunk: chunk_bytes " + std::to_string(chunk_bytes) + ", buffers " +
-                             std::to_string(buffers) + " (need both > 0)");
-  // BEGIN SOLUTION
-  // Compare k with the number of chunks before any k * chunk_bytes: past the end, that product may
-  // wrap around 2^64 and land inside [0, bytes) again.
-  const std::size_t chunks = bytes / chunk_bytes + (bytes % chunk_bytes != 0 ? 1 : 0);
-  if (k >= chunks) return StagedChunk{};
-  StagedChunk c;
-  c.offset = k * chunk_bytes;
-  c.len = std::min(chunk_bytes, bytes - c.offset);
-  c.slot = static_cast<int>(k % static_cast<std::size_t>(buffers));
-  return c;
-  // STUB
-  //> // TODO(student): exercise 1 (its arithmetic). Return chunk k as dot.hpp states above
-  //> // staged_chunk: where it starts, how long it is (the last one shorter), which buffer it uses,
-  //> // and len 0 once k is past the last chunk, for any bytes up to SIZE_MAX. Test: "ch08
-  //> // staged_chunk: *" (host only: runs without a GPU).
-  //> (void)bytes;
-  //> (void)k;
-  //> return StagedChunk{};
-  // END SOLUTION
-}
-// [staged_chunk]
 
 // ---------------------------------------------------------------------------------------------
 // The paths.

@@ -31,40 +31,35 @@
 #include "dot.hpp"
 
 namespace ch10 {
+
+// [split_packs]
+// Exercise 1's index arithmetic (and exercise 3's): which elements a thread loop reads one by one,
+// and which as whole packs. __host__ __device__, so the host tests check it without a GPU.
+COURSE_HOST_DEVICE PackSplit split_packs(std::size_t n, long long head, int V) {
+  // BEGIN SOLUTION
+  if (head < 0) return PackSplit{n, 0, n};  // no index starts a pack in both inputs: all one by one
+  PackSplit s;
+  s.head_end = static_cast<std::size_t>(head);
+  s.packs = (n - s.head_end) / static_cast<std::size_t>(V);  // whole packs only: rounded down
+  s.tail = s.head_end + s.packs * static_cast<std::size_t>(V);
+  return s;
+  // STUB
+  //> // TODO(student): exercise 1 (its index arithmetic). Return the split dot.hpp states above
+  //> // split_packs: the elements before head one by one, then as many whole packs of V as fit
+  //> // in [0, n), then the rest one by one; with head < 0 no pack, and the head is every element
+  //> // (head_end == tail == n). Test: "ch10 split_packs: *" (host only: runs without a GPU).
+  //> (void)n;
+  //> (void)head;
+  //> (void)V;
+  //> return PackSplit{};
+  // END SOLUTION
+}
+// [split_packs]
+
 namespace {
 
 using bf16 = __nv_bfloat16;
 using i8 = std::int8_t;
-
-// [promote]
-// The promotion rule: the type a pair accumulates in. Narrow inputs (bool, int8, float16, bfloat16)
-// are exactly representable in float32, so they count as float32; then C++'s usual arithmetic
-// conversions pick the wider of the two (float32 · float64 -> float64). One exception: two integer
-// inputs accumulate in a 64-bit integer, so the answer is exact (the text says why not int32).
-template <class T>
-struct AsFloat {
-  using type = float;  // bool, int8, float16, bfloat16: every value is a float32
-};
-template <>
-struct AsFloat<double> {
-  using type = double;
-};
-
-template <class X, class Y>
-struct Promote {
-  // BEGIN SOLUTION
-  using type = std::conditional_t<std::is_integral_v<X> && std::is_integral_v<Y>, long long,
-                                  decltype(typename AsFloat<X>::type{} * typename AsFloat<Y>::type{})>;
-  // STUB
-  //> // TODO(student): exercise 2. `type` must be the accumulator the chapter's promotion rule gives
-  //> // the pair (X, Y), for every pair of input types (X, Y in bool, int8, __half, __nv_bfloat16,
-  //> // float, double), decided at compile time. Checked for every pair of the registry by
-  //> // "ch10 promotion: every pair accumulates in the type the rule gives" (host only); the pair
-  //> // tests then hold each pair to the error bound of that accumulator.
-  //> using type = X;
-  // END SOLUTION
-};
-// [promote]
 
 // The thread loops below are __host__ __device__: the kernel runs them on the GPU, and the host tests
 // run the very same code on the host, thread by thread ("ch10 thread loops on the host: *"). Their two
@@ -200,6 +195,36 @@ COURSE_HOST_DEVICE __forceinline__ Acc thread_dot(const X* __restrict__ x, const
 }
 // [thread_dot]
 
+// [promote]
+// The promotion rule: the type a pair accumulates in. Narrow inputs (bool, int8, float16, bfloat16)
+// are exactly representable in float32, so they count as float32; then C++'s usual arithmetic
+// conversions pick the wider of the two (float32 · float64 -> float64). One exception: two integer
+// inputs accumulate in a 64-bit integer, so the answer is exact (the text says why not int32).
+template <class T>
+struct AsFloat {
+  using type = float;  // bool, int8, float16, bfloat16: every value is a float32
+};
+template <>
+struct AsFloat<double> {
+  using type = double;
+};
+
+template <class X, class Y>
+struct Promote {
+  // BEGIN SOLUTION
+  using type = std::conditional_t<std::is_integral_v<X> && std::is_integral_v<Y>, long long,
+                                  decltype(typename AsFloat<X>::type{} * typename AsFloat<Y>::type{})>;
+  // STUB
+  //> // TODO(student): exercise 2. `type` must be the accumulator the chapter's promotion rule gives
+  //> // the pair (X, Y), for every pair of input types (X, Y in bool, int8, __half, __nv_bfloat16,
+  //> // float, double), decided at compile time. Checked for every pair of the registry by
+  //> // "ch10 promotion: every pair accumulates in the type the rule gives" (host only); the pair
+  //> // tests then hold each pair to the error bound of that accumulator.
+  //> using type = X;
+  // END SOLUTION
+};
+// [promote]
+
 // [thread_dot_i8]
 // int8 · int8, exact for every n. __dp4a(a, b, c) adds the four products of the int8 lanes of a and
 // b to the int32 c in one instruction: four elements per instruction. A product is at most
@@ -258,34 +283,6 @@ long long thread_dot_i8(const i8* __restrict__ x, const i8* __restrict__ y, std:
 #undef __ldg
 #undef __dp4a
 #endif
-
-}  // namespace
-
-// [split_packs]
-// Exercise 1's index arithmetic (and exercise 3's): which elements a thread loop reads one by one,
-// and which as whole packs. __host__ __device__, so the host tests check it without a GPU.
-COURSE_HOST_DEVICE PackSplit split_packs(std::size_t n, long long head, int V) {
-  // BEGIN SOLUTION
-  if (head < 0) return PackSplit{n, 0, n};  // no index starts a pack in both inputs: all one by one
-  PackSplit s;
-  s.head_end = static_cast<std::size_t>(head);
-  s.packs = (n - s.head_end) / static_cast<std::size_t>(V);  // whole packs only: rounded down
-  s.tail = s.head_end + s.packs * static_cast<std::size_t>(V);
-  return s;
-  // STUB
-  //> // TODO(student): exercise 1 (its index arithmetic). Return the split dot.hpp states above
-  //> // split_packs: the elements before head one by one, then as many whole packs of V as fit
-  //> // in [0, n), then the rest one by one; with head < 0 no pack, and the head is every element
-  //> // (head_end == tail == n). Test: "ch10 split_packs: *" (host only: runs without a GPU).
-  //> (void)n;
-  //> (void)head;
-  //> (void)V;
-  //> return PackSplit{};
-  // END SOLUTION
-}
-// [split_packs]
-
-namespace {
 
 template <class X, class Y, class Acc>
 COURSE_HOST_DEVICE __forceinline__ Acc thread_share(const X* __restrict__ x, const Y* __restrict__ y, std::size_t n,

@@ -1,6 +1,8 @@
 """Tests of tools/check_answers.py: a hole's solution body, or a variant one token away, planted
 in a chapter's code block, in a neighbouring function or in the kit is found; a body shown in a
 block marked as after its exercise, a short body, and the stub itself are not."""
+import contextlib
+import io
 import pathlib
 import shutil
 import sys
@@ -66,8 +68,10 @@ class CheckAnswers(unittest.TestCase):
         self.assertEqual([f[3].split(" ")[0] for f in found], ["common/course/kit.hpp:2"])
 
     def test_two_tokens_away_is_not_a_variant(self):
-        readme = "```cpp\nfloat total = 1.0f;\nfor (int i = 0; i < n; ++i) total += y[i] * x[i];\nreturn total;\n```\n"
-        self.assertEqual(check_answers.findings(["01_x"], self.tree(readme=readme)), [])
+        # In a neighbouring function: a lesson's code block would fail on its shape (the next test).
+        neighbour = "float g(const float* y, int n) {\n  float total = 1.0f;\n" \
+                    "  for (int i = 0; i < n; ++i) total += y[i] * x[i];\n  return total;\n}\n"
+        self.assertEqual(check_answers.findings(["01_x"], self.tree(extra_student=neighbour)), [])
 
     def test_a_block_shown_after_its_exercise_is_left_out(self):
         readme = "<!-- answer-after: exercise 1 -->\n```cpp\nfloat total = 0.0f;\n" \
@@ -81,12 +85,33 @@ class CheckAnswers(unittest.TestCase):
         self.assertEqual(check_answers.similarity(body, renamed)[0], 1.0)
         self.assertLess(check_answers.similarity(body, other)[0], 0.3)
 
-    def test_near_answers_report_a_renamed_copy_and_never_fail(self):
+    def test_a_renamed_copy_in_a_lesson_code_block_fails(self):
         readme = "```cpp\nfloat acc = 0.0f;\nfor (int j = 0; j < m; ++j) acc += v[j] * v[j];\nreturn acc;\n```\n"
+        found = check_answers.findings(["01_x"], self.tree(readme=readme))
+        self.assertEqual(len(found), 1)
+        self.assertIn("README.md", found[0][3])
+        self.assertIn("renamed", found[0][3])
+
+    def test_a_planted_answer_fails_the_command_line_check(self):
+        readme = "# ch\n\n```cpp\nfloat s = 0.0f;\nfor (int k = 0; k < n; ++k) s += x[k] * x[k];\nreturn s;\n```\n"
         root = self.tree(readme=readme)
-        self.assertEqual(check_answers.findings(["01_x"], root), [])  # not a one-token variant
+        real = check_answers.ROOT
+        check_answers.ROOT = root
+        try:
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                rc = check_answers.main([])
+        finally:
+            check_answers.ROOT = real
+        self.assertEqual(rc, 1)
+        self.assertIn("01_x/f.cpp hole 1", out.getvalue())
+
+    def test_near_answers_report_a_renamed_copy_and_never_fail(self):
+        kit = "inline float sq(const float* v, int m) {\n  float acc = 0.0f;\n" \
+              "  for (int j = 0; j < m; ++j) acc += v[j] * v[j];\n  return acc;\n}\n"
+        root = self.tree(kit=kit)
+        self.assertEqual(check_answers.findings(["01_x"], root), [])  # outside a lesson: not a failure
         near = check_answers.near_answers(["01_x"], 0.8, root)
-        self.assertEqual([(n[2], n[3].split(":")[0]) for n in near], [(1, "chapters/01_x/README.md")])
+        self.assertEqual([(n[2], n[3].split(":")[0]) for n in near], [(1, "common/course/kit.hpp")])
 
     def test_one_edit_apart(self):
         a = list("abcdef")

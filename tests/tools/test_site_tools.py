@@ -131,6 +131,15 @@ class DoxygenFilter(unittest.TestCase):
             (root / f).write_bytes(b"")
         return df.filter_markdown(text, md)
 
+    def test_code_folded_in_details_becomes_pre_with_no_blank_line(self):
+        text = ("<details>\n<summary>After exercise 1</summary>\n\n<!-- answer-after: exercise 1 -->\n"
+                "<!-- snippet: x.cu tag -->\n```cuda\nint a = b < c;\n\nint d;\n```\n<!-- /snippet -->\n</details>\n")
+        out = self.md(text)
+        inside = out[out.index("<details>"):out.index("</details>")]
+        self.assertIn("<pre><code>\nint a = b &lt; c;\n&nbsp;\nint d;\n</code></pre>", inside)
+        self.assertNotIn("\n\n", inside)
+        self.assertNotIn("```", inside)
+
     def test_details_lose_their_blank_lines_and_keep_the_line_count(self):
         text = "a\n\n<details>\n<summary>Q?</summary>\n\nThe answer,\n`code`.\n</details>\n\nb\n"
         out = self.md(text)

@@ -116,6 +116,19 @@ class SyncSnippets(unittest.TestCase):
         self.assertIn("```cuda\nint y = 1;\ny += 1;\n```", out)
         self.assertNotIn("TODO", out)
 
+    def test_a_nested_region_is_printed_once_in_its_own_snippet(self):
+        src = ROOT / "build" / "test_snippet_nested.cu"
+        src.parent.mkdir(exist_ok=True)
+        src.write_text("// [outer]\nint a = 1;\n// [inner]\nint b = 2;\n// [inner]\nint c = 3;\n// [outer]\n")
+        try:
+            outer = self.render("<!-- snippet: build/test_snippet_nested.cu outer -->\n<!-- /snippet -->")
+            inner = self.render("<!-- snippet: build/test_snippet_nested.cu inner -->\n<!-- /snippet -->")
+        finally:
+            src.unlink()
+        self.assertIn("int a = 1;\n// ... [inner]: printed where the text comes to it\nint c = 3;", outer)
+        self.assertNotIn("int b", outer)
+        self.assertIn("```cuda\nint b = 2;\n```", inner)
+
     def test_snippet_marker_must_appear_twice(self):
         with self.assertRaises(ss.SyncError):
             ss.extract("README.md", "no-such-tag")
