@@ -209,9 +209,12 @@ def check_manifest(ch, manifest, where):
     for rule in manifest.get("performance", []):
         args = rule.get("args", [])
         for k, a in enumerate(args[:-1]):
-            if a == "--kernel" and args[k + 1] not in names:
-                problems.append(f"{where}: performance rule '{rule.get('name')}' runs --kernel {args[k + 1]}, "
-                                f"which is not a version of {ch.name} ({', '.join(ch.names)})")
+            if a != "--kernel":
+                continue
+            for asked in args[k + 1].split(","):   # --kernel takes one name or a comma list
+                if asked not in names:
+                    problems.append(f"{where}: performance rule '{rule.get('name')}' runs --kernel {asked}, "
+                                    f"which is not a version of {ch.name} ({', '.join(ch.names)})")
         version = rule.get("row", {}).get("version")
         # "X_paired" is version X timed alternately with its baseline (chapter 07's graded pair).
         if version is not None and version.endswith("_paired"):

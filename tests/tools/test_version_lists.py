@@ -124,6 +124,9 @@ class Manifest(unittest.TestCase):
     def test_unknown_kernel_row_and_missing_exercise_entry_fail(self):
         ch = FakeChapter(SOURCE)
         self.assertEqual(len(vl.check_manifest(ch, self.manifest(kernel="gone"), "m.json")), 1)
+        # a comma list: every name must be a version
+        self.assertEqual(vl.check_manifest(ch, self.manifest(kernel="first,second"), "m.json"), [])
+        self.assertEqual(len(vl.check_manifest(ch, self.manifest(kernel="first,gone"), "m.json")), 1)
         self.assertEqual(len(vl.check_manifest(ch, self.manifest(version="gone"), "m.json")), 1)
         self.assertEqual(len(vl.check_manifest(ch, self.manifest(glob="ch42 other: *"), "m.json")), 1)
 
