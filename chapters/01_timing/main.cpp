@@ -2,6 +2,7 @@
 //
 //   01_timing                       everything: the add (float, double), timing methods, intensity sweep
 //   01_timing --kernel add_gpu      one version
+//   01_timing --precision float     float only (double, both: the default)
 //   01_timing --n 1e7 --iters 1,16  smaller and faster
 //   01_timing --csv results/local/01_timing.csv
 //
@@ -190,6 +191,7 @@ GPU's advantage grow.
   Settings set;
   std::string iters_text = "1,4,16,64";
   std::string intensity_n_text = "2^24";
+  std::string precision = "both";
   app.cli().add_option("--cpu-reps", set.cpu_reps, "Timed repetitions of the CPU versions")
       ->check(course::whole_number(1, 1000))
       ->capture_default_str();
@@ -198,6 +200,9 @@ GPU's advantage grow.
       ->capture_default_str();
   app.cli().add_option("--intensity-n", intensity_n_text, "Elements in the intensity sweep")
       ->check(course::size_at_least(1))
+      ->capture_default_str();
+  app.cli().add_option("--precision", precision, "Which element types to run: float, double or both")
+      ->check(CLI::IsMember({"float", "double", "both"}))
       ->capture_default_str();
   app.set_versions(ch01::versions());
 
@@ -212,9 +217,13 @@ GPU's advantage grow.
     course::require_fits(3 * std::max(opt.n, set.intensity_n) * sizeof(double), "three double vectors");
 
     auto selected = [&](const course::Version<ch01::Runner>& v) { return opt.selects(v.name); };
+    const bool run_float = precision != "double", run_double = precision != "float";
+    const bool any_intensity = std::any_of(ch01::versions().begin(), ch01::versions().end(),
+                                           [&](const auto& v) { return selected(v) && v.run.intensity; });
     int steps = 0;
     for (const auto& v : ch01::versions())
-      if (selected(v)) steps += 2 * (v.run.intensity ? static_cast<int>(set.iters.size()) : 1);
+      if (selected(v))
+        steps += (int{run_float} + int{run_double}) * (v.run.intensity ? static_cast<int>(set.iters.size()) : 1);
     course::Progress progress(steps, "01_timing", !opt.quiet);
     course::Table table = course::measurement_table();
     std::string predictions;  // exercise 3's lines, printed after the table
@@ -241,6 +250,7 @@ GPU's advantage grow.
             course::add_measurement(table, m);
           }
       }
+      if (!any_intensity) return;  // no version of the sweep selected: nothing to allocate for it
       ch01::Problem<T> q(set.intensity_n, 0, opt.seed, &ctx);
       for (int iters : set.iters) {
         q.iters = iters;
@@ -253,8 +263,8 @@ GPU's advantage grow.
           }
       }
     };
-    sweep(float{});
-    sweep(double{});
+    if (run_float) sweep(float{});
+    if (run_double) sweep(double{});
     progress.done();
 
     std::cout << "Every row validated bitwise against the host (GPU rows before and after timing, CPU rows\n"
@@ -264,7 +274,7 @@ GPU's advantage grow.
     if (!predictions.empty()) std::cout << "\nPredict, then measure (exercise 3, ch01::predicted_add_ms):\n" << predictions;
 
     course::Table methods({"method", "what_it_measures", "ms"});
-    if (opt.selects("add_gpu")) {
+    if (opt.selects("add_gpu") && run_float) {
       ch01::Problem<float> p(opt.n, 0, opt.seed, &ctx);
       timing_methods(p, ctx, methods);
       std::cout << "\nThree ways to time one float add kernel, n = " << course::format_size(opt.n) << ":\n";
