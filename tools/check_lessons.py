@@ -7,8 +7,9 @@ For each chapter folder (chapters/NN_name/), its README.md is the LESSON and mus
   - exactly one heading that marks the *think* exercise: `(think)`, `(*think*)`, `*think*` or `_think_`;
   - from chapter 07 on, exactly one heading that marks the *design* exercise (`(*design*)`): a
     whole function written from the contract its stub states;
-  - as its last line: How the numbers were measured, how they spread across runs and how the
-    targets were set: [appendix](APPENDIX.md).
+  - as its last line (before the numbers block of tools/sync_snippets.py, an HTML comment at the
+    end): How the numbers were measured, how they spread across runs and how the targets were set:
+    [appendix](APPENDIX.md).
   - at most 4,000 prose words: the README without fenced code blocks, table rows (lines that start
     with `|`), HTML comments and HTML tags; a word is a whitespace-separated token holding a
     letter or a digit;
@@ -66,6 +67,7 @@ def chapter_number(readme):
     return int(m.group(1)) if m else 0
 FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 COMMENT = re.compile(r"<!--.*?-->", re.S)
+TRAILING_COMMENT = re.compile(r"\n\s*<!--(?:(?!<!--).)*?-->\s*\Z", re.S)  # the numbers block at a document's end
 TAG = re.compile(r"</?[A-Za-z][^<>\n]*>")
 CODE_TAG = re.compile(r"<code>.*?</code>", re.S | re.I)
 CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1", re.S)
@@ -368,7 +370,7 @@ def check_chapter(folder, terms, root=ROOT):
     if found != [t for t in wanted if t in found]:
         problem(readme, sorted(order)[0][0], "sections out of order: wants " + ", then ".join(f"'{t}'" for t in wanted))
 
-    last = [line for line in text.rstrip("\n").split("\n")]
+    last = TRAILING_COMMENT.sub("", text).rstrip("\n").split("\n")
     if last[-1].strip() != APPENDIX_LINE:
         problem(readme, len(last), f"last line should be the appendix link: '{APPENDIX_LINE}'")
     else:

@@ -7,8 +7,9 @@ Markdown (*.md):
   - images: `![a plot](../../results/reference/h100/plots/X.png)` resolves on GitHub but not from
     build/docs/html/. A local image becomes `![a plot](X.png)`; Doxygen then finds X.png in
     IMAGE_PATH and copies it into the site. (A new image folder goes into IMAGE_PATH.)
-  - the markers of tools/sync_snippets.py (`<!-- num: ... -->2759<!-- /num --> GB/s`) are
-    dropped: Doxygen swallowed the space after them ("2759GB/s").
+  - the markers of tools/sync_snippets.py (`<!--n:3-->2759<!--/n--> GB/s`, `<!-- snippet: ... -->`)
+    are dropped: Doxygen swallowed the space after them ("2759GB/s"); the numbers block at the end
+    of a document (`<!-- numbers ...` to `-->`) becomes blank lines.
   - fenced code in `cuda` (GitHub highlights it; Doxygen knows no such language) is shown as `cpp`.
   - a code span that crosses a line break is joined onto one line (Doxygen 1.9.4 ends it at the
     break and swaps code and prose).
@@ -40,8 +41,12 @@ import pathlib
 import re
 import sys
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from sync_snippets import NUM_BLOCK, NUM_CLOSE, NUM_OPEN  # noqa: E402  (one definition of the markers)
+
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+.{}-]*)\s*$")
-SYNC_MARKER = re.compile(r"<!-- /?(?:num|snippet|table)(?::[^>]*?)? -->")
+END_NUM_BLOCK = re.compile(NUM_BLOCK.pattern + r"\s*\Z", NUM_BLOCK.flags)
+SYNC_MARKER = re.compile(r"<!-- /?(?:snippet|table)(?::[^>]*?)? -->|" + NUM_OPEN + "|" + NUM_CLOSE)
 IMAGE = re.compile(r"(!\[[^\]]*\]\()([^)\s]+)((?:\s+\"[^\"]*\")?\))")
 OPTION = re.compile(r"(^|[\s(\[/])(--[a-zA-Z][\w-]*(?:[= ][A-Z][\w|]*)?)")
 CODE_SPAN = re.compile(r"(?<!\\)(`+)(.+?)(?<!`)\1(?!`)")
@@ -187,6 +192,9 @@ def details_joined(lines):
 
 def filter_markdown(text, md_path):
     out, fence, owed = [], None, 0  # owed: blank lines to add back where a paragraph ends
+    # The numbers block that ends the document (not an example of one in a code block) becomes blank
+    # lines, so that every other line keeps its number.
+    text = END_NUM_BLOCK.sub(lambda m: "\n" * m.group(0).count("\n"), text)
     lines = details_joined(text.split("\n"))
     i = 0
     while i < len(lines):

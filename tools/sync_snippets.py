@@ -9,16 +9,23 @@ In chapters/*/README.md, chapters/*/APPENDIX.md, docs/*.md and README.md:
   ```
   <!-- /snippet -->
 
-  <!-- num: 05_many_blocks.csv version=block_tree n=16777216 col=gbps fmt=.0f -->2950<!-- /num -->
-  <!-- num: 01_timing.csv version=add_cpu config=float col=median_ms over="version=add_gpu;config=float" fmt=.0f -->190<!-- /num -->
+  The tree reaches <!--n:3-->2950<!--/n--> GB/s, <!--n:cpu-->190<!--/n-->× the CPU's time.
+  ...
+  <!-- numbers (tools/sync_snippets.py): what each n:KEY marker above shows
+  3: 05_many_blocks.csv version=block_tree n=16777216 col=gbps fmt=.0f
+  cpu: 01_timing.csv version=add_cpu config=float col=median_ms over="version=add_gpu;config=float" fmt=.0f
+  -->
 
   <!-- table: 06_ladder.csv where=n=268435456 cols=version,median_ms,gbps fmt=median_ms:.4f,gbps:.0f -->
   (a Markdown table of the matching rows)
   <!-- /table -->
 
-Numbers and tables come from the CSVs of a real run (default results/reference/h100). A `num`
-must match exactly one row; with over="k=v;..." it is divided by the same column of another row
-(a speed-up). Values with spaces are quoted: config="float, iters=64". In snippets taken from solutions/, the solution-region markers are
+Numbers and tables come from the CSVs of a real run (default results/reference/h100). A number is
+marked where the sentence shows it by a short key, so that the raw Markdown still reads as prose;
+its source is the key's line in the document's one `<!-- numbers ... -->` block, at the end of the
+document. Every key has one line there and every line is used (a key may mark several places).
+A number's line must match exactly one row; with over="k=v;..." it is divided by the same column of
+another row (a speed-up). Values with spaces are quoted: config="float, iters=64". In snippets taken from solutions/, the solution-region markers are
 dropped and the stubs left out. A region tagged inside the snippet's own (`// [inner]` twice) is left
 out as one line: its own snippet prints it, once.
 
@@ -39,7 +46,11 @@ import textwrap
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SNIPPET = re.compile(r"(<!-- snippet: (\S+) (\S+) -->\n)(.*?)(<!-- /snippet -->)", re.S)
-NUM = re.compile(r"(<!-- num: ([^>]*?) -->)(.*?)(<!-- /num -->)", re.S)
+NUM_OPEN, NUM_CLOSE = r"<!--n:([\w.-]+)-->", r"<!--/n-->"  # around a number: short, so the sentence reads
+NUM = re.compile(f"({NUM_OPEN})(.*?)({NUM_CLOSE})", re.S)
+NUM_BLOCK = re.compile(r"<!-- numbers\b[^\n]*\n(.*?)^-->[ \t]*$", re.S | re.M)
+NUM_LINE = re.compile(r"^([\w.-]+): (\S.*)$")
+OLD_NUM = re.compile(r"<!-- /?num\b")
 TABLE = re.compile(r"(<!-- table: ([^>]*?) -->\n)(.*?)(<!-- /table -->)", re.S)
 NEGATIVES = re.compile(r"(<!-- negatives -->\n)(.*?)(<!-- /negatives -->)", re.S)
 LANG = {".cu": "cuda", ".cuh": "cuda", ".cpp": "cpp", ".hpp": "cpp", ".h": "cpp", ".py": "python",
@@ -206,6 +217,47 @@ def render_negatives():
     return "\n".join(out) + "\n"
 
 
+def number_specs(text):
+    """{key: spec} from the document's numbers block ({} without one)."""
+    blocks = NUM_BLOCK.findall(text)
+    if len(blocks) > 1:
+        raise SyncError(f"{len(blocks)} '<!-- numbers' blocks; a document has one, at its end")
+    specs = {}
+    for line in (blocks[0].splitlines() if blocks else []):
+        if not line.strip():
+            continue
+        m = NUM_LINE.match(line.strip())
+        if not m:
+            raise SyncError(f"numbers block: '{line.strip()}' is not 'KEY: CSV key=value ...'")
+        if m.group(1) in specs:
+            raise SyncError(f"numbers block: key '{m.group(1)}' has two lines")
+        specs[m.group(1)] = m.group(2)
+    return specs
+
+
+def sync_numbers(text, results, cache):
+    """Every <!--n:KEY-->...<!--/n--> filled from KEY's line of the numbers block."""
+    old = OLD_NUM.search(text)
+    if old:
+        line = text.count("\n", 0, old.start()) + 1
+        raise SyncError(f"line {line}: a '<!-- num: ... -->' marker; numbers are marked <!--n:KEY-->...<!--/n--> "
+                        "with KEY's source in the document's '<!-- numbers' block (see this script's help)")
+    specs, used = number_specs(text), set()
+
+    def number(m):
+        key = m.group(2)
+        if key not in specs:
+            raise SyncError(f"number n:{key} has no line in the document's '<!-- numbers' block")
+        used.add(key)
+        return m.group(1) + render_num(specs[key], results, cache) + m.group(4)
+
+    text = NUM.sub(number, text)
+    unused = [k for k in specs if k not in used]
+    if unused:
+        raise SyncError(f"numbers block: no n:KEY marker uses {', '.join(unused)}")
+    return text
+
+
 def sync_text(text, results, cache):
     def snippet(m):
         path, tag = m.group(2), m.group(3)
@@ -213,7 +265,7 @@ def sync_text(text, results, cache):
         return f"{m.group(1)}```{lang}\n{extract(path, tag)}\n```\n{m.group(5)}"
 
     text = SNIPPET.sub(snippet, text)
-    text = NUM.sub(lambda m: m.group(1) + render_num(m.group(2), results, cache) + m.group(4), text)
+    text = sync_numbers(text, results, cache)
     text = TABLE.sub(lambda m: m.group(1) + render_table(m.group(2), results, cache) + m.group(4), text)
     text = NEGATIVES.sub(lambda m: m.group(1) + render_negatives() + m.group(3), text)
     return text

@@ -176,6 +176,11 @@ class CheckLessons(unittest.TestCase):
         self.assertOneProblem(GOOD.replace(cl.APPENDIX_LINE, "See the appendix."), "appendix link")
         problems, _ = self.problems(readme=GOOD + "\n\n")
         self.assertEqual(problems, [])
+        # the numbers block of tools/sync_snippets.py may follow it, and nothing else
+        block = "<!-- numbers (tools/sync_snippets.py): ...\n1: x.csv version=a col=gbps\n-->\n"
+        problems, _ = self.problems(readme=GOOD.rstrip("\n") + "\n\n" + block)
+        self.assertEqual(problems, [])
+        self.assertOneProblem(GOOD.rstrip("\n") + "\n\nA last word.\n" + block, "appendix link")
 
     def test_appendix_file(self):
         problems, _ = self.problems(appendix=None)
@@ -205,7 +210,7 @@ class CheckLessons(unittest.TestCase):
         problem = self.assertOneProblem(GOOD.replace("a short cell", long_cell), "31 words")
         self.assertIn(f":{GOOD.split(chr(10)).index('| `one` | a short cell |') + 1}:", problem)
         # sync markers' comments do not count, and a | inside a code span does not split the cell
-        marked = "<!-- num: x.csv version=a col=median_ms fmt=.3f -->0.123<!-- /num --> " + " ".join(["w"] * 28)
+        marked = "<!--n:1-->0.123<!--/n--> " + " ".join(["w"] * 28)
         _, facts = self.problems(readme=GOOD.replace("a short cell", marked + " `a|b`"))
         self.assertEqual(facts["cell"], 30)
 

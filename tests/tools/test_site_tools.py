@@ -155,11 +155,16 @@ class DoxygenFilter(unittest.TestCase):
         self.assertIn("![web](https://x.org/a.png)", out)
 
     def test_sync_markers_are_dropped_and_the_space_kept(self):
-        out = self.md("read at <!-- num: 01.csv version=a col=gbps fmt=.0f -->2759<!-- /num --> GB/s\n")
+        out = self.md("read at <!--n:7-->2759<!--/n--> GB/s\n")
         self.assertEqual(out, "read at 2759 GB/s\n")
 
+    def test_the_numbers_block_becomes_blank_lines(self):
+        out = self.md("read at <!--n:7-->2759<!--/n--> GB/s\nend\n\n"
+                      "<!-- numbers (tools/sync_snippets.py): ...\n7: 01.csv version=a col=gbps fmt=.0f\n-->\n")
+        self.assertEqual(out, "read at 2759 GB/s\nend\n\n\n\n\n")
+
     def test_code_spans_are_left_alone(self):
-        text = "write `<!-- /num --> GB/s` and `![x](../../results/plots/01_x.png)`\n"
+        text = "write `<!--/n--> GB/s` and `![x](../../results/plots/01_x.png)`\n"
         self.assertEqual(self.md(text, files=["results/plots/01_x.png"]), text)
 
     def test_cuda_fences_become_cpp_and_code_is_untouched(self):

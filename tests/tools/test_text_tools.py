@@ -71,24 +71,51 @@ class SyncSnippets(unittest.TestCase):
     def render(self, text):
         return ss.sync_text(text, self.results, {})
 
+    def num(self, spec, key="k1"):
+        """A one-number document: the marker in a sentence, its spec in the numbers block."""
+        return self.render(f"It reads <!--n:{key}-->?<!--/n--> GB/s.\n\n"
+                           f"<!-- numbers (tools/sync_snippets.py): ...\n{key}: {spec}\n-->\n")
+
     def test_num_picks_one_row_and_formats(self):
-        out = self.render('<!-- num: t.csv version=b config="float, iters=1" col=gbps fmt=.0f -->?<!-- /num -->')
-        self.assertIn("-->400<!--", out)
+        out = self.num('t.csv version=b config="float, iters=1" col=gbps fmt=.0f')
+        self.assertIn("It reads <!--n:k1-->400<!--/n--> GB/s.", out)
 
     def test_num_ratio(self):
-        out = self.render('<!-- num: t.csv version=a config="float, iters=1" col=median_ms '
-                          'over="version=b;config=float, iters=1" fmt=.1f -->?<!-- /num -->')
-        self.assertIn("-->4.0<!--", out)
+        out = self.num('t.csv version=a config="float, iters=1" col=median_ms over="version=b;config=float, iters=1" fmt=.1f')
+        self.assertIn("<!--n:k1-->4.0<!--/n-->", out)
 
     def test_num_must_match_exactly_one_row(self):
-        with self.assertRaises(ss.SyncError):
-            self.render("<!-- num: t.csv version=a col=gbps -->?<!-- /num -->")
-        with self.assertRaises(ss.SyncError):
-            self.render("<!-- num: t.csv version=zzz col=gbps -->?<!-- /num -->")
-        with self.assertRaises(ss.SyncError):
-            self.render("<!-- num: t.csv version=b col=nope -->?<!-- /num -->")
-        with self.assertRaises(ss.SyncError):
-            self.render("<!-- num: missing.csv version=b col=gbps -->?<!-- /num -->")
+        for spec in ("t.csv version=a col=gbps", "t.csv version=zzz col=gbps", "t.csv version=b col=nope",
+                     "missing.csv version=b col=gbps"):
+            with self.assertRaises(ss.SyncError):
+                self.num(spec)
+
+    def test_num_keys_and_block_agree(self):
+        block = "<!-- numbers (tools/sync_snippets.py)\n1: t.csv version=b config=\"float, iters=1\" col=gbps\n-->\n"
+        out = self.render("<!--n:1-->?<!--/n--> and again <!--n:1-->?<!--/n-->\n" + block)
+        self.assertEqual(out.count("<!--n:1-->400<!--/n-->"), 2)  # a key may mark several places
+        with self.assertRaisesRegex(ss.SyncError, "n:2 has no line"):
+            self.render("<!--n:1-->?<!--/n--> <!--n:2-->?<!--/n-->\n" + block)
+        with self.assertRaisesRegex(ss.SyncError, "no n:KEY marker uses 1"):
+            self.render("no marker\n" + block)
+        with self.assertRaisesRegex(ss.SyncError, "two lines"):
+            self.render("<!--n:1-->?<!--/n-->\n" + block.replace("-->\n", "1: t.csv version=a col=gbps\n-->\n"))
+        with self.assertRaisesRegex(ss.SyncError, "not 'KEY: CSV"):
+            self.render("<!--n:1-->?<!--/n-->\n" + block.replace("-->\n", "what is this\n-->\n"))
+        with self.assertRaisesRegex(ss.SyncError, "one, at its end"):
+            self.render("<!--n:1-->?<!--/n-->\n" + block + block)
+
+    def test_the_long_marker_is_refused(self):
+        with self.assertRaisesRegex(ss.SyncError, "line 2: a '<!-- num: ... -->' marker"):
+            self.render("text\n<!-- num: t.csv version=b col=gbps -->?<!-- /num -->\n")
+
+    def test_every_document_uses_short_markers(self):
+        for doc in ss.documents():
+            text = doc.read_text()
+            self.assertIsNone(ss.OLD_NUM.search(text), doc)
+            for line in text.splitlines():
+                for m in ss.NUM.finditer(line):
+                    self.assertLessEqual(len(m.group(1)) + len(m.group(4)), 24, f"{doc}: {line}")
 
     def test_table(self):
         out = self.render("<!-- table: t.csv where=config=double cols=version,median_ms -->\nold\n<!-- /table -->")
