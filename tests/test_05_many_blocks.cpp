@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <set>
 #include <sstream>
@@ -22,6 +23,7 @@
 #include "course/reference.hpp"
 #include "dot.hpp"
 #include "support/course_test.hpp"
+#include "support/block_player.hpp"
 #include "support/index_check.hpp"
 
 namespace {
@@ -525,4 +527,119 @@ TEST_CASE("ch05 index: tree_steps_any reduces every count from 1 to 1024 (exerci
     CHECK(problem.empty());
     if (!problem.empty()) break;
   }
+}
+
+// ---- the kernels' holes without a GPU (issue 39: a host check for every hole) -----------------
+// block_sum_tree, two_level, warp_sum and block_sum_any do what their holes do in __host__
+// __device__ helpers; ch05::on_host runs them, and a block player (tests/support/block_player.hpp)
+// runs every thread of a simulated block, one at a time between barriers, in several orders a GPU
+// may take. Whole-number values: exact in float, so a value lost or added twice shows exactly.
+namespace {
+
+using Player = course::test::BlockPlayer;
+constexpr Player::Order kOrders[] = {Player::Order::ascending, Player::Order::descending, Player::Order::shuffled};
+
+float whole(std::uint64_t seed, std::uint64_t i) {
+  return static_cast<float>(static_cast<int>(course::mix64(seed, i) % 1999) - 999);
+}
+
+/// Plays a tree over `count` values with `tree` (on_host::block_tree or tree_any) in every order;
+/// s_partial has NaN past count. Returns "" or the first problem.
+template <class Tree>
+std::string play_tree(Tree tree, unsigned count) {
+  for (Player::Order order : kOrders) {
+    std::vector<float> s(count + 64, std::numeric_limits<float>::quiet_NaN());
+    float expected = 0.0f;
+    for (unsigned i = 0; i < count; ++i) expected += (s[i] = whole(500 + count, i));
+    Player player(count, order, 500 + count);
+    const std::string problem = player.run([&](unsigned tid) { tree(s.data(), tid, count, [&] { player.sync_block(); }); });
+    if (!problem.empty()) return "a block of " + std::to_string(count) + " threads, " + Player::name(order) + ": " + problem;
+    if (std::memcmp(&s[0], &expected, sizeof(float)) != 0)
+      return "a block of " + std::to_string(count) + " threads, " + Player::name(order) + ": s_partial[0] = " +
+             std::to_string(s[0]) + ", expected " + std::to_string(expected) +
+             (std::isnan(s[0]) ? " (NaN: a value at or past s_partial[count] was read)" : "");
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("ch05 block_tree player: the tree on a simulated block, threads in any order (exercise 1)",
+          "[ch05][exercise][player][hole:dot.cu:1]") {
+  std::string first;
+  for (unsigned count : {1u, 2u, 32u, 256u, 1024u})
+    if (first.empty()) first = play_tree(ch05::on_host::block_tree, count);
+  INFO(first << "\nHint: s_partial[0] must end with every value once, whatever order the threads run in "
+                "between barriers: tree_steps's adds in shared memory, barrier() after every step, by every "
+                "thread. The stub leaves s_partial[0] as it was. See block_sum_tree (dot.cu), README §The tree.");
+  CHECK(first.empty());
+}
+
+TEST_CASE("ch05 two_level on the host: every thread's share of its tile, nothing read past n (exercise 2)",
+          "[ch05][exercise][player][hole:dot.cu:2]") {
+  std::string first;
+  for (unsigned block_dim : {1u, 32u, 256u})
+    for (int per_thread : {1, 3, 8})
+      for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{255}, std::size_t{1000}, std::size_t{4099}}) {
+        if (!first.empty()) break;
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        std::vector<float> x(n + 128, nan), y(n + 128, nan);
+        double expected = 0.0;
+        for (std::size_t i = 0; i < n; ++i) {
+          x[64 + i] = whole(50 + n, i);
+          y[64 + i] = whole(51 + n, i);
+          expected += static_cast<double>(x[64 + i]) * y[64 + i];
+        }
+        const std::size_t tile = std::size_t{block_dim} * per_thread;
+        const std::size_t blocks = std::max<std::size_t>(1, (n + tile - 1) / tile);
+        double total = 0.0;
+        for (std::size_t b = 0; b < blocks; ++b)
+          for (unsigned t = 0; t < block_dim; ++t)
+            total += ch05::on_host::tile_share(x.data() + 64, y.data() + 64, n, static_cast<unsigned>(b), t, block_dim,
+                                               per_thread);
+        if (!(total == expected))
+          first = "blocks of " + std::to_string(block_dim) + " threads, per_thread = " + std::to_string(per_thread) +
+                  ", n = " + std::to_string(n) + ": the shares add to " + std::to_string(total) + ", expected " +
+                  std::to_string(expected) + (std::isnan(total) ? " (NaN: an element outside [0, n) was read)" : "");
+      }
+  INFO(first << "\nHint: each thread adds x[i]·y[i] for exactly the indices for_each_in_tile gives it (its "
+                "per_thread elements of its block's tile, each below n). The stub adds nothing. See dot_two_level "
+                "(dot.cu), README §Two levels.");
+  CHECK(first.empty());
+}
+
+TEST_CASE("ch05 warp_sum player: lane 0 ends with the warp's sum (exercise 3)", "[ch05][exercise][player][hole:dot.cu:3]") {
+  std::string first;
+  for (Player::Order order : kOrders) {
+    std::vector<float> value(32), out(32);
+    float expected = 0.0f;
+    for (unsigned i = 0; i < 32; ++i) expected += (value[i] = whole(530, i));
+    Player player(32, order, 530);
+    const std::string problem = player.run([&](unsigned lane) {
+      out[lane] = ch05::on_host::warp_sum(value[lane], [&](float v, int offset) {
+        return player.shfl_down(v, static_cast<unsigned>(offset));
+      });
+    });
+    if (!problem.empty()) first = std::string(Player::name(order)) + ": " + problem;
+    else if (std::memcmp(&out[0], &expected, sizeof(float)) != 0)
+      first = std::string(Player::name(order)) + ": lane 0 returns " + std::to_string(out[0]) + ", the warp's sum is " +
+              std::to_string(expected);
+    if (!first.empty()) break;
+  }
+  INFO(first << "\nHint: lane 0 must return the sum of the 32 lanes' values, by warp_sum_steps given the "
+                "shuffle; every lane takes part in every shuffle. The stub returns lane 0's own value. See "
+                "warp_sum (dot.cu), README §Warp shuffles.");
+  CHECK(first.empty());
+}
+
+TEST_CASE("ch05 block_sum_any player: any count from 1 to 1024 on a simulated block (exercise 4)",
+          "[ch05][exercise][player][hole:dot.cu:4]") {
+  std::string first;
+  for (unsigned count : {1u, 2u, 3u, 5u, 31u, 33u, 100u, 640u, 768u, 1000u, 1024u})
+    if (first.empty()) first = play_tree(ch05::on_host::tree_any, count);
+  INFO(first << "\nHint: s_partial[0] must end with the sum of the block's count values for any count, "
+                "nothing read at or past s_partial[count] (NaN there), a barrier after every step that every "
+                "thread reaches. The stub leaves s_partial[0] as it was. See block_sum_any (dot.cu), README "
+                "§Exercise 4.");
+  CHECK(first.empty());
 }

@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 #include "course/buffer.hpp"
@@ -102,6 +103,7 @@ constexpr int kWarp = 32;
 /// Exercise 1: the tree of block_sum_tree over `count` values (count a power of two), as thread
 /// `tid` takes part in it. add(to, from) adds value `from` into value `to`; barrier() is the
 /// block's barrier (on the GPU __syncthreads(), in the host test a recorder that plays every thread).
+COURSE_HOST_DEVICE_TEMPLATE
 template <class Add, class Barrier>
 COURSE_HOST_DEVICE inline void tree_steps(unsigned tid, unsigned count, Add add, Barrier barrier) {
   // [hole 1 begin]
@@ -136,6 +138,7 @@ COURSE_HOST_DEVICE inline void for_each_in_tile(unsigned block, unsigned tid, un
 /// the value held by lane + offset (a lane past the warp's end gets its own back): on the GPU the
 /// warp's shuffle down (warp_sum passes it), in the host tests a simulated warp, whose values are
 /// all 32 lanes' at once.
+COURSE_HOST_DEVICE_TEMPLATE
 template <class T, class ShflDown>
 COURSE_HOST_DEVICE inline T warp_sum_steps(T value, ShflDown shfl_down) {
   // [hole 3 begin]
@@ -154,6 +157,7 @@ COURSE_HOST_DEVICE inline T warp_sum_steps(T value, ShflDown shfl_down) {
 /// `tid` takes part in it: about log2(count) steps; add(to, from) adds value `from` into value
 /// `to`; every thread calls barrier() between steps, the same number of times; no index reaches
 /// count; value 0 ends with the sum of all.
+COURSE_HOST_DEVICE_TEMPLATE
 template <class Add, class Barrier>
 COURSE_HOST_DEVICE inline void tree_steps_any(unsigned tid, unsigned count, Add add, Barrier barrier) {
   // [hole 4 begin]
@@ -170,5 +174,23 @@ COURSE_HOST_DEVICE inline void tree_steps_any(unsigned tid, unsigned count, Add 
 /// threads, thread t holding values[t], through the device function block_sum_any (a tree for any
 /// block size). Waits for the result. For the tests.
 float block_sum_any_on_gpu(const std::vector<float>& values, course::Context& ctx);
+
+/// The kernels' exercise code (dot.cu's holes 1–4) run on the host, without a GPU: the device
+/// functions call __host__ __device__ helpers for what their holes do, and these call the same
+/// helpers with the host tests' block player's barrier and shuffle (tests/support/block_player.hpp).
+/// One call is one thread's part.
+namespace on_host {
+using Barrier = std::function<void()>;              ///< __syncthreads()
+using ShflDown = std::function<float(float, int)>;  ///< __shfl_down_sync(0xffffffff, v, offset)
+/// block_sum_tree's tree: s_partial[0] ends as the sum of s_partial[0, count), count a power of two.
+void block_tree(float* s_partial, unsigned tid, unsigned count, const Barrier& barrier);
+/// two_level's loop: thread tid of block `block` returns the sum of its per_thread products.
+float tile_share(const float* x, const float* y, std::size_t n, unsigned block, unsigned tid, unsigned block_dim,
+                 int per_thread);
+/// warp_sum: lane 0 returns the sum of the warp's 32 values.
+float warp_sum(float value, const ShflDown& shfl_down);
+/// block_sum_any's tree: s_partial[0] ends as the sum of s_partial[0, count), any count 1..1024.
+void tree_any(float* s_partial, unsigned tid, unsigned count, const Barrier& barrier);
+}  // namespace on_host
 
 }  // namespace ch05

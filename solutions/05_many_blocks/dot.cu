@@ -33,8 +33,7 @@ namespace ch05 {
 
 // Every lane of the warp takes part in each shuffle (the block size is a multiple of 32; kWarp, the
 // lanes per warp, is in dot.hpp with the index arithmetic).
-// ([[maybe_unused]]: the student's file uses it only once the warp_sum hole is filled.)
-[[maybe_unused]] constexpr unsigned kFullMask = 0xffffffffu;
+constexpr unsigned kFullMask = 0xffffffffu;
 // CUDA's limit on threads per block, on every card: at most 1024 / 32 = 32 warps per block.
 constexpr int kMaxBlock = 1024;
 
@@ -85,20 +84,28 @@ __global__ void dot_block_serial(const float* __restrict__ x, const float* __res
 // Which thread adds what, and when, is tree_steps (dot.hpp, exercise 1); this function gives it
 // the block's shared memory and barrier. blockDim.x must be a power of two, and every
 // thread of the block must call this (the barriers). Returns the block's sum, in every thread.
+// The tree itself is a __host__ __device__ helper (the block's barrier comes in as an argument), so
+// that the host tests run it on a simulated block ("ch05 block_tree player: *", no GPU).
+COURSE_HOST_DEVICE_TEMPLATE
+template <class Barrier>
+COURSE_HOST_DEVICE inline void block_tree_in_shared(float* s_partial, unsigned tid, unsigned count, Barrier barrier) {
+  // BEGIN SOLUTION
+  tree_steps(tid, count, [&](unsigned to, unsigned from) { s_partial[to] += s_partial[from]; }, barrier);
+  // STUB
+  //> // TODO(student): run the tree of tree_steps (dot.hpp, its other hole) over s_partial[0, count)
+  //> // so that s_partial[0] ends as the block's sum, safe for every thread to read on return: adds in
+  //> // shared memory, each step separated from the next by barrier(), the block's real barrier (no
+  //> // step reads a sum not yet written). Tests: `ch05 block_tree player: *` (host, no GPU),
+  //> // `ch05 block_tree: *` (racecheck when graded). See README §The tree.
+  //> (void)s_partial, (void)tid, (void)count, (void)barrier;
+  // END SOLUTION
+}
+
 __device__ float block_sum_tree(float value, float* s_partial) {
   const unsigned tid = threadIdx.x;
   s_partial[tid] = value;
   __syncthreads();  // every value is in place before anyone reads a neighbour's
-  // BEGIN SOLUTION
-  tree_steps(
-      tid, blockDim.x, [&](unsigned to, unsigned from) { s_partial[to] += s_partial[from]; },
-      [] { __syncthreads(); });
-  // STUB
-  //> // TODO(student): run the tree of tree_steps (dot.hpp, its other hole) over s_partial[0, blockDim.x)
-  //> // so that s_partial[0] ends as the block's sum, safe for every thread to read on return: adds in
-  //> // shared memory, each step separated from the next by a real block barrier (no step reads a sum
-  //> // not yet written). Tests: `ch05 block_tree: *` (racecheck when graded). See README §The tree.
-  // END SOLUTION
+  block_tree_in_shared(s_partial, tid, blockDim.x, [] { __syncthreads(); });
   return s_partial[0];
 }
 // [block_sum_tree]
@@ -136,18 +143,27 @@ __global__ void speed_of_light_kernel(const float* __restrict__ x, const float* 
 // (thread t takes t, t + blockDim.x, ...: coalesced) and writes one partial, partials[b]; the host
 // adds the partials in a fixed order, so every run gives the same bits. Still slow: the partials
 // go to the host and the result comes back, and the GPU waits for the host in between.
+// A thread's share of its tile is a __host__ __device__ helper: the host tests run it for every
+// thread of every block on host arrays ("ch05 two_level on the host: *", no GPU).
+COURSE_HOST_DEVICE inline float tile_share(const float* __restrict__ x, const float* __restrict__ y, std::size_t n,
+                                           unsigned block, unsigned tid, unsigned block_dim, int per_thread) {
+  float sum = 0.0f;
+  // BEGIN SOLUTION
+  for_each_in_tile(block, tid, block_dim, per_thread, n, [&](std::size_t i) { sum += x[i] * y[i]; });
+  // STUB
+  //> // TODO(student): add this thread's per_thread products into sum: x[i] * y[i] for exactly the
+  //> // indices for_each_in_tile (dot.hpp, its other hole) gives it, so that the tree yields the
+  //> // tile's partial. Tests: `ch05 two_level on the host: *` (no GPU), `ch05 two_level: *`,
+  //> // `ch05 beyond 2^32 elements: *`. See README §Two levels.
+  //> (void)x, (void)y, (void)n, (void)block, (void)tid, (void)block_dim, (void)per_thread;
+  // END SOLUTION
+  return sum;
+}
+
 __global__ void dot_two_level(const float* __restrict__ x, const float* __restrict__ y, std::size_t n,
                               int per_thread, float* __restrict__ partials) {
   extern __shared__ float s_partial[];  // blockDim.x floats, sized at launch
-  float sum = 0.0f;
-  // BEGIN SOLUTION
-  for_each_in_tile(blockIdx.x, threadIdx.x, blockDim.x, per_thread, n, [&](std::size_t i) { sum += x[i] * y[i]; });
-  // STUB
-  //> // TODO(student): add this thread's per_thread products into sum: x[i] * y[i] for exactly the
-  //> // indices for_each_in_tile (dot.hpp, its other hole) gives it, so that the tree below yields
-  //> // the tile's partial. Tests: `ch05 two_level: *`, `ch05 beyond 2^32 elements: *`. See README
-  //> // §Two levels.
-  // END SOLUTION
+  float sum = tile_share(x, y, n, blockIdx.x, threadIdx.x, blockDim.x, per_thread);
   sum = block_sum_tree(sum, s_partial);
   if (threadIdx.x == 0) partials[blockIdx.x] = sum;
 }
@@ -157,16 +173,26 @@ __global__ void dot_two_level(const float* __restrict__ x, const float* __restri
 // The 32 lanes of a warp add their values through registers, in five shuffle steps (warp_sum_steps,
 // dot.hpp, exercise 3). No shared memory and no barrier: the _sync shuffle itself waits for the
 // lanes named in the mask. Lane 0 ends with the warp's sum.
-__device__ float warp_sum(float value) {
+// The warp's shuffle comes in as an argument of a __host__ __device__ helper, so that the host tests
+// run it on a simulated warp ("ch05 warp_sum player: *", no GPU).
+COURSE_HOST_DEVICE_TEMPLATE
+template <class ShflDown>
+COURSE_HOST_DEVICE inline float warp_sum_with(float value, ShflDown shfl_down) {
   // BEGIN SOLUTION
-  value = warp_sum_steps(value, [](float v, int offset) { return __shfl_down_sync(kFullMask, v, offset); });
+  value = warp_sum_steps(value, shfl_down);
   // STUB
   //> // TODO(student): lane 0's value becomes the sum of the 32 lanes' values, by warp_sum_steps
-  //> // (dot.hpp, its other hole) given the GPU's shuffle down, with every lane of the warp named in
-  //> // its mask (kFullMask); no shared memory, no barrier. Tests: `ch05 warp_shuffle: *` (memcheck,
-  //> // racecheck when graded). See README §Warp shuffles.
+  //> // (dot.hpp, its other hole) given shfl_down, the GPU's shuffle down with every lane of the
+  //> // warp in its mask (warp_sum, below, passes it); no shared memory, no barrier. Tests:
+  //> // `ch05 warp_sum player: *` (host, no GPU), `ch05 warp_shuffle: *` (memcheck, racecheck
+  //> // when graded). See README §Warp shuffles.
+  //> (void)shfl_down;
   // END SOLUTION
   return value;
+}
+
+__device__ float warp_sum(float value) {
+  return warp_sum_with(value, [](float v, int offset) { return __shfl_down_sync(kFullMask, v, offset); });
 }
 // [warp_sum]
 
@@ -216,20 +242,26 @@ __global__ void sum_partials(const float* __restrict__ partials, int count, floa
 // block's values for ANY blockDim.x from 1 to 1024, in about log2(blockDim.x) steps with a barrier
 // between them, touching nothing in s_partial beyond its blockDim.x floats. Every thread of the
 // block calls this; it returns the block's sum in every thread.
+COURSE_HOST_DEVICE_TEMPLATE
+template <class Barrier>
+COURSE_HOST_DEVICE inline void tree_any_in_shared(float* s_partial, unsigned tid, unsigned count, Barrier barrier) {
+  // BEGIN SOLUTION
+  tree_steps_any(tid, count, [&](unsigned to, unsigned from) { s_partial[to] += s_partial[from]; }, barrier);
+  // STUB
+  //> // TODO(student): s_partial[0] ends as the sum of the block's `count` values for any count
+  //> // from 1 to 1024, by tree_steps_any (dot.hpp, its other hole); nothing read or written at or past
+  //> // s_partial[count] (the tests put NaN there), no race between steps (barrier() is the block's
+  //> // barrier). Tests: `ch05 block_sum_any player: *` (host, no GPU), `ch05 block_sum_any: *`.
+  //> // See README §Exercise 4.
+  //> (void)s_partial, (void)tid, (void)count, (void)barrier;
+  // END SOLUTION
+}
+
 __device__ float block_sum_any(float value, float* s_partial) {
   const unsigned tid = threadIdx.x;
   s_partial[tid] = value;
   __syncthreads();  // every value is in place before anyone reads a neighbour's
-  // BEGIN SOLUTION
-  tree_steps_any(
-      tid, blockDim.x, [&](unsigned to, unsigned from) { s_partial[to] += s_partial[from]; },
-      [] { __syncthreads(); });
-  // STUB
-  //> // TODO(student): s_partial[0] ends as the sum of the block's blockDim.x values for any blockDim.x
-  //> // from 1 to 1024, by tree_steps_any (dot.hpp, its other hole); nothing read or written at or past
-  //> // s_partial[blockDim.x] (the test puts NaN there), no race between steps. Tests:
-  //> // `ch05 block_sum_any: *`. See README §Exercise 4.
-  // END SOLUTION
+  tree_any_in_shared(s_partial, tid, blockDim.x, [] { __syncthreads(); });
   return s_partial[0];
 }
 // [block_sum_any]
@@ -448,5 +480,21 @@ const std::vector<course::Version<GpuDot>>& versions() {
   return registry;
 }
 // [registry]
+
+// (The callables go in as host lambdas that refer to the std::functions: nothing of std::function is
+// copied into, or destroyed in, a __host__ __device__ function.)
+namespace on_host {
+void block_tree(float* s_partial, unsigned tid, unsigned count, const Barrier& barrier) {
+  block_tree_in_shared(s_partial, tid, count, [&barrier] { barrier(); });
+}
+float tile_share(const float* x, const float* y, std::size_t n, unsigned block, unsigned tid, unsigned block_dim,
+                 int per_thread) {
+  return ch05::tile_share(x, y, n, block, tid, block_dim, per_thread);
+}
+float warp_sum(float value, const ShflDown& shfl_down) { return warp_sum_with(value, [&shfl_down](float v, int offset) { return shfl_down(v, offset); }); }
+void tree_any(float* s_partial, unsigned tid, unsigned count, const Barrier& barrier) {
+  tree_any_in_shared(s_partial, tid, count, [&barrier] { barrier(); });
+}
+}  // namespace on_host
 
 }  // namespace ch05
