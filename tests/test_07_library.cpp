@@ -1462,3 +1462,39 @@ TEST_CASE("ch07 thread policy: calibrate times each candidate in a block of its 
       CHECK(s.timed == (r > 0));
     }
 }
+
+// Exercise 3 without a GPU (issue 39: a host check for every hole): require_fits(e, n) asks the rule
+// of two numbers, require_fits(n, n_max), which needs no engine and no GPU.
+TEST_CASE("ch07 n_max on the host: require_fits refuses exactly n > n_max, naming both, with TooLargeError",
+          "[ch07][exercise][hole:dot.cu:2]") {
+  const std::string hint =
+      "\nHint: a call with n <= n_max fits the plan (n_max elements were planned, so n = n_max fits too); "
+      "n > n_max must throw ch07::TooLargeError (the C API reports it as DOTCOURSE_ERROR_TOO_LARGE) whose "
+      "message names n and n_max. The stub lets every call through. See require_fits (dot.cu), README "
+      "§Exercise 3.";
+  const std::size_t big = std::size_t{1} << 40;
+  for (const auto& [n_max, n] : std::vector<std::pair<std::size_t, std::size_t>>{
+           {1000, 0}, {1000, 1}, {1000, 999}, {1000, 1000}, {0, 0}, {big, big}}) {
+    INFO("require_fits(n = " << n << ", n_max = " << n_max << ") must let the call through" << hint);
+    CHECK_NOTHROW(ch07::require_fits(n, n_max));
+  }
+  for (const auto& [n_max, n] : std::vector<std::pair<std::size_t, std::size_t>>{
+           {1000, 1001}, {1000, 4096}, {0, 1}, {big, big + 1}, {77, ~std::size_t{0}}}) {
+    std::string message;
+    bool too_large = false;
+    try {
+      ch07::require_fits(n, n_max);
+    } catch (const ch07::TooLargeError& e) {
+      too_large = true;
+      message = e.what();
+    } catch (const std::exception& e) {
+      message = std::string("another exception: ") + e.what();
+    }
+    INFO("require_fits(n = " << n << ", n_max = " << n_max << "): "
+                             << (too_large ? "TooLargeError: " + message : message.empty() ? "no exception" : message)
+                             << hint);
+    CHECK(too_large);
+    CHECK(message.find(std::to_string(n)) != std::string::npos);
+    CHECK(message.find(std::to_string(n_max)) != std::string::npos);
+  }
+}

@@ -340,19 +340,22 @@ std::vector<double> PhaseEvents::phase_ms() {
 
 // [require_fits]
 // Exercise 3: a call the plan does not cover. Every host-array path calls this first (dot_reuse,
-// dot_reuse_staged, dot_host), before it touches the GPU.
-void require_fits(const Engine& e, std::size_t n) {
+// dot_reuse_staged, dot_host), before it touches the GPU. The rule needs only n and the plan's
+// n_max, so it is a function of the two numbers, which the host tests call without a GPU ("ch07
+// n_max on the host: *"); require_fits(e, n), below, asks it with e.n_max().
+void require_fits(std::size_t n, std::size_t n_max) {
   // [hole 2 begin]
-  // TODO(student): exercise 3. A call with n > e.n_max() does not fit the plan. What must hold:
+  // TODO(student): exercise 3. A call with n > n_max does not fit the plan. What must hold:
   // the caller learns it, through the C API as DOTCOURSE_ERROR_TOO_LARGE with a message that
   // names n and n_max; no wrong answer is returned and nothing is written past the plan; and
-  // the context works as before for the next call. Tests: "ch07 n_max: reuse refuses n > n_max
-  // and the context still works afterwards", "ch07 n_max: the C API says
-  // DOTCOURSE_ERROR_TOO_LARGE with a message".
-  (void)e;
+  // the context works as before for the next call. Tests: "ch07 n_max on the host: *" (no
+  // GPU), "ch07 n_max: reuse refuses n > n_max and the context still works afterwards", "ch07
+  // n_max: the C API says DOTCOURSE_ERROR_TOO_LARGE with a message".
+  (void)n_max;
   (void)n;
   // [hole 2 end]
 }
+void require_fits(const Engine& e, std::size_t n) { require_fits(n, e.n_max()); }
 // [require_fits]
 
 namespace {

@@ -219,6 +219,9 @@ course::Verdict check_link_floor(Engine& e, const float* x, const float* y, std:
 /// Exercise 3: what a call that does not fit e's plan (n > n_max) must do: throws TooLargeError
 /// naming n and n_max. Every host-array path calls it before it touches the GPU.
 void require_fits(const Engine& e, std::size_t n);
+/// The same rule as a function of n and the plan's n_max alone (what require_fits(e, n) asks with
+/// e.n_max()): no GPU needed, so the host tests call it ("ch07 n_max on the host: *").
+void require_fits(std::size_t n, std::size_t n_max);
 
 /// The version the C API's dotcourse_dot uses for n elements: the fastest, reuse_staged, except
 /// for small n where waking threads costs more than it saves (reuse).
