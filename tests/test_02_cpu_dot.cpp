@@ -343,3 +343,37 @@ TEST_CASE("ch02 compensated: follows its input (new values in the same buffers)"
   std::copy(next.y.begin(), next.y.end(), in.y.begin());
   check_compensated(in.x, in.y, next.exact, compensated_bound(next.exact, next.sum_abs, true), "round 2, same buffers");
 }
+
+// Exercise 1 with its order of additions (issue 39: every hole has a host test with literal tags).
+// The TODO states that order: acc[k] is the float sum, in index order, of x[j]·y[j] over the
+// j < n - n % 8 with j % 8 == k; the tail loop and the pairwise combine are given. So the result
+// is known to the bit, and one chain, a lane skipped or the tail added twice all change it.
+TEST_CASE("ch02 unrolled: eight chains in the stated order, to the bit, at awkward sizes",
+          "[ch02][exercise][hole:dot.cpp:1]") {
+  const Version& v = version("unrolled");
+  std::string first;
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{8}, std::size_t{9},
+                        std::size_t{15}, std::size_t{16}, std::size_t{17}, std::size_t{1000}, std::size_t{4099},
+                        (std::size_t{1} << 16) + 5}) {
+    const auto in = course::test::make_dot_inputs(n, 2100 + n);
+    float acc[8] = {};
+    const std::size_t body = n - n % 8;
+    for (std::size_t j = 0; j < body; ++j) acc[j % 8] += in.x[j] * in.y[j];
+    float tail = 0.0f;
+    for (std::size_t j = body; j < n; ++j) tail += in.x[j] * in.y[j];
+    for (std::size_t width = 4; width > 0; width /= 2)
+      for (std::size_t k = 0; k < width; ++k) acc[k] += acc[k + width];
+    const float expected = acc[0] + tail;
+    const float got = v.run.dot(in.x.data(), in.y.data(), n, ch02::CpuConfig{1});
+    std::uint32_t a = 0, b = 0;
+    std::memcpy(&a, &got, sizeof a);
+    std::memcpy(&b, &expected, sizeof b);
+    if (a != b && first.empty())
+      first = "n = " + std::to_string(n) + ": got " + std::to_string(got) + ", the eight chains give " +
+              std::to_string(expected);
+  }
+  INFO(first << "\nHint: acc[k] must collect x[j]·y[j] for j % 8 == k, j below n - n % 8, in index order "
+                "(eight chains, not one); the loop leaves i at n - n % 8 for the tail loop. See dot_unrolled, "
+                "README §Exercise 1.");
+  CHECK(first.empty());
+}
