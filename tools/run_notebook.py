@@ -110,7 +110,9 @@ def outputs_text(cell):
 def run_nbclient(nb, args, workdir):
     import nbclient
     import nbformat
-    notebook = nbformat.from_dict(nb)
+    notebook = nbformat.reads(json.dumps(nb), as_version=4)
+    # The kernel's debugger warns about frozen modules on every start (Python 3.11): noise here.
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     client = nbclient.NotebookClient(notebook, timeout=args.timeout, kernel_name="python3",
                                      resources={"metadata": {"path": str(workdir)}})
     times, printed = {}, []
