@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure the course's build dependencies are present: CMake >= 3.25, nvcc (CUDA 12.x/13.x),
-# Catch2 (2.13 or 3.x) and CLI11, and Go for chapter 07's Go package (COURSE_SETUP_GO=0: no Go).
+# Catch2 (2.13 or 3.x) and CLI11, and Go for chapter 07's Go package (COURSE_SETUP_GO=0: no Go);
+# with COURSE_SETUP_DOCS=1 doxygen, with COURSE_SETUP_NOTEBOOK=1 what runs the notebook headless.
 # Installs the missing ones with apt-get where that is possible (Debian/Ubuntu, as root, with a
 # package registry in reach: apt's sources are probed first, for 3 s at most, so a machine that
 # cannot reach one is told at once); otherwise says exactly what to install and exits 2 (Go: says
@@ -86,6 +87,12 @@ apt_registry_reachable() {
 have_cmake_package Catch2 || missing_pkgs+=(catch2)
 have_cmake_package CLI11 || missing_pkgs+=(libcli11-dev)
 if [ "${COURSE_SETUP_DOCS:-0}" = 1 ] && ! command -v doxygen >/dev/null; then missing_pkgs+=(doxygen); fi
+# The notebook's runner (tools/run_notebook.py, COURSE_SETUP_NOTEBOOK=1: CI): a Jupyter kernel and
+# nbclient for Debian's Python, and matplotlib there, so the notebook draws its plot without a .venv.
+if [ "${COURSE_SETUP_NOTEBOOK:-0}" = 1 ] && [ -x /usr/bin/python3 ] &&
+   ! /usr/bin/python3 -c 'import nbclient, nbformat, ipykernel, matplotlib' >/dev/null 2>&1; then
+  missing_pkgs+=(python3-nbclient python3-nbformat python3-ipykernel python3-matplotlib)
+fi
 # Go, for chapter 07's Go package and its tests (ctest ch07.go): installed where apt can do it;
 # elsewhere the Go tests are not registered, and configure says so.
 # Go is optional: where it cannot be installed (no package registry: a GPU machine behind a
