@@ -84,14 +84,17 @@ def csv_rows():
 
 
 class FakeRunner:
-    """Stands in for the chapter executable: counts its calls, returns a fixed PerfRun."""
+    """Stands in for the chapter executable: counts its calls, returns a fixed PerfRun (or, given a
+    list, the next one on each call, the last one again when they run out)."""
 
     def __init__(self, run):
-        self.run, self.calls = run, 0
+        self.runs = run if isinstance(run, list) else [run]
+        self.calls, self.attempts = 0, []
 
-    def __call__(self, *args):
+    def __call__(self, *args, attempt=0):
         self.calls += 1
-        return self.run
+        self.attempts.append(attempt)
+        return self.runs[min(self.calls, len(self.runs)) - 1]
 
 
 def ok_run(rows=None):
@@ -341,11 +344,56 @@ class PerformanceRules(unittest.TestCase):
     def test_pct_roofline_of_the_named_row(self):
         runner = FakeRunner(ok_run())
         item = self.grade_one(perf_rule(zero_at=20, full_at=100), passing(ADD), runner)
-        self.assertEqual(runner.calls, 1)
+        self.assertEqual(runner.calls, 1 + perf.REMEASURE)  # short of full marks: measured again
         self.assertAlmostEqual(item.measured, 92.6)
         self.assertEqual(item.points, round(4 * (92.6 - 20) / 80, 2))
         self.assertEqual(item.status, "partial")
         self.assertEqual(self.grade_one(perf_rule(), passing(ADD), runner).status, "passed")
+
+    @staticmethod
+    def run_at(value):
+        """A run whose add_gpu float row measures `value` % of the roofline."""
+        rows = [dict(r) for r in csv_rows()]
+        for r in rows:
+            if r["version"] == "add_gpu" and r["config"] == "float":
+                r["pct_roofline"] = str(value)
+        return ok_run(rows)
+
+    def test_a_value_short_of_full_marks_is_measured_again_and_the_best_counts(self):
+        runner = FakeRunner([self.run_at(43.1), self.run_at(88.4)])   # a busy host, then a quiet one
+        item = self.grade_one(perf_rule(), passing(ADD), runner)
+        self.assertEqual(runner.attempts, [0, 1])
+        self.assertEqual((item.measured, item.points, item.status), (88.4, 4.0, "passed"))
+        self.assertIn("measured 2 times", item.detail)
+        self.assertIn("43.1, 88.4", item.detail)
+
+    def test_a_slow_solution_stays_slow_after_every_measurement(self):
+        runner = FakeRunner([self.run_at(40), self.run_at(30), self.run_at(35)])
+        item = self.grade_one(perf_rule(), passing(ADD), runner)
+        self.assertEqual(runner.attempts, list(range(1 + perf.REMEASURE)))
+        self.assertEqual((item.measured, item.points, item.status), (40.0, 2.0, "partial"))
+        self.assertIn("measured 3 times", item.detail)
+
+    def test_full_marks_at_the_first_measurement_are_not_measured_again(self):
+        runner = FakeRunner([self.run_at(61), self.run_at(10)])
+        item = self.grade_one(perf_rule(), passing(ADD), runner)
+        self.assertEqual((runner.calls, item.points), (1, 4.0))
+        self.assertNotIn("measured", item.detail.split(";")[-1])
+
+    def test_a_later_run_that_fails_validation_counts_as_it_is(self):
+        bad = self.run_at(90)
+        for r in bad.rows:
+            r["valid"] = "0"
+        runner = FakeRunner([self.run_at(40), bad])
+        item = self.grade_one(perf_rule(), passing(ADD), runner)
+        self.assertEqual((runner.calls, item.points, item.status), (2, 0.0, "failed"))
+        self.assertIn("not valid", item.detail)
+
+    def test_no_remeasurement_when_asked_for_none(self):
+        runner = FakeRunner([self.run_at(40), self.run_at(90)])
+        m = manifest(performance=[perf_rule()])
+        item = perf.grade_performance(m, m.performance[0], passing(ADD), runner, remeasure=0)
+        self.assertEqual((runner.calls, item.points), (1, 2.0))
 
     def test_pct_link_reads_its_own_column(self):
         # Chapters 08 and 09 name their share of the pinned host-to-device bandwidth pct_link; a row
@@ -539,7 +587,7 @@ class CompleteRun(unittest.TestCase):
     def setUp(self):
         m = manifest(performance=[perf_rule(zero_at=20, full_at=100, leaderboard=True)])
         tests = passing(COPIES, EVENTS, ADD_CPU) + [result(ADD, "passed")]
-        self.g = scoring.assemble([m], tests, lambda mm, r: ok_run(), tree="solutions")
+        self.g = scoring.assemble([m], tests, lambda mm, r, attempt=0: ok_run(), tree="solutions")
         self.g.seconds = 12.6
 
     def test_totals_and_exit_code(self):
@@ -658,6 +706,17 @@ class Runner(unittest.TestCase):
         self.assertTrue((self.out / "perf" / "01_timing-run1" / "01_timing.csv").exists())
         self.assertEqual((self.out / "perf" / "01_timing-run1" / "output.txt").read_text().strip(), "ran")
         self.assertEqual(g.exit_code(), scoring.EXIT_INCOMPLETE)
+
+    def test_a_measurement_taken_again_runs_the_executable_again(self):
+        m = manifest(performance=[perf_rule(full_at=100)])   # 92.6: short of full marks every time
+        self.out.mkdir()
+        run = perf.make_runner(self.build, self.out, self.out / "test.log")
+        with redirect_stderr(io.StringIO()) as err:
+            g = scoring.assemble([m], passing(ADD, COPIES, EVENTS), run)
+        self.assertEqual(len(self.calls.read_text().splitlines()), 1 + perf.REMEASURE)
+        self.assertIn("measured again, run 2", err.getvalue())
+        self.assertTrue((self.out / "perf" / f"01_timing-run{1 + perf.REMEASURE}" / "01_timing.csv").exists())
+        self.assertEqual(g.items[-1].measured, 92.6)
 
     def test_a_missing_executable_is_a_grader_error(self):
         m = manifest(chapter="05_many_blocks", correctness=[], performance=[perf_rule()])

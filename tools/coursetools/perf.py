@@ -7,7 +7,7 @@ import csv
 import math
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -20,6 +20,13 @@ from .scoring import (Item, grader_cores, linear_points, match, requirement_stat
 
 # The chapter executables' exit codes (course::ExitCode in common/course/check.hpp).
 EXE_OK, EXE_FAILURE, EXE_USAGE, EXE_NO_GPU, EXE_DOES_NOT_FIT = 0, 1, 2, 3, 4
+
+# A measurement short of full marks is taken again, up to this many more times, and the best one
+# counts. A host that is busy for a moment (another tenant's memory traffic, a page-cache flush) can
+# halve a staged copy's speed in one process: on an H200, chapter 08's staged dot measured 88% of the
+# link in one grade and 43% (median 22.5 ms, mean 29.5, minimum 12.9) in the next, same build. A
+# solution that is slow stays slow in every run; noise does not repeat three times.
+REMEASURE = 2
 
 
 @dataclass
@@ -108,10 +115,11 @@ def metric_value(rows: Sequence[Dict[str, str]], row: Dict[str, str], metric: st
 
 
 def grade_performance(m: Manifest, rule: PerformanceRule, tests: Sequence[TestResult],
-                      run: Callable[[PerformanceRule], PerfRun], expect_gpu: bool = False,
-                      cores: Optional[int] = None) -> Item:
-    """One performance item. `run` runs (or fetches a cached run of) the chapter executable; it is
-    not called unless every required test passed."""
+                      run: Callable[..., PerfRun], expect_gpu: bool = False,
+                      cores: Optional[int] = None, remeasure: int = REMEASURE) -> Item:
+    """One performance item. `run(rule, attempt=K)` runs (or fetches a cached run of) the chapter
+    executable, attempt 0 first; it is not called unless every required test passed. A value short
+    of full marks is measured again, up to `remeasure` more times (REMEASURE), and the best counts."""
     cores = grader_cores() if cores is None else cores
     zero_at, full_at, scale_note = scaled_thresholds(rule, cores)
     item = Item(m.chapter, "performance", rule.name, rule.points, 0.0, "failed",
@@ -130,7 +138,29 @@ def grade_performance(m: Manifest, rule: PerformanceRule, tests: Sequence[TestRe
         item.no_gpu = any(t.no_gpu for t in tests if t.status == "skipped"
                           and any(match(g, t.name) for g in rule.requires))
         return item
-    result = run(rule)
+    best = _score(m, rule, replace(item), run(rule), expect_gpu, scale_note)
+    values = [best.measured] if best.measured is not None else []
+    attempt = 0
+    while best.measured is not None and best.points < rule.points and attempt < remeasure:
+        attempt += 1
+        again = _score(m, rule, replace(item), run(rule, attempt=attempt), expect_gpu, scale_note)
+        if again.measured is None:  # a run that failed outright is not noise: it counts as it is
+            best = again
+            break
+        values.append(again.measured)
+        if again.points > best.points:
+            best = again
+    if len(values) > 1:
+        best.detail += (f"; measured {len(values)} times (a value short of full marks is measured again, "
+                        f"the best counts): " + ", ".join(f"{v:.4g}" for v in values))
+    return best
+
+
+def _score(m: Manifest, rule: PerformanceRule, item: Item, result: PerfRun, expect_gpu: bool,
+           scale_note: str) -> Item:
+    """`item` filled from one run of the chapter executable (item.measured stays None unless the
+    run gave a value)."""
+    zero_at, full_at = item.zero_at, item.full_at
     cmd = f"bin/{m.chapter} --csv FILE {' '.join(rule.args)}".rstrip()
     if result.exit_code == EXE_NO_GPU:
         if expect_gpu:
@@ -189,14 +219,15 @@ def _tail(text: str, lines: int = 8) -> str:
 
 def make_runner(build_dir: Path, out_dir: Path, log: Path, env: Optional[Dict[str, str]] = None,
                 cores: Optional[int] = None, tag: str = "") -> Callable[[Manifest, PerformanceRule], PerfRun]:
-    """Runs each distinct (chapter, args) once; rules sharing arguments share the run. `{cores}` in
-    a rule's arguments becomes the number of cores the grader sees."""
+    """Runs each distinct (chapter, args, attempt) once; rules sharing arguments share the run (and
+    a measurement taken again for one rule, attempt 1, 2, ..., serves the others). `{cores}` in a
+    rule's arguments becomes the number of cores the grader sees."""
     cache: Dict[Tuple[str, Tuple[str, ...]], PerfRun] = {}
     cores = grader_cores() if cores is None else cores
 
-    def run(m: Manifest, rule: PerformanceRule) -> PerfRun:
+    def run(m: Manifest, rule: PerformanceRule, attempt: int = 0) -> PerfRun:
         args = [a.replace("{cores}", str(cores)) for a in rule.args]
-        key = (m.chapter, tuple(args))
+        key = (m.chapter, tuple(args), attempt)
         if key in cache:
             return cache[key]
         exe = build_dir / "bin" / m.chapter
@@ -206,7 +237,8 @@ def make_runner(build_dir: Path, out_dir: Path, log: Path, env: Optional[Dict[st
         if not exe.exists():
             result = PerfRun(-1, error=f"{exe} does not exist (was the chapter built?)")
         else:
-            print(f"[grade] measuring: bin/{m.chapter} {' '.join(args)}", file=sys.stderr, flush=True)
+            again = f" (measured again, run {attempt + 1}: the value was short of full marks)" if attempt else ""
+            print(f"[grade] measuring: bin/{m.chapter} {' '.join(args)}{again}", file=sys.stderr, flush=True)
             started = time.monotonic()
             code, output = proc.run_logged([str(exe), "--csv", str(csv_path)] + args, log, timeout=rule.timeout_s, env=env)
             print(f"[grade] measured bin/{m.chapter} in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)

@@ -304,7 +304,7 @@ def number_items(manifests: Sequence[Manifest], items: List[Item], others: Seque
 
 
 def assemble(manifests: Sequence[Manifest], tests: Sequence[TestResult],
-             run: Optional[Callable[[Manifest, PerformanceRule], PerfRun]], *, tree: str = "chapters",
+             run: Optional[Callable[..., PerfRun]], *, tree: str = "chapters",
              tree_dir: str = "", build_dir: str = "", console: Optional[Dict[str, str]] = None,
              expect_gpu: bool = False, cores: Optional[int] = None) -> Grade:
     """Everything but the build and the runs: the graded items of a list of test results.
@@ -319,7 +319,8 @@ def assemble(manifests: Sequence[Manifest], tests: Sequence[TestResult],
             if run is None:
                 left_out += rule.points
                 continue
-            items.append(grade_performance(m, rule, tests, lambda r, m=m: run(m, r), expect_gpu, cores))
+            items.append(grade_performance(m, rule, tests, lambda r, attempt=0, m=m: run(m, r, attempt=attempt) if attempt else run(m, r),
+                                            expect_gpu, cores))
     number_items(manifests, items, others)
     g = Grade(tree=tree, tree_dir=tree_dir, build_dir=build_dir, manifests=list(manifests), items=items,
               others=others, gpu_skip_reason=None if expect_gpu else gpu_skip_reason(tests),
