@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <random>
@@ -388,4 +389,64 @@ TEST_CASE("ch01 index: launch_shape past what a grid can hold, which launch_add 
   REQUIRE(s.block <= 1024);
   REQUIRE(s.grid > kMaxGrid);
   CHECK_THROWS_AS(ch01::launch_add<float>(nullptr, nullptr, nullptr, n, nullptr), course::UsageError);
+}
+
+// ---------------------------------------------------------------------------------------------
+// add_kernel's body on the host (no GPU needed, never skipped): the kernel calls add_thread, a
+// __host__ __device__ helper, for its thread; here the same helper runs for every thread of grids
+// that overshoot n (by a part of a block, and by a whole spare block), on host arrays with room past
+// n: inputs NaN there, the output a marker that must survive.
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+template <class T>
+std::string play_add_grid(std::size_t n, unsigned block_dim, std::size_t spare_blocks) {
+  const std::size_t grid = (n + block_dim - 1) / block_dim + spare_blocks;
+  const std::size_t room = grid * block_dim + 64;  // every thread's element, and more
+  const T nan = std::numeric_limits<T>::quiet_NaN(), marker = static_cast<T>(-7.25);
+  std::vector<T> a(room, nan), b(room, nan), out(room, marker);
+  for (std::size_t i = 0; i < n; ++i) {  // whole numbers: every sum exact, in either precision
+    a[i] = static_cast<T>(static_cast<int>(i % 1000) - 500);
+    b[i] = static_cast<T>(3 * static_cast<int>(i % 97) + 1);
+  }
+  for (std::size_t blk = 0; blk < grid; ++blk)
+    for (unsigned t = 0; t < block_dim; ++t)
+      ch01::on_host::add_thread(a.data(), b.data(), out.data(), n, static_cast<unsigned>(blk), block_dim, t);
+  std::ostringstream where;
+  where << (sizeof(T) == 4 ? "float" : "double") << ", n = " << n << ", " << grid << " blocks of " << block_dim
+        << " threads (" << grid * block_dim - n << " threads past n)";
+  for (std::size_t i = 0; i < n; ++i)
+    if (!(out[i] == a[i] + b[i])) {
+      std::ostringstream msg;
+      msg << where.str() << ": out[" << i << "] is " << out[i] << ", a[i] + b[i] is " << a[i] + b[i]
+          << (out[i] == marker ? " (never written: no thread added element " + std::to_string(i) + ")" : "");
+      return msg.str();
+    }
+  for (std::size_t i = n; i < room; ++i)
+    if (std::memcmp(&out[i], &marker, sizeof(T)) != 0) {
+      std::ostringstream msg;
+      msg << where.str() << ": out[" << i << "] was written (it holds " << out[i] << "), at or past n: on the GPU "
+          << "a write outside the output (is the bounds check i < n?)";
+      return msg.str();
+    }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("ch01 add on the host: every thread of an overshooting grid, nothing written at or past n (exercise 1)",
+          "[ch01][exercise][player][hole:add.cu:1]") {
+  std::string first;
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{31}, std::size_t{32}, std::size_t{255},
+                        std::size_t{256}, std::size_t{257}, std::size_t{1000}, std::size_t{4099}})
+    for (unsigned block_dim : {32u, 256u, 1024u})
+      for (std::size_t spare : {std::size_t{0}, std::size_t{1}}) {
+        if (first.empty()) first = play_add_grid<float>(n, block_dim, spare);
+        if (first.empty()) first = play_add_grid<double>(n, block_dim, spare);
+      }
+  INFO(first << "\nHint: (the stub writes nothing.) Every thread of the grid runs add_thread; the one whose global "
+                "index i is below n writes out[i] = a[i] + b[i], and a thread at or past n writes nothing (the "
+                "grid overshoots n by up to a block, more if the caller rounds up further). If `ch01 index: "
+                "global_index *` fails too, fix global_index first. See add_kernel (add.cu), README §Exercise 1.");
+  CHECK(first.empty());
 }

@@ -6,7 +6,10 @@
 // a compute-sanitizer run can leave it out with the test spec "~[race]". The speed_of_light row is
 // not a dot product (the floor): it has its own tests, outside grading.
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <set>
 #include <utility>
 #include <sstream>
@@ -19,6 +22,7 @@
 #include "course/random.hpp"
 #include "dot.hpp"
 #include "support/course_test.hpp"
+#include "support/block_player.hpp"
 #include "support/index_check.hpp"
 
 namespace {
@@ -384,5 +388,143 @@ TEST_CASE("ch04 index: for_each_block_stride past 2^31 and 2^32 elements (exerci
       for (const unsigned tid : {0u, threads - 1})
         if (first.empty()) first = check_stride_thread(tid, threads, n, nullptr);
   INFO(first << kStrideHint);
+  CHECK(first.empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The kernels' atomics on a simulated block (host only, no GPU needed, never skipped). Each kernel
+// calls a __host__ __device__ helper for what one thread does, with the GPU's atomic as an argument;
+// here the same helpers run on the block player (tests/support/block_player.hpp), one fiber per
+// thread, with the result in simulated global memory (ch04::on_host::Shared): a plain read of it lets
+// the other threads run before its value arrives, and a simulated atomic does its read and write with
+// nothing in between (it lets the others run first). So a plain `*result += v` loses updates here,
+// as on a GPU, in every order of the threads the test tries. The values are small whole numbers:
+// every sum is exact in float, in any order.
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+using Player = course::test::BlockPlayer;
+using ch04::on_host::Shared;
+constexpr Player::Order kOrders[] = {Player::Order::ascending, Player::Order::descending, Player::Order::shuffled};
+
+float small_whole(std::uint64_t seed, std::size_t i) {  // -8 .. 8, never 0
+  const auto u = course::mix64(seed, i);
+  const float v = static_cast<float>(1 + u % 8);
+  return (u >> 8) % 2 ? v : -v;
+}
+
+// Runs `share` (one thread's part of a dot: atomic_each or atomic_once) for every thread of a block
+// of `threads` threads on n elements; "" or the first problem. `max_atomics_per_thread` < 0: any.
+template <class Share>
+std::string play_dot(Share share, unsigned threads, std::size_t n, long max_atomics_per_thread) {
+  std::vector<float> x(n), y(n);
+  double expected = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    x[i] = small_whole(4000 + n, i);
+    y[i] = small_whole(4001 + n, i);
+    expected += static_cast<double>(x[i]) * y[i];
+  }
+  for (Player::Order order : kOrders) {
+    Player player(threads, order, 4000 + n);
+    Shared<float> result{0.0f, [&player] { player.pause(); }};
+    std::vector<long> atomics(threads, 0);
+    const std::string problem = player.run([&](unsigned tid) {
+      share(x.data(), y.data(), n, &result, tid, threads, [&, tid](Shared<float>* r, float v) {
+        player.pause();  // the others may go first; the add itself is indivisible
+        ++atomics[tid];
+        r->value += v;
+      });
+    });
+    std::ostringstream where;
+    where << "one block of " << threads << " threads, n = " << n << ", " << Player::name(order);
+    if (!problem.empty()) return where.str() + ": " + problem;
+    if (!(static_cast<double>(result.value) == expected)) {
+      where << ": *result ends as " << result.value << ", x·y is " << expected;
+      if (result.value == 0.0f && expected != 0.0) where << " (nothing reached *result)";
+      else where << " (an update lost or counted twice: a plain read of *result lets other threads run before "
+                    "it returns, as on a GPU, so a plain `+=` loses what they add in between)";
+      return where.str();
+    }
+    const auto most = std::max_element(atomics.begin(), atomics.end());
+    if (max_atomics_per_thread >= 0 && *most > max_atomics_per_thread) {
+      where << ": thread " << (most - atomics.begin()) << " made " << *most << " atomic adds; one per thread is "
+            << "the point (a private sum first)";
+      return where.str();
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("ch04 atomic_each player: every product reaches *result, none lost, on a simulated block (exercise 1)",
+          "[ch04][exercise][player][hole:dot.cu:1]") {
+  std::string first;
+  for (unsigned threads : {1u, 2u, 32u, 96u})
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{33}, std::size_t{1000}})
+      if (first.empty()) first = play_dot(ch04::on_host::atomic_each, threads, n, -1);
+  INFO(first << "\nHint: (the stub adds nothing.) Every product must reach *result while the other threads "
+                "update it too: `*result += p` is a load, an add and a store, and another thread's store between "
+                "them is lost. atomic_add(result, p) (atomicAdd on the GPU) does all three as one. See "
+                "dot_atomic_each (dot.cu), README §The race and §atomicAdd on every product.");
+  CHECK(first.empty());
+}
+
+TEST_CASE("ch04 atomic_once player: one atomic per thread, none lost, on a simulated block (exercise 2)",
+          "[ch04][exercise][player][hole:dot.cu:2]") {
+  std::string first;
+  for (unsigned threads : {1u, 2u, 32u, 96u})
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{33}, std::size_t{1000}})
+      if (first.empty()) first = play_dot(ch04::on_host::atomic_once, threads, n, 1);
+  INFO(first << "\nHint: (the stub adds nothing.) Each thread sums its products over the indices "
+                "for_each_block_stride gives it, in a private float, then adds that sum to *result once, with "
+                "atomic_add (a plain `*result += sum` loses other threads' sums). If `ch04 index: *` fails too, "
+                "fix for_each_block_stride first. See dot_atomic_once (dot.cu), README §A register sum per "
+                "thread.");
+  CHECK(first.empty());
+}
+
+TEST_CASE("ch04 max_product player: the largest value survives every thread's compare-and-swap (exercise 3)",
+          "[ch04][exercise][player][hole:dot.cu:3]") {
+  std::string first;
+  for (unsigned threads : {1u, 2u, 3u, 32u, 100u})
+    for (bool negative : {false, true})
+      for (Player::Order order : kOrders) {
+        if (!first.empty()) break;
+        std::vector<float> value(threads);
+        float expected = -std::numeric_limits<float>::infinity();
+        for (unsigned t = 0; t < threads; ++t) {  // distinct, and all negative in the second round
+          const float v = static_cast<float>(course::mix64(4300 + threads, t) % 4096) + 0.25f * t;
+          value[t] = negative ? -1.0f - v : v - 2048.0f;
+          expected = std::max(expected, value[t]);
+        }
+        Player player(threads, order, 4300 + threads);
+        Shared<unsigned> bits{ch04::float_bits(-std::numeric_limits<float>::infinity()), [&player] { player.pause(); }};
+        const std::string problem = player.run([&](unsigned tid) {
+          ch04::on_host::atomic_max(&bits, value[tid], [&player](Shared<unsigned>* w, unsigned compare, unsigned val) {
+            player.pause();  // the others may go first; the compare-and-swap itself is indivisible
+            const unsigned old = w->value;
+            if (old == compare) w->value = val;
+            return old;
+          });
+        });
+        std::ostringstream where;
+        where << threads << " threads, " << (negative ? "every value negative" : "values of both signs") << ", "
+              << Player::name(order);
+        const float got = ch04::bits_float(bits.value);
+        if (!problem.empty())
+          first = where.str() + ": " + problem;
+        else if (!(got == expected))
+          first = where.str() + ": *address ends as " + std::to_string(got) + ", the largest value is " +
+                  std::to_string(expected) +
+                  (std::isinf(got) ? " (nothing was stored)"
+                                   : " (another thread's swap came between a read and a swap, and that swap was not "
+                                     "tried again: an update lost)");
+      }
+  INFO(first << "\nHint: (the stub stores nothing.) Read *bits, and while the float it holds is below value, try "
+                "atomic_cas(bits, seen, float_bits(value)): it returns what *bits held. If that is not what you "
+                "saw, another thread got in between and nothing was stored: compare again with what it returned, "
+                "and try again. Compare floats, not their bits (negative floats order backwards as integers). See "
+                "atomic_max_float (dot.cu), README §Exercise 3.");
   CHECK(first.empty());
 }

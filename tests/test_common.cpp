@@ -1035,3 +1035,43 @@ TEST_CASE("common: time_cpu_ms stops where the stopping rule says, on a fake clo
   CHECK(runs == 8);
   for (double ms : all) CHECK(ms >= 0);
 }
+
+// The check of every timed call (issue 38, class 4), no GPU and no clock: a benchmark whose call
+// returns an earlier call's answer (cached) is wrong on the next call after x changed, and the
+// failure names that call; a benchmark whose every call is right passes with its worst error.
+TEST_CASE("common: check_timed_calls finds a call that returns an earlier call's answer", "[common]") {
+  course::Reference base;
+  base.value = 100.0;
+  base.sum_abs = 1000.0;
+  course::TimedInputChange change;
+  change.active = true;
+  change.base = base;
+  change.changed = base;
+  change.changed.value = 100.0 + 64.0 * course::dot_error_bound(base) + 1.0;
+  CHECK(!course::changed_at(change, 0));
+  CHECK(course::changed_at(change, 1));
+  CHECK(!course::changed_at(course::TimedInputChange{}, 1));  // nothing to change: every call reads x as made
+  const std::size_t warmup = 2, reps = 5;
+  auto check = [&](std::size_t i, double got) { return course::check_dot(got, change.ref(course::changed_at(change, i))); };
+  auto changed = [&](std::size_t i) { return course::changed_at(change, i); };
+  std::vector<double> right;
+  for (std::size_t i = 0; i < warmup + reps; ++i) right.push_back(change.ref(course::changed_at(change, i)).value);
+  right[4] += 0.5 * course::dot_error_bound(base);  // within the bound
+  const course::Verdict ok = course::check_timed_calls(right, warmup, check, changed);
+  CHECK(ok.ok);
+  CHECK(ok.rel_error == Approx(0.5 * course::dot_error_bound(base) / 100.0));
+
+  std::vector<double> cached = right;
+  cached[5] = cached[4];  // timed call 4 (x changed) returns timed call 3's answer
+  const course::Verdict bad = course::check_timed_calls(cached, warmup, check, changed);
+  CHECK(!bad.ok);
+  INFO(bad.message);
+  CHECK(bad.message.find("timed call 4 of 5 (x changed)") == 0);
+
+  std::vector<double> never = right;
+  never[1] = std::nan("");  // a warm-up call that never wrote its slot
+  const course::Verdict nan = course::check_timed_calls(never, warmup, check, changed);
+  CHECK(!nan.ok);
+  CHECK(nan.message.find("warm-up call 2 of 2 (x changed)") == 0);
+  CHECK(course::check_timed_calls({}, 0, check).ok);  // no call, nothing wrong
+}

@@ -28,16 +28,25 @@ namespace ch01 {
 // than elements (the last block is rounded up), so every thread checks i < n first.
 // Still slow: nothing. This kernel reads 2 and writes 1 element per thread and does one add:
 // its speed is the memory bandwidth, and it cannot reuse anything.
+// What one thread does is a __host__ __device__ helper: the host tests run it for every thread of
+// an overshooting grid ("ch01 add on the host: *", no GPU).
 template <class T>
-__global__ void add_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, std::size_t n) {
-  const std::size_t i = global_index(blockIdx.x, blockDim.x, threadIdx.x);  // add.hpp, exercise 1
+COURSE_HOST_DEVICE inline void add_thread(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
+                                          std::size_t n, unsigned block, unsigned block_dim, unsigned tid) {
+  const std::size_t i = global_index(block, block_dim, tid);  // add.hpp, exercise 1
   // [hole 1 begin]
   // TODO(student): afterwards out[i] == a[i] + b[i] for every i < n, and nothing at or past
   // out[n] is written, however far the grid overshoots n. Each thread owns one element, the one
-  // at its global index i. Tests: ch01 add_gpu: * (bitwise at awkward sizes, guard zones,
-  // beyond 2^32), after ch01 index: * (host). See README §Exercise 1.
-  (void)i;
+  // at its global index i. Tests: `ch01 add on the host: *` (no GPU, every thread of an
+  // overshooting grid), ch01 add_gpu: * (bitwise at awkward sizes, guard zones, beyond 2^32),
+  // after ch01 index: * (host). See README §Exercise 1.
+  (void)a, (void)b, (void)out, (void)n, (void)i;
   // [hole 1 end]
+}
+
+template <class T>
+__global__ void add_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, std::size_t n) {
+  add_thread(a, b, out, n, blockIdx.x, blockDim.x, threadIdx.x);
 }
 // [add_kernel]
 
@@ -189,6 +198,17 @@ double predicted_add_ms(std::size_t n, std::size_t elem_bytes, double gbps) {
   // [hole 2 end]
 }
 // [predicted_add]
+
+namespace on_host {
+void add_thread(const float* a, const float* b, float* out, std::size_t n, unsigned block, unsigned block_dim,
+                unsigned tid) {
+  ch01::add_thread(a, b, out, n, block, block_dim, tid);
+}
+void add_thread(const double* a, const double* b, double* out, std::size_t n, unsigned block, unsigned block_dim,
+                unsigned tid) {
+  ch01::add_thread(a, b, out, n, block, block_dim, tid);
+}
+}  // namespace on_host
 
 template struct Problem<float>;
 template struct Problem<double>;

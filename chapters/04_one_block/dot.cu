@@ -38,14 +38,28 @@ __global__ void dot_race(const float* x, const float* y, std::size_t n, float* r
 // What changed: atomicAdd makes the load-add-store one indivisible operation, done by the memory
 // system, so no update is lost. Still slow: every product is one atomic on the same address, and
 // atomics on one address are performed one after another — n of them, in a queue.
-__global__ void dot_atomic_each(const float* x, const float* y, std::size_t n, float* result) {
-  for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) {
+// A thread's loop is a __host__ __device__ helper, and the atomic comes in as an argument
+// (atomic_add(result, v) is atomicAdd on the GPU): the host tests run every thread of a block on a
+// simulated one, where a plain read of *result lets other threads run before the value arrives, so a
+// lost update shows without a GPU ("ch04 atomic_each player: *").
+COURSE_HOST_DEVICE_TEMPLATE
+template <class Result, class AtomicAdd>
+COURSE_HOST_DEVICE inline void atomic_each_share(const float* x, const float* y, std::size_t n, Result* result,
+                                                 unsigned tid, unsigned threads, AtomicAdd atomic_add) {
+  for (std::size_t i = tid; i < n; i += threads) {
     // [hole 1 begin]
     // TODO(student): make x[i] * y[i] reach *result while every other thread updates it too, losing
-    // no update: after the kernel *result is x·y within the error bound, at every n.
-    // Tests: `ch04 atomic_each: *`. See README §The race and §atomicAdd on every product.
+    // no update: after the kernel *result is x·y within the error bound, at every n. The argument
+    // atomic_add is the GPU's atomicAdd, in the host tests a simulated one. Tests: `ch04 atomic_each
+    // player: *` (host, no GPU), `ch04 atomic_each: *`. See README §The race and §atomicAdd on every
+    // product.
+    (void)result, (void)atomic_add;
     // [hole 1 end]
   }
+}
+
+__global__ void dot_atomic_each(const float* x, const float* y, std::size_t n, float* result) {
+  atomic_each_share(x, y, n, result, threadIdx.x, blockDim.x, [](float* r, float v) { atomicAdd(r, v); });
 }
 // [atomic_each_kernel]
 
@@ -53,13 +67,24 @@ __global__ void dot_atomic_each(const float* x, const float* y, std::size_t n, f
 // What changed: each thread sums its share in a register — private, so no race and no atomic —
 // and adds that sum to the result once: blockDim.x atomics instead of n. Still slow: one block
 // runs on one of the GPU's SMs; the others sit idle (chapter 05).
-__global__ void dot_atomic_once(const float* x, const float* y, std::size_t n, float* result) {
+// The same shape as atomic_each: the thread's work in a __host__ __device__ helper, the atomic an
+// argument ("ch04 atomic_once player: *" runs it on a simulated block, no GPU).
+COURSE_HOST_DEVICE_TEMPLATE
+template <class Result, class AtomicAdd>
+COURSE_HOST_DEVICE inline void atomic_once_share(const float* x, const float* y, std::size_t n, Result* result,
+                                                 unsigned tid, unsigned threads, AtomicAdd atomic_add) {
   // [hole 2 begin]
   // TODO(student): sum this thread's products, over the indices for_each_block_stride (dot.hpp)
-  // gives it, privately, then make that sum reach *result: one atomic per thread, none per
-  // product, no update lost. Tests: `ch04 atomic_once: *` (GPU), `ch04 index: *` (host, the
+  // gives it (tid of `threads`), privately, then make that sum reach *result with atomic_add (the
+  // GPU's atomicAdd): one atomic per thread, none per product, no update lost. Tests: `ch04
+  // atomic_once player: *` (host, no GPU), `ch04 atomic_once: *`, `ch04 index: *` (host, the
   // indices). See README §A register sum per thread.
+  (void)x, (void)y, (void)n, (void)result, (void)tid, (void)threads, (void)atomic_add;
   // [hole 2 end]
+}
+
+__global__ void dot_atomic_once(const float* x, const float* y, std::size_t n, float* result) {
+  atomic_once_share(x, y, n, result, threadIdx.x, blockDim.x, [](float* r, float v) { atomicAdd(r, v); });
 }
 // [atomic_once_kernel]
 
@@ -67,15 +92,27 @@ __global__ void dot_atomic_once(const float* x, const float* y, std::size_t n, f
 // Exercise 3 (think): atomicAdd exists for float; atomicMax does not (it exists for integers only).
 // Every atomic read-modify-write can be built from one primitive: atomicCAS(address, compare, val)
 // stores val at *address only if *address still equals compare, and returns the value *address
-// held, all in one indivisible step. Its unsigned int overload works on a float's bits:
-// __float_as_uint and __uint_as_float reinterpret them without changing them. Make *address the
-// larger of itself and value, losing no other thread's update.
-__device__ void atomic_max_float(float* address, float value) {
+// held, all in one indivisible step. Its unsigned int overload works on a float's bits: float_bits
+// and bits_float (dot.hpp; __float_as_uint and __uint_as_float on the GPU) reinterpret them without
+// changing them. Make the float whose bits are *bits the larger of itself and value, losing no other
+// thread's update. atomic_cas(bits, compare, val) is the GPU's atomicCAS; the host tests pass a
+// simulated one, and there a plain read of *bits lets other threads run before the value arrives
+// ("ch04 max_product player: *", no GPU).
+COURSE_HOST_DEVICE_TEMPLATE
+template <class Word, class Cas>
+COURSE_HOST_DEVICE inline void atomic_max_bits(Word* bits, float value, Cas atomic_cas) {
   // [hole 3 begin]
-  // TODO(student): afterwards *address is the larger of its old value and value, for any floats
+  // TODO(student): afterwards *bits holds the larger of its old float and value, for any floats
   // (all negative too), and no update of another thread calling this at once is lost.
-  // atomicCAS is the tool; what if it fails? Tests: `ch04 max_product: *`. See README §Exercise 3.
+  // atomic_cas is the tool; what if it fails? Tests: `ch04 max_product player: *` (host, no GPU),
+  // `ch04 max_product: *`. See README §Exercise 3.
+  (void)bits, (void)value, (void)atomic_cas;
   // [hole 3 end]
+}
+
+__device__ void atomic_max_float(float* address, float value) {
+  atomic_max_bits(reinterpret_cast<unsigned*>(address), value,
+                  [](unsigned* word, unsigned compare, unsigned val) { return atomicCAS(word, compare, val); });
 }
 // [atomic_max]
 
@@ -173,5 +210,24 @@ const std::vector<course::Version<GpuDot>>& versions() {
   return registry;
 }
 // [registry]
+
+// The host tests' entry points (dot.hpp): the helpers above with host callables. (The callables go
+// in as host lambdas that refer to the std::functions: nothing of std::function is copied into, or
+// destroyed in, a __host__ __device__ function.)
+namespace on_host {
+void atomic_each(const float* x, const float* y, std::size_t n, Shared<float>* result, unsigned tid,
+                 unsigned threads, const AtomicAdd& atomic_add) {
+  atomic_each_share(x, y, n, result, tid, threads, [&atomic_add](Shared<float>* r, float v) { atomic_add(r, v); });
+}
+void atomic_once(const float* x, const float* y, std::size_t n, Shared<float>* result, unsigned tid,
+                 unsigned threads, const AtomicAdd& atomic_add) {
+  atomic_once_share(x, y, n, result, tid, threads, [&atomic_add](Shared<float>* r, float v) { atomic_add(r, v); });
+}
+void atomic_max(Shared<unsigned>* bits, float value, const AtomicCas& atomic_cas) {
+  atomic_max_bits(bits, value, [&atomic_cas](Shared<unsigned>* w, unsigned compare, unsigned val) {
+    return atomic_cas(w, compare, val);
+  });
+}
+}  // namespace on_host
 
 }  // namespace ch04

@@ -8,7 +8,8 @@
 //   05_many_blocks --csv results/local/05_many_blocks.csv
 //       (and 05_many_blocks_per_thread.csv, 05_many_blocks_determinism.csv beside it)
 //
-// Every version is validated against the fp64 reference before and after timing. Then each runs
+// Every version is validated against the fp64 reference before timing, and every timed call after
+// it (each call writes its own result, and one element of x changes between calls). Then each runs
 // kRuns times on the same inputs: the versions without atomics must give the same bits every
 // time; the ones with atomics may not, and the table shows how many different results they gave.
 // The speed_of_light row is not a dot product (the floor: the same bytes, the best loads, nothing
@@ -23,6 +24,7 @@
 #include <iostream>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "course/bench.hpp"
@@ -77,17 +79,44 @@ course::Verdict check(const Version& v, float got, const course::Reference& ref)
   return v.run.floor ? course::ran_verdict(got) : course::check_dot(got, ref);
 }
 
-// Validate, time, validate the last timed run's result again; one row of a table.
+// Validate, time, check every timed call; one row of a table. Each call (warm-up too) writes its own
+// result slot, and x[at] alternates between its value and a spike before every call, outside the
+// events (course::TimedInputChange): a call that returns an earlier call's answer, from a cache kept
+// by pointer or in the workspace, is wrong on the next call and seen. The calls stay back to back:
+// the change is a device-to-device copy of one float on the same stream, and the host waits only
+// once, after the last call.
 course::Measurement measure(const Version& v, Inputs& in, ch05::Workspace& ws, const course::Options& opt,
                             int per_thread, const std::string& config = "") {
   ws.per_thread = per_thread;
   cudaStream_t stream = ws.ctx.stream();
-  auto run = [&] { v.run.launch(in.d_x.data(), in.d_y.data(), in.n, in.d_result.data(), ws, stream); };
   in.d_result.fill_bytes(0xFF, stream);  // NaN until a run writes it
   const course::Verdict before = check(v, run_once(v, in, ws), in.ref);
-  in.d_result.fill_bytes(0xFF, stream);  // the timed runs must write it again
-  const auto samples = course::time_gpu_ms(run, opt.warmup, opt.reps, stream);
-  const course::Verdict after = check(v, in.d_result.download(stream)[0], in.ref);
+
+  const course::TimedInputChange change = course::timed_input_change(
+      in.ref, in.n, [&](std::size_t i) { return std::make_pair(in.x[i], in.y[i]); });
+  const std::size_t warmup = static_cast<std::size_t>(std::max(opt.warmup, 0));
+  const std::size_t calls = warmup + static_cast<std::size_t>(std::max(opt.reps, 0));
+  course::DeviceBuffer<float> d_slots(std::max<std::size_t>(calls, 1));
+  d_slots.fill_bytes(0xFF, stream);  // NaN: a call that writes nothing cannot pass
+  const course::DeviceBuffer<float> d_values(std::vector<float>{change.original, change.spike}, stream);
+  auto set_x = [&](bool changed) {  // x[at] as made, or the spike; in order on the stream
+    CUDA_CHECK(cudaMemcpyAsync(in.d_x.data() + change.at, d_values.data() + (changed ? 1 : 0), sizeof(float),
+                               cudaMemcpyDeviceToDevice, stream));
+  };
+  std::size_t current = 0;
+  auto between = [&](std::size_t i) {  // outside the events
+    current = i;
+    if (change.active && i > 0) set_x(course::changed_at(change, i));
+  };
+  auto run = [&] { v.run.launch(in.d_x.data(), in.d_y.data(), in.n, d_slots.data() + current, ws, stream); };
+  const auto samples = course::time_gpu_ms(run, opt.warmup, opt.reps, stream, between);
+  if (change.active) set_x(false);  // x as made again, for what comes next
+  std::vector<float> got = d_slots.download(stream);
+  got.resize(calls);
+  const course::Verdict after = course::check_timed_calls(
+      std::vector<double>(got.begin(), got.end()), warmup,
+      [&](std::size_t i, double r) { return check(v, static_cast<float>(r), change.ref(course::changed_at(change, i))); },
+      [&](std::size_t i) { return course::changed_at(change, i); });
 
   // bytes: x and y, read once
   const course::Measurement m =
@@ -198,8 +227,8 @@ summed on the host (deterministic); a warp-shuffle block reduction; cuBLAS as th
     }
     progress.done();
 
-    std::cout << "Random signed inputs; each version validated against the fp64 reference before and after "
-                 "timing.\nbytes = 2 n sizeof(float): x and y read once.\n\n";
+    std::cout << "Random signed inputs; each version validated against the fp64 reference before timing, and "
+                 "every timed call after it (x changes between calls).\nbytes = 2 n sizeof(float): x and y read once.\n\n";
     table.print(std::cout, course::measurement_screen_columns());
     if (!sweep.empty()) {
       std::cout << "\ntwo_level at n = " << course::format_size(largest) << ", elements per thread swept:\n\n";

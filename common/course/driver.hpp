@@ -117,6 +117,20 @@ struct TimedInputChange {
 TimedInputChange timed_input_change(const Reference& ref, std::size_t n,
                                     const std::function<std::pair<float, float>(std::size_t)>& xy_at);
 
+/// Whether call `i` of a back-to-back benchmark reads the changed input (x[at] = spike): every other
+/// call (the odd ones, counted from 0 with the warm-up), when the change is active. The driver changes
+/// x before each call (time_gpu_ms's between hook) and checks call i against c.ref(changed_at(c, i)).
+inline bool changed_at(const TimedInputChange& c, std::size_t i) { return c.active && i % 2 == 1; }
+
+/// The check of every timed call of a benchmark, after the timing (issue 38, class 4): `check(i, got)`
+/// is call i's verdict against the reference of the input it read; results[i] is what call i wrote
+/// (each call its own slot). Returns the first wrong call's verdict, its message naming the call
+/// ("timed call 3 of 20 (x changed): ..."; warm-up calls as "warm-up call 1 of 2"), or, when every
+/// call is right, the verdict with the largest relative error. `warmup` calls come first in results.
+Verdict check_timed_calls(const std::vector<double>& results, std::size_t warmup,
+                          const std::function<Verdict(std::size_t, double)>& check,
+                          const std::function<bool(std::size_t)>& changed = {});
+
 /// Calls `call()` and waits for `stream`, again and again for about `ms` milliseconds of host time,
 /// so that the GPU's clocks are up before a size is timed.
 void settle(const std::function<void()>& call, cudaStream_t stream, double ms);

@@ -69,6 +69,33 @@ std::vector<double> time_gpu_ms(Work&& work, int warmup, int reps, cudaStream_t 
   return samples;
 }
 
+/// time_gpu_ms with a hook: `between(i)` runs before call i (i counts from 0, the warm-up calls
+/// included), outside every pair of events, and may enqueue work on `stream` (a change of the input
+/// the next call reads, course::TimedInputChange); the host never waits for the GPU in between, so
+/// the samples are the calls alone, back to back, as time_gpu_ms's.
+template <class Work, class Between>
+std::vector<double> time_gpu_ms(Work&& work, int warmup, int reps, cudaStream_t stream, Between&& between) {
+  std::size_t call = 0;
+  for (int i = 0; i < warmup; ++i) {
+    between(call++);
+    work();
+  }
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<EventTimer> timers;
+  timers.reserve(reps > 0 ? static_cast<std::size_t>(reps) : 0u);
+  for (int i = 0; i < reps; ++i) timers.emplace_back(stream);
+  for (auto& timer : timers) {
+    between(call++);
+    timer.start();
+    work();
+    timer.record_stop();
+  }
+  std::vector<double> samples;
+  samples.reserve(timers.size());
+  for (auto& timer : timers) samples.push_back(timer.elapsed_ms());
+  return samples;
+}
+
 /// Like time_gpu_ms, but each run is timed alone: the host waits for the GPU before every run, so
 /// each sample starts on an idle GPU and includes the launch latency a single caller sees. This is
 /// the time per call of a short kernel (latency); time_gpu_ms gives it back-to-back (throughput).

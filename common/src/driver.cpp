@@ -98,6 +98,28 @@ std::vector<std::vector<double>> time_round_robin(std::size_t count, const std::
   return samples;
 }
 
+Verdict check_timed_calls(const std::vector<double>& results, std::size_t warmup,
+                          const std::function<Verdict(std::size_t, double)>& check,
+                          const std::function<bool(std::size_t)>& changed) {
+  Verdict worst;
+  worst.ok = true;
+  bool first = true;
+  const std::size_t timed = results.size() > warmup ? results.size() - warmup : 0;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    Verdict v = check(i, results[i]);
+    if (!v.ok) {
+      const bool w = i < warmup;
+      v.message = std::string(w ? "warm-up call " : "timed call ") + std::to_string(w ? i + 1 : i - warmup + 1) +
+                  " of " + std::to_string(w ? warmup : timed) + (changed && changed(i) ? " (x changed)" : "") +
+                  ": " + v.message;
+      return v;
+    }
+    if (first || v.rel_error > worst.rel_error || std::isnan(v.rel_error)) worst = v;
+    first = false;
+  }
+  return worst;
+}
+
 TimedInputChange timed_input_change(const Reference& ref, std::size_t n,
                                     const std::function<std::pair<float, float>(std::size_t)>& xy_at) {
   TimedInputChange c;

@@ -112,6 +112,16 @@ T sqrt_loop(T a, T b, int iters);
 /// course::UsageError unless gbps > 0.
 double predicted_add_ms(std::size_t n, std::size_t elem_bytes, double gbps);
 
+/// add_kernel's thread `tid` of block `block` (blocks of `block_dim` threads) on host arrays, without a
+/// GPU: the kernel calls the same __host__ __device__ helper (add.cu's exercise 1), so the host tests
+/// run every thread of a grid here.
+namespace on_host {
+void add_thread(const float* a, const float* b, float* out, std::size_t n, unsigned block, unsigned block_dim,
+                unsigned tid);
+void add_thread(const double* a, const double* b, double* out, std::size_t n, unsigned block, unsigned block_dim,
+                unsigned tid);
+}  // namespace on_host
+
 /// Times whatever `launch` enqueues on `stream` with a pair of CUDA events; returns milliseconds
 /// of GPU time (exercise 2).
 float time_with_events_ms(const std::function<void()>& launch, cudaStream_t stream);

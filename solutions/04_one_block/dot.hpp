@@ -9,6 +9,8 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstring>
+#include <functional>
 #include <vector>
 
 #include "course/context.hpp"
@@ -71,11 +73,72 @@ COURSE_HOST_DEVICE inline void for_each_block_stride(unsigned tid, unsigned thre
 }
 // [for_each_block_stride]
 
+// [float_bits]
+/// A float's 32 bits as an unsigned int, and back, unchanged (exercise 3 compares and swaps the bits):
+/// __float_as_uint and __uint_as_float on the GPU, a copy of the bytes on the host.
+COURSE_HOST_DEVICE inline unsigned float_bits(float f) {
+#ifdef __CUDA_ARCH__
+  return __float_as_uint(f);
+#else
+  unsigned u = 0;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+#endif
+}
+
+COURSE_HOST_DEVICE inline float bits_float(unsigned u) {
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(u);
+#else
+  float f = 0.0f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+#endif
+}
+// [float_bits]
+
 /// Exercise 3 (think): the largest product x[i] * y[i] over n elements into *d_result (device
 /// memory; -infinity when n is 0), by one block whose threads combine their maxima with
 /// atomic_max_float, built from atomicCAS. Asynchronous on `stream`. Not in the registry: it is
 /// not a dot product.
 void max_product(const float* d_x, const float* d_y, std::size_t n, float* d_result, Workspace& ws,
                  cudaStream_t stream);
+
+/// The kernels' exercise code (dot.cu's holes 1–3) run on the host, without a GPU: each kernel calls a
+/// __host__ __device__ helper for what one thread does, with the GPU's atomic as an argument, and
+/// these call the same helpers with the host tests' simulated atomics, one simulated thread of the
+/// block player (tests/support/block_player.hpp) per call.
+namespace on_host {
+/// One word of global memory that every thread of a simulated block updates. A plain read lets the
+/// other threads run before its value arrives (`pause`, the player's), as a GPU may: so a plain
+/// read-modify-write (`*result += v`) loses the updates made in between. The simulated atomics read
+/// and write `value` directly: nothing comes between.
+template <class T>
+struct Shared {
+  T value{};
+  std::function<void()> pause;
+  operator T() const {  // NOLINT: a plain load, as `*result` on the GPU
+    const T v = value;
+    if (pause) pause();
+    return v;
+  }
+  Shared& operator=(T v) {  // a plain store
+    value = v;
+    return *this;
+  }
+  Shared& operator+=(T v) { return *this = static_cast<T>(*this) + v; }  // load, pause, add, store
+};
+using AtomicAdd = std::function<void(Shared<float>*, float)>;  ///< atomicAdd(address, v)
+/// atomicCAS(address, compare, val): stores val if *address == compare; returns the old value.
+using AtomicCas = std::function<unsigned(Shared<unsigned>*, unsigned, unsigned)>;
+/// dot_atomic_each's thread tid of `threads`: one atomic_add per product.
+void atomic_each(const float* x, const float* y, std::size_t n, Shared<float>* result, unsigned tid,
+                 unsigned threads, const AtomicAdd& atomic_add);
+/// dot_atomic_once's thread tid of `threads`: a private sum, one atomic_add.
+void atomic_once(const float* x, const float* y, std::size_t n, Shared<float>* result, unsigned tid,
+                 unsigned threads, const AtomicAdd& atomic_add);
+/// atomic_max_float on the float whose bits are *bits.
+void atomic_max(Shared<unsigned>* bits, float value, const AtomicCas& atomic_cas);
+}  // namespace on_host
 
 }  // namespace ch04

@@ -8,7 +8,9 @@
 // player; no OS thread, no lock), and only one runs at a time: a thread runs until it reaches a
 // barrier, a warp sync inside a shuffle, or returns; then the next one runs. When every thread of the block waits at the block barrier (or every lane of a
 // warp at its warp sync), they are released together. So the schedule is fully determined by the
-// order, and each order is one a GPU may really run:
+// order, and each order is one a GPU may really run. A thread may also pause (a simulated load of
+// global memory): the others take their turn before it goes on.
+//
 //   - a missing barrier lets one thread run ahead of the others' writes: a wrong sum in some order;
 //   - a barrier that some threads skip (inside an if) is a deadlock here: reported, never a hang;
 //   - a shuffle that only some lanes of a warp call is a deadlock too.
@@ -73,6 +75,11 @@ class BlockPlayer {
 
   /// __syncthreads() for the running thread.
   void sync_block() { yield(State::at_block); }
+
+  /// Lets the other threads take a turn before the running one goes on (no barrier: it stays ready).
+  /// A simulated global-memory load calls it between reading its value and returning it, so that a
+  /// plain read-modify-write loses the updates other threads make in between, as on a GPU.
+  void pause() { yield(State::ready); }
 
   /// __syncwarp() for the running thread (every lane of its warp must call it).
   void sync_warp() { yield(State::at_warp); }
@@ -168,7 +175,8 @@ class BlockPlayer {
         if (state_[t] == State::ready && problem_.empty()) resume(t);
       if (!problem_.empty()) break;
       if (std::all_of(state_.begin(), state_.end(), [](State s) { return s == State::done; })) break;
-      bool moved = false;
+      // A thread that paused is ready again: it goes on next round.
+      bool moved = std::any_of(state_.begin(), state_.end(), [](State s) { return s == State::ready; });
       if (std::all_of(state_.begin(), state_.end(), [](State s) { return s == State::at_block; })) {
         std::fill(state_.begin(), state_.end(), State::ready);
         moved = true;
