@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <random>
 #include <set>
 #include <sstream>
@@ -427,6 +428,200 @@ TEST_CASE("ch08 staged_chunk: every byte in one chunk, in order, the last one sh
     }
   CHECK_THROWS_AS(ch08::staged_chunk(10, 0, 2, 0), course::UsageError);
   CHECK_THROWS_AS(ch08::staged_chunk(10, 4, 0, 0), course::UsageError);
+}
+
+// Exercise 1's schedule without a GPU: stage_chunks (the hole Stager::h2d runs) with a recorder
+// for its steps. Host memory stands for the pinned buffers and the device; the recorder's stream
+// runs as late as CUDA allows (a copy happens only when an event after it is waited for, or when
+// the stream is drained), so a buffer refilled before its copy was waited for shows, and is named.
+namespace {
+
+class StagingRecorder : public ch08::StagingSteps {
+ public:
+  StagingRecorder(std::size_t chunk, int buffers, std::size_t max_bytes)
+      : chunk_(chunk), buffers_(static_cast<std::size_t>(buffers), std::vector<unsigned char>(chunk)),
+        events_(static_cast<std::size_t>(buffers), kNever), device_(max_bytes), src_(max_bytes) {}
+
+  // One call of the schedule: `bytes` of src() to device(), on stream().
+  void stage(std::size_t bytes) {
+    bytes_ = bytes;
+    next_fill_ = 0;
+    chunk_no_ = 0;
+    log("-- stage_chunks of " + std::to_string(bytes) + " bytes");
+    ch08::on_host::stage_chunks(*this, device_.data(), src_.data(), bytes, chunk_, static_cast<int>(buffers_.size()), stream());
+    if (next_fill_ != bytes) problem("stage_chunks returned with bytes [" + std::to_string(next_fill_) + ", " +
+                                     std::to_string(bytes) + ") never filled into a buffer (a chunk missing: the last one?)");
+  }
+  // The stream reaches the point where stage_chunks returned: every copy enqueued happens.
+  void drain() { run_until(ops_.size()); }
+
+  unsigned char* buffer(int slot) override {
+    if (!valid(slot, "buffer")) return buffers_[0].data();
+    return buffers_[static_cast<std::size_t>(slot)].data();
+  }
+  void wait(int slot) override {
+    log("wait event " + std::to_string(slot));
+    if (!valid(slot, "wait")) return;
+    const std::size_t at = events_[static_cast<std::size_t>(slot)];
+    if (at != kNever) run_until(at);  // a never recorded event is complete
+  }
+  void fill(unsigned char* to, const unsigned char* from, std::size_t len) override {
+    const int b = buffer_of(to, len);
+    const std::size_t offset = static_cast<std::size_t>(from - src_.data());
+    log("fill chunk " + std::to_string(chunk_no_) + " (bytes " + std::to_string(offset) + " to " +
+        std::to_string(offset + len) + ") into buffer " + std::to_string(b));
+    if (b < 0) return problem("a fill into memory that is not a staging buffer (or past its chunk_bytes)");
+    if (from < src_.data() || offset > bytes_ || len > bytes_ - offset)
+      return problem("a fill reads outside h_src[0, " + std::to_string(bytes_) + ")");
+    for (const Op& op : ops_)
+      if (!op.done && op.buffer == b)
+        return problem("buffer " + std::to_string(b) + " refilled while the copy of chunk " + std::to_string(op.chunk) +
+                       " out of it may still be reading it: its event was not waited for since that copy");
+    if (offset != next_fill_)
+      return problem("chunks out of order: a fill of h_src from byte " + std::to_string(offset) + ", where the next in "
+                     "order starts at byte " + std::to_string(next_fill_));
+    if (len == 0) return problem("an empty chunk filled");
+    const int expected = static_cast<int>(chunk_no_ % buffers_.size());
+    if (b != expected)
+      return problem("chunk " + std::to_string(chunk_no_) + " through buffer " + std::to_string(b) + "; staged_chunk gives buffer " +
+                     std::to_string(expected) + " (the buffers in turn)");
+    if (!ops_.empty() && ops_.back().done && chunk_no_ > 0)
+      return problem("the copy of chunk " + std::to_string(chunk_no_ - 1) + " was waited for before chunk " + std::to_string(chunk_no_) +
+                     " was filled: the host and the link take turns instead of overlapping (wait for the event of the "
+                     "buffer about to be refilled, no other)");
+    std::memcpy(to, from, len);
+    filled_[b] = {offset, len};
+    next_fill_ = offset + len;
+    ++chunk_no_;
+  }
+  void send(unsigned char* to, const unsigned char* from, std::size_t len, cudaStream_t on) override {
+    const int b = buffer_of(from, len);
+    const std::size_t at = static_cast<std::size_t>(to - device_.data());
+    log("send " + std::to_string(len) + " bytes from buffer " + std::to_string(b) + " to d_dst + " + std::to_string(at) +
+        (on == stream() ? "" : " on another stream"));
+    if (on != stream()) return problem("a copy on a stream other than the one given (" + std::to_string(reinterpret_cast<std::uintptr_t>(on)) + ")");
+    if (b < 0) return problem("a copy from memory that is not a staging buffer (pageable memory: the copy engine "
+                              "cannot read it asynchronously; every byte goes through a pinned buffer)");
+    if (to < device_.data() || at > bytes_ || len > bytes_ - at)
+      return problem("a copy writes outside d_dst[0, " + std::to_string(bytes_) + ")");
+    const auto it = filled_.find(b);
+    if (it == filled_.end() || it->second.first != at || it->second.second != len)
+      return problem("buffer " + std::to_string(b) + " sent to d_dst + " + std::to_string(at) + " (" + std::to_string(len) +
+                     " bytes), but it holds the last fill's bytes from h_src + " +
+                     (it == filled_.end() ? std::string("(none)") : std::to_string(it->second.first)));
+    ops_.push_back({b, chunk_no_ - 1, to, from, len, false});
+  }
+  void record(int slot, cudaStream_t on) override {
+    log("record event " + std::to_string(slot) + (on == stream() ? "" : " on another stream"));
+    if (on != stream()) return problem("an event recorded on a stream other than the one given");
+    if (!valid(slot, "record")) return;
+    events_[static_cast<std::size_t>(slot)] = ops_.size();  // complete once the ops before it are
+  }
+
+  static cudaStream_t stream() { return reinterpret_cast<cudaStream_t>(std::uintptr_t{0x5157}); }
+  std::vector<unsigned char>& src() { return src_; }
+  const std::vector<unsigned char>& device() const { return device_; }
+  const std::string& first_problem() const { return problem_; }
+  std::string trace() const {
+    std::string out;
+    const std::size_t from = log_.size() > 24 ? log_.size() - 24 : 0;
+    if (from > 0) out += "  ...\n";
+    for (std::size_t i = from; i < log_.size(); ++i) out += "  " + log_[i] + "\n";
+    return out;
+  }
+
+ private:
+  static constexpr std::size_t kNever = std::numeric_limits<std::size_t>::max();
+  struct Op {
+    int buffer;
+    std::size_t chunk;
+    unsigned char* to;
+    const unsigned char* from;
+    std::size_t len;
+    bool done;
+  };
+  void run_until(std::size_t end) {
+    for (std::size_t i = 0; i < end && i < ops_.size(); ++i)
+      if (!ops_[i].done) {
+        std::memcpy(ops_[i].to, ops_[i].from, ops_[i].len);  // the buffer as it is now
+        ops_[i].done = true;
+      }
+  }
+  bool valid(int slot, const char* what) {
+    if (slot >= 0 && static_cast<std::size_t>(slot) < buffers_.size()) return true;
+    problem(std::string(what) + "(" + std::to_string(slot) + "): there are " + std::to_string(buffers_.size()) + " buffers");
+    return false;
+  }
+  int buffer_of(const unsigned char* p, std::size_t len) const {
+    for (std::size_t b = 0; b < buffers_.size(); ++b) {
+      const unsigned char* base = buffers_[b].data();
+      if (p >= base && p <= base + chunk_ && len <= chunk_ - static_cast<std::size_t>(p - base)) return static_cast<int>(b);
+    }
+    return -1;
+  }
+  void problem(const std::string& what) {
+    log("   ^ " + what);
+    if (problem_.empty()) problem_ = what;
+  }
+  void log(const std::string& line) {
+    if (log_.size() < 4000) log_.push_back(line);
+  }
+
+  std::size_t chunk_;
+  std::vector<std::vector<unsigned char>> buffers_;
+  std::vector<std::size_t> events_;  // per buffer: the ops before its last record (kNever: never recorded)
+  std::vector<unsigned char> device_, src_;
+  std::vector<Op> ops_;
+  std::map<int, std::pair<std::size_t, std::size_t>> filled_;  // buffer: (offset, len) of its last fill
+  std::vector<std::string> log_;
+  std::string problem_;
+  std::size_t bytes_ = 0, next_fill_ = 0, chunk_no_ = 0;
+};
+
+// Runs the schedule on the recorder: two calls into the same buffers (the second with one byte
+// changed, h_src overwritten as soon as each returns). "" or what went wrong, with the trace.
+std::string play_staged(std::size_t bytes, std::size_t chunk, int buffers) {
+  StagingRecorder rec(chunk, buffers, std::max<std::size_t>(bytes, 1));
+  std::vector<unsigned char> want(bytes);
+  for (std::size_t i = 0; i < bytes; ++i) want[i] = static_cast<unsigned char>(course::mix64(bytes * 31 + chunk, i) | 1);
+  const std::string shape = "bytes = " + std::to_string(bytes) + ", chunk_bytes = " + std::to_string(chunk) +
+                            ", buffers = " + std::to_string(buffers);
+  for (int call = 0; call < 2; ++call) {
+    if (call == 1 && bytes > 0) want[bytes / 2] = static_cast<unsigned char>(want[bytes / 2] ^ 0x5A);
+    std::copy(want.begin(), want.end(), rec.src().begin());
+    rec.stage(bytes);
+    std::fill(rec.src().begin(), rec.src().end(), 0);  // returned: h_src is the caller's again
+    rec.drain();
+    if (!rec.first_problem().empty())
+      return shape + ", call " + std::to_string(call + 1) + ": " + rec.first_problem() + "\nThe steps (last ones):\n" + rec.trace();
+    std::size_t bad = bytes;
+    for (std::size_t i = 0; i < bytes && bad == bytes; ++i)
+      if (rec.device()[i] != want[i]) bad = i;
+    if (bad != bytes)
+      return shape + ", call " + std::to_string(call + 1) + ": once the stream has run every copy, d_dst's byte " +
+             std::to_string(bad) + " (chunk " + std::to_string(bad / chunk) + ") differs from h_src's\nThe steps (last ones):\n" +
+             rec.trace();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("ch08 staged schedule: every chunk through its buffer in order, each buffer waited for before it is refilled",
+          "[ch08][exercise][hole:dot.cu:2]") {
+  std::string first;
+  for (std::size_t chunk : {std::size_t{1}, std::size_t{16}, std::size_t{4096}})
+    for (int buffers : {2, 3, 4})
+      for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, chunk - 1, chunk, chunk + 1, 2 * chunk, 3 * chunk + 1,
+                                7 * chunk + 3, 50 * chunk + 7}) {
+        if (!first.empty()) break;
+        if (bytes > 0 || chunk == 1) first = play_staged(bytes, chunk, buffers);
+      }
+  INFO(first << "\nHint: stage_chunks walks chunk k = 0, 1, ... with staged_chunk; for each: wait for its buffer's "
+                "event, fill the buffer from h_src, send the buffer to d_dst on the stream given, then record the "
+                "buffer's event after that copy. The stub does nothing, so no byte arrives. See the TODO in dot.cu "
+                "and README §Exercise 1 — the staged copy.");
+  CHECK(first.empty());
 }
 
 TEST_CASE("ch08 staged_copy_ms: matches a chunk-by-chunk simulation", "[ch08][exercise][think][hole:dot.cu:3]") {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -328,6 +329,218 @@ TEST_CASE("ch11 slices: cover 0 to n-1 once, in rank order, sizes within one, fo
 
 // Exercise 3 without a GPU: add_pairwise is __host__ __device__, and what it does with an index
 // (an add, a barrier) is its argument, so the host runs the very code a block runs.
+// Exercise 2 without a GPU or NCCL: gather_partials (the allgather combine's hole) with a recorder
+// that plays NCCL for the GPUs of one process (ranks first to first + gpus - 1 of `ranks`; the other
+// ranks are other processes, which call with one float each). Host floats stand for each GPU's
+// partial and gathered partials, with NaN guards around them.
+namespace {
+
+class GatherRecorder : public ch11::GatherCalls {
+ public:
+  GatherRecorder(int ranks, int first, int gpus, int fail_gpu = -1)
+      : ranks_(ranks), first_(first), fail_gpu_(fail_gpu), mem_(static_cast<std::size_t>(gpus)) {
+    for (int i = 0; i < gpus; ++i) {
+      Memory& m = mem_[static_cast<std::size_t>(i)];
+      m.partial.assign(kGuard + 1 + kGuard, kPoison);
+      m.partial[kGuard] = partial_of(first + i);
+      m.gathered.assign(kGuard + static_cast<std::size_t>(ranks) + kGuard, kPoison);
+    }
+  }
+  static float partial_of(int rank) { return 1.0f + static_cast<float>(rank) * 0.25f; }
+  static ncclComm_t comm_of(int rank) { return reinterpret_cast<ncclComm_t>(std::uintptr_t{0x1000} + 16 * static_cast<unsigned>(rank)); }
+  static cudaStream_t stream_of(int gpu) { return reinterpret_cast<cudaStream_t>(std::uintptr_t{0x2000} + 16 * static_cast<unsigned>(gpu)); }
+
+  std::vector<ch11::GatherSide> sides() {
+    std::vector<ch11::GatherSide> out;
+    for (std::size_t i = 0; i < mem_.size(); ++i)
+      out.push_back({mem_[i].partial.data() + kGuard, mem_[i].gathered.data() + kGuard, comm_of(first_ + static_cast<int>(i)),
+                     stream_of(static_cast<int>(i))});
+    return out;
+  }
+
+  void group_start() override {
+    log("ncclGroupStart");
+    ++depth_;
+  }
+  void group_end() override {
+    log("ncclGroupEnd");
+    if (depth_ == 0) return problem("ncclGroupEnd without a group open");
+    if (--depth_ == 0) run_pending();
+  }
+  void all_gather(const float* send, float* recv, std::size_t count, ncclComm_t comm, cudaStream_t stream) override {
+    int gpu = -1;
+    for (std::size_t i = 0; i < mem_.size(); ++i)
+      if (comm == comm_of(first_ + static_cast<int>(i))) gpu = static_cast<int>(i);
+    log("ncclAllGather(count " + std::to_string(count) + ") on " + (gpu < 0 ? std::string("an unknown communicator") :
+        "GPU " + std::to_string(gpu) + "'s communicator (rank " + std::to_string(first_ + gpu) + ")") +
+        (depth_ > 0 ? ", in a group" : ", outside a group"));
+    if (gpu < 0) return problem("an ncclAllGather on a communicator that is none of this process's GPUs'");
+    if (stream != stream_of(gpu))
+      problem("GPU " + std::to_string(gpu) + "'s gather on a stream other than its own (the partial kernel before it and "
+              "the combine kernel after it are on the GPU's stream)");
+    if (gpu == fail_gpu_) {
+      log("  (the recorder fails this call, as NCCL may)");
+      throw ch11::NcclError("ncclAllGather failed (the recorder's injected failure)");
+    }
+    pending_.push_back({gpu, send, recv, count});
+    if (depth_ == 0) {
+      if (mem_.size() > 1)
+        return problem("ncclAllGather for GPU " + std::to_string(gpu) + " outside a group while this thread drives " +
+                       std::to_string(mem_.size()) + " GPUs: it waits for the other ranks' calls, which this thread "
+                       "never makes (a hang)");
+      run_pending();
+    }
+  }
+
+  int depth() const { return depth_; }
+  const std::string& first_problem() const { return problem_; }
+  std::string trace() const {
+    std::string out;
+    for (std::size_t i = 0; i < log_.size() && i < 40; ++i) out += "  " + log_[i] + "\n";
+    return out;
+  }
+  // "" when every GPU holds every rank's partial in rank order and nothing else was touched.
+  std::string check_slots() const {
+    for (std::size_t i = 0; i < mem_.size(); ++i) {
+      const Memory& m = mem_[i];
+      for (int r = 0; r < ranks_; ++r) {
+        const float got = m.gathered[kGuard + static_cast<std::size_t>(r)];
+        if (same(got, partial_of(r))) continue;
+        std::string who = "no rank's partial (NaN: nothing landed there)";
+        for (int q = 0; q < ranks_; ++q)
+          if (same(got, partial_of(q))) who = "rank " + std::to_string(q) + "'s partial";
+        return "GPU " + std::to_string(i) + " (rank " + std::to_string(first_ + static_cast<int>(i)) + "): gathered[" +
+               std::to_string(r) + "] holds " + who + ", not rank " + std::to_string(r) + "'s";
+      }
+      for (std::size_t g = 0; g < kGuard; ++g)
+        if (!std::isnan(m.gathered[g]) || !std::isnan(m.gathered[kGuard + static_cast<std::size_t>(ranks_) + g]))
+          return "GPU " + std::to_string(i) + ": a float written outside gathered[0, ranks)";
+    }
+    return "";
+  }
+
+ private:
+  static constexpr std::size_t kGuard = 8;
+  static constexpr float kPoison = std::numeric_limits<float>::quiet_NaN();
+  struct Memory {
+    std::vector<float> partial, gathered;
+  };
+  struct Call {
+    int gpu;
+    const float* send;
+    float* recv;
+    std::size_t count;
+  };
+  static bool same(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+  // Where `p` (count floats) lies: {gpu, true for its partial / false for gathered}, or gpu -1.
+  std::pair<int, bool> where(const float* p, std::size_t count) const {
+    for (std::size_t i = 0; i < mem_.size(); ++i) {
+      const Memory& m = mem_[i];
+      const float* pb = m.partial.data() + kGuard;
+      if (p >= pb && p + count <= pb + 1) return {static_cast<int>(i), true};
+      const float* gb = m.gathered.data() + kGuard;
+      if (p >= gb && p + count <= gb + ranks_) return {static_cast<int>(i), false};
+    }
+    return {-1, false};
+  }
+  void run_pending() {
+    std::vector<Call> calls;
+    calls.swap(pending_);
+    std::vector<int> seen(mem_.size(), 0);
+    for (const Call& c : calls) ++seen[static_cast<std::size_t>(c.gpu)];
+    if (calls.empty()) return;
+    for (std::size_t i = 0; i < mem_.size(); ++i)
+      if (seen[i] != 1)
+        return problem("GPU " + std::to_string(i) + " (rank " + std::to_string(first_ + static_cast<int>(i)) + ") made " +
+                       std::to_string(seen[i]) + " all-gather calls in the collective, where every rank makes one: NCCL "
+                       "waits for the missing call for ever, or pairs the calls wrongly");
+    for (const Call& c : calls)
+      if (c.count != 1)
+        return problem("an all-gather of " + std::to_string(c.count) + " floats per rank: each rank has one partial (and "
+                       "the other processes send one)");
+    // NCCL: rank r's `send` lands at recv + r on every rank.
+    std::vector<float> from_rank(static_cast<std::size_t>(ranks_));
+    for (int r = 0; r < ranks_; ++r) from_rank[static_cast<std::size_t>(r)] = partial_of(r);  // other processes
+    for (const Call& c : calls) {
+      if (where(c.send, 1).first < 0) return problem("a gather sends from memory that is no GPU's partial");
+      from_rank[static_cast<std::size_t>(first_ + c.gpu)] = *c.send;
+    }
+    for (const Call& c : calls) {
+      const auto w = where(c.recv, static_cast<std::size_t>(ranks_));
+      if (w.first < 0 || w.second)
+        return problem("GPU " + std::to_string(c.gpu) + "'s gather receives into memory that is not a GPU's gathered[0, " +
+                       std::to_string(ranks_) + ") (or not all of it)");
+      for (int r = 0; r < ranks_; ++r) c.recv[r] = from_rank[static_cast<std::size_t>(r)];
+    }
+    log("  (the collective ran: rank r's float at recv + r on every rank)");
+  }
+  void problem(const std::string& what) {
+    log("  ^ " + what);
+    if (problem_.empty()) problem_ = what;
+  }
+  void log(const std::string& line) {
+    if (log_.size() < 400) log_.push_back(line);
+  }
+
+  int ranks_, first_, fail_gpu_;
+  std::vector<Memory> mem_;
+  std::vector<Call> pending_;
+  std::vector<std::string> log_;
+  std::string problem_;
+  int depth_ = 0;
+};
+
+struct GatherShape {
+  int ranks, first, gpus;
+};
+
+std::string play_gather(const GatherShape& s) {
+  const std::string shape = std::to_string(s.gpus) + " GPU(s) in this process as ranks " + std::to_string(s.first) + " to " +
+                            std::to_string(s.first + s.gpus - 1) + " of " + std::to_string(s.ranks);
+  {
+    GatherRecorder rec(s.ranks, s.first, s.gpus);
+    const auto sides = rec.sides();
+    ch11::on_host::gather_partials(rec, sides);
+    std::string what = rec.first_problem();
+    if (what.empty() && rec.depth() != 0) what = "returned with the group still open: nothing is enqueued until ncclGroupEnd";
+    if (what.empty()) what = rec.check_slots();
+    if (!what.empty()) return shape + ": " + what + "\nThe calls:\n" + rec.trace();
+  }
+  // A failing call: the error reaches the caller, and the group is closed on the way out.
+  for (int fail = 0; fail < s.gpus; fail += std::max(1, s.gpus - 1)) {
+    GatherRecorder rec(s.ranks, s.first, s.gpus, fail);
+    const auto sides = rec.sides();
+    bool thrown = false;
+    try {
+      ch11::on_host::gather_partials(rec, sides);
+    } catch (const ch11::NcclError&) {
+      thrown = true;
+    }
+    std::string what;
+    if (!thrown) what = "GPU " + std::to_string(fail) + "'s ncclAllGather failed, and the failure did not reach the caller";
+    else if (rec.depth() != 0)
+      what = "GPU " + std::to_string(fail) + "'s ncclAllGather failed and the group was left open: this thread stays inside "
+             "an NCCL group for ever (ch11::GroupOf closes it on the way out)";
+    if (!what.empty()) return shape + ": " + what + "\nThe calls:\n" + rec.trace();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("ch11 allgather schedule: one group, rank r's partial in slot r on every GPU, on its own stream",
+          "[ch11][exercise][hole:dot.cu:2]") {
+  std::string first;
+  for (const GatherShape s : {GatherShape{1, 0, 1}, GatherShape{2, 0, 2}, GatherShape{3, 0, 3}, GatherShape{4, 0, 4},
+                              GatherShape{5, 0, 5}, GatherShape{8, 0, 8}, GatherShape{4, 2, 1}, GatherShape{3, 0, 1}})
+    if (first.empty()) first = play_gather(s);
+  INFO(first << "\nHint: one ncclAllGather of one float per GPU, from its partial into its gathered, on its own "
+                "communicator and stream, all of them inside one group (ch11::GroupOf over `nccl`, which also closes "
+                "the group when a call throws); NCCL puts rank r's float at gathered[r] whatever the order of the "
+                "calls. The stub makes no call, so nothing lands. See README §Exercise 2.");
+  CHECK(first.empty());
+}
+
 TEST_CASE("ch11 pairwise: the adds of any count on any number of threads give the pairwise order, bit for bit",
           "[ch11][exercise][design][hole:dot.hpp:1]") {
   const char* kPairwiseHint =

@@ -221,28 +221,54 @@ StagedChunk staged_chunk(std::size_t bytes, std::size_t chunk_bytes, int buffers
 // [staged_chunk]
 
 // [staged_h2d]
-void Stager::h2d(void* d_dst, const void* h_src, std::size_t bytes, cudaStream_t stream) {
+// Exercise 1, the staged copy's schedule. It reaches the pinned buffers, the pool, the stream and
+// the events only through `steps`, one call per chunk each: Stager::h2d (below) passes the CUDA
+// calls themselves (inlined: no virtual call), a host test passes a recorder (StagingSteps, dot.hpp).
+template <class Steps>
+void stage_chunks(Steps& steps, unsigned char* d_dst, const unsigned char* h_src, std::size_t bytes,
+                  std::size_t chunk_bytes, int buffers, cudaStream_t stream) {
   // [hole 2 begin]
-  // TODO(student): the staged copy. What must hold (see the class comment in dot.hpp):
+  // TODO(student): the staged copy, through `steps` (StagingSteps in dot.hpp says what each
+  // step does; Stager::h2d below makes them CUDA calls). What must hold:
   //   - for any bytes (0, 1, a chunk +- 1, many chunks, the last one short), d_dst holds exactly
-  //     h_src's bytes once `stream` reaches the point where h2d returns, and h_src may be
-  //     overwritten as soon as h2d returns;
-  //   - a copy engine reads only pinned memory: the pageable bytes travel through slots_ (each
-  //     chunk_bytes_ of pinned memory and its event `done`), filled by the pool (parallel_copy),
-  //     chunk k's bytes and buffer given by staged_chunk (exercise 1's arithmetic, below:
-  //     "ch08 staged_chunk: *" checks it without a GPU);
-  //   - a slot is never refilled while a copy out of it may still be reading it, yet the host
-  //     fills the next slot while the link sends the previous one: never wait for the whole
-  //     stream or device (the overlap is what the performance rule measures).
-  //   Tests: "ch08 staged: *" (bytes at awkward sizes, the dot, the same bits, new input) and
-  //   "ch08 stager: *" (two 4 KiB slots over 50 chunks; destroyed with copies in flight).
-  //   Before a slot's first use its event was never recorded: the chapter says what waiting on
-  //   such an event does.
+  //     h_src's bytes once `stream` reaches the point where this returns, and h_src may be
+  //     overwritten as soon as it returns;
+  //   - a copy engine reads only pinned memory: every byte travels through a staging buffer
+  //     (steps.buffer), chunk k's bytes and buffer given by staged_chunk (exercise 1's
+  //     arithmetic, below: "ch08 staged_chunk: *" checks it without a GPU), the chunks in order;
+  //   - every copy and event on `stream`, the one given;
+  //   - a buffer is never refilled while a copy out of it may still be reading it, yet the host
+  //     fills the next buffer while the link sends the previous one (the overlap is what the
+  //     performance rule measures).
+  //   Tests: "ch08 staged schedule: *" (host only: a recorder plays the copy engine as late as
+  //   it may and says which step broke what), "ch08 staged: *" (bytes at awkward sizes, the dot,
+  //   the same bits, new input) and "ch08 stager: *" (two 4 KiB buffers over 50 chunks;
+  //   destroyed with copies in flight; the stream given). Before a buffer's first use its event
+  //   was never recorded: the chapter says what waiting on such an event does.
+  (void)steps;
   (void)d_dst;
   (void)h_src;
   (void)bytes;
+  (void)chunk_bytes;
+  (void)buffers;
   (void)stream;
   // [hole 2 end]
+}
+
+void Stager::h2d(void* d_dst, const void* h_src, std::size_t bytes, cudaStream_t stream) {
+  // The steps of stage_chunks as CUDA calls on this Stager's buffers, events and pool.
+  struct Steps {
+    Stager& s;
+    unsigned char* buffer(int slot) { return s.slots_[static_cast<std::size_t>(slot)].host.data(); }
+    void wait(int slot) { CUDA_CHECK(cudaEventSynchronize(s.slots_[static_cast<std::size_t>(slot)].done)); }
+    void fill(unsigned char* to, const unsigned char* from, std::size_t len) { s.parallel_copy(to, from, len); }
+    void send(unsigned char* to, const unsigned char* from, std::size_t len, cudaStream_t on) {
+      CUDA_CHECK(cudaMemcpyAsync(to, from, len, cudaMemcpyHostToDevice, on));
+    }
+    void record(int slot, cudaStream_t on) { CUDA_CHECK(cudaEventRecord(s.slots_[static_cast<std::size_t>(slot)].done, on)); }
+  } steps{*this};
+  stage_chunks(steps, static_cast<unsigned char*>(d_dst), static_cast<const unsigned char*>(h_src), bytes, chunk_bytes_,
+               buffers(), stream);
 }
 // [staged_h2d]
 
@@ -263,6 +289,13 @@ double staged_copy_ms(std::size_t bytes, std::size_t chunk_bytes, double host_gb
   // [hole 3 end]
 }
 // [staged_copy_ms]
+
+namespace on_host {
+void stage_chunks(StagingSteps& steps, unsigned char* d_dst, const unsigned char* h_src, std::size_t bytes,
+                  std::size_t chunk_bytes, int buffers, cudaStream_t stream) {
+  ch08::stage_chunks(steps, d_dst, h_src, bytes, chunk_bytes, buffers, stream);
+}
+}  // namespace on_host
 
 // ---------------------------------------------------------------------------------------------
 // The paths.

@@ -66,6 +66,35 @@ struct StagedChunk {
 /// when bytes is 0): len 0, which ends the walk. Needs chunk_bytes > 0 and buffers > 0.
 StagedChunk staged_chunk(std::size_t bytes, std::size_t chunk_bytes, int buffers, std::size_t k);
 
+/// The steps of a staged copy, one call per chunk each, as the exercise's schedule (stage_chunks in
+/// dot.cu, which Stager::h2d runs) sees them. Stager::h2d makes them CUDA calls on its own buffers,
+/// events, pool and stream, inlined (no virtual call); a host test implements this interface with a
+/// recorder instead and runs the same schedule through on_host::stage_chunks, without a GPU.
+class StagingSteps {
+ public:
+  virtual ~StagingSteps() = default;
+  /// Staging buffer `slot` (0 <= slot < buffers): chunk_bytes of pinned host memory.
+  virtual unsigned char* buffer(int slot) = 0;
+  /// Returns once the last copy recorded out of buffer `slot` (its event) has finished
+  /// (cudaEventSynchronize); at once when its event was never recorded.
+  virtual void wait(int slot) = 0;
+  /// The host threads copy [from, from + len) to `to` (the pool: parallel_memcpy); returns when done.
+  virtual void fill(unsigned char* to, const unsigned char* from, std::size_t len) = 0;
+  /// Enqueues the copy engine's copy of [from, from + len), pinned memory, to device memory `to` on
+  /// `stream` (cudaMemcpyAsync); returns at once, the copy reads `from` later.
+  virtual void send(unsigned char* to, const unsigned char* from, std::size_t len, cudaStream_t stream) = 0;
+  /// Records buffer `slot`'s event on `stream` (cudaEventRecord): it completes once everything
+  /// enqueued on `stream` before it has.
+  virtual void record(int slot, cudaStream_t stream) = 0;
+};
+
+namespace on_host {
+/// The exercise's schedule (stage_chunks, dot.cu) with `steps`: the copy of `bytes` from h_src to
+/// d_dst in chunks of chunk_bytes through `buffers` staging buffers, on `stream`.
+void stage_chunks(StagingSteps& steps, unsigned char* d_dst, const unsigned char* h_src, std::size_t bytes,
+                  std::size_t chunk_bytes, int buffers, cudaStream_t stream);
+}  // namespace on_host
+
 /// Copies pageable host memory to the device through `buffers` reused pinned buffers of
 /// `chunk_bytes` each: host threads copy chunk k+1 into a free pinned buffer while the copy
 /// engine sends chunk k. The answer when the caller's memory cannot be pinned.

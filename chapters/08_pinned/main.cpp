@@ -24,10 +24,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "course/bench.hpp"
@@ -53,9 +55,32 @@ using Version = course::Version<ch08::PathFactory>;
 constexpr std::size_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
 constexpr long long kHoldTimeoutNs = 2'000'000'000;  // a hold never outlives 2 s, whatever happens
 
-// One copy size: milliseconds per copy (median of batches).
+// Issue 38, class 4: a timed copy's result is the bytes it left on the device. Outside the timed
+// region, the device buffer is poisoned before the copy and compared with the source after it,
+// through `scratch` (pinned, at least `bytes`), so a copy skipped because an earlier one moved the
+// same bytes leaves the poison and is seen. check_landed returns "" or what went wrong.
+void poison(ch08::Path& path, std::size_t bytes, cudaStream_t s) {
+  if (bytes > 0) CUDA_CHECK(cudaMemsetAsync(path.device(), 0xA5, bytes, s));
+  CUDA_CHECK(cudaStreamSynchronize(s));
+}
+std::string check_landed(ch08::Path& path, std::size_t bytes, cudaStream_t s, unsigned char* scratch, const char* what, int call) {
+  if (bytes == 0) return "";
+  CUDA_CHECK(cudaMemcpyAsync(scratch, path.device(), bytes, cudaMemcpyDeviceToHost, s));
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  if (std::memcmp(scratch, path.src(), bytes) == 0) return "";
+  std::size_t at = 0;
+  while (at < bytes && scratch[at] == path.src()[at]) ++at;
+  return std::string(what) + " of " + course::format_bytes(bytes) + ", timed call " + std::to_string(call) +
+         ": the device's byte " + std::to_string(at) + " is not the source's once the call is done (a copy skipped, "
+         "short, or not on the stream given)";
+}
+
+// One copy size: milliseconds per copy (median of batches). Copies timed one at a time (the paths
+// that block the host, the staged exercise among them) are checked one by one (poison, then
+// check_landed; h2d with a device copy); the first wrong one goes to *wrong.
 double time_transfer(ch08::Path& path, const std::string& dir, std::size_t bytes, course::Context& ctx,
-                     cudaStream_t second, int* flag, int& reps_out) {
+                     cudaStream_t second, int* flag, int& reps_out, unsigned char* scratch = nullptr,
+                     std::string* wrong = nullptr, bool has_device_copy = true) {
   cudaStream_t s = ctx.stream();
   const int reps = static_cast<int>(std::clamp<std::size_t>(64 * MiB / std::max<std::size_t>(bytes, 1), 3, 100));
   const int batches = 5;
@@ -93,13 +118,16 @@ double time_transfer(ch08::Path& path, const std::string& dir, std::size_t bytes
     // [held_timing]
   } else {
     const int n = std::min(reps, 20);
+    const bool check = dir == "h2d" && has_device_copy && scratch != nullptr && wrong != nullptr;
     for (int r = 0; r < n + 1; ++r) {
       path.reset(dir == "h2d", s);
+      if (check) poison(path, bytes, s);  // outside the events
       CUDA_CHECK(cudaEventRecord(start, s));
       issue(dir == "h2d", s);
       CUDA_CHECK(cudaEventRecord(stop, s));
       CUDA_CHECK(cudaStreamSynchronize(s));
       if (r > 0) samples.push_back(stop.ms_since(start));
+      if (check && wrong->empty()) *wrong = check_landed(path, bytes, s, scratch, "h2d", r);
     }
     reps_out = n;
   }
@@ -207,6 +235,7 @@ data end to end.
     const int steps = 2 + static_cast<int>(selected.size() * 2) - floors + 1;  // the floor has no sweep
     course::Progress progress(steps, "08_pinned", !opt.quiet);
     course::PinnedBuffer<int> flag(1);
+    course::PinnedBuffer<unsigned char> scratch(sweep_max);  // where timed copies are read back and checked
     course::Stream second;  // the second direction of "both" (the context's stream takes the first)
 
     // The two ceilings of this run: pinned H2D at 256 MiB, and the host's own pageable → pinned
@@ -271,7 +300,13 @@ data end to end.
         std::vector<double> xs, ts;
         for (std::size_t bytes : sweep_sizes) {
           int reps = 0;
-          const double ms = time_transfer(*path, dir, bytes, ctx, second, flag.data(), reps);
+          std::string wrong;
+          const double ms = time_transfer(*path, dir, bytes, ctx, second, flag.data(), reps, scratch.data(), &wrong,
+                                          std::string(v->name) != "managed_prefetch");
+          if (!wrong.empty()) {
+            std::fprintf(stderr, "08_pinned: %s sweep FAILED: %s\n", std::string(v->name).c_str(), wrong.c_str());
+            failed.insert(std::string(v->name));
+          }
           const double counted = dir == "both" ? 2.0 * bytes : static_cast<double>(bytes);
           sweep.add_row({std::string(v->name), dir, static_cast<long long>(bytes), static_cast<long long>(reps), ms,
                          course::gbps(counted, ms), static_cast<long long>(path->asynchronous() ? 1 : 0)});
@@ -304,11 +339,38 @@ data end to end.
         const bool pinned_target = v->name == "pinned" && n == (std::size_t{1} << 26);
         std::vector<double> samples, copy_samples;
         float last = 0;
+        // Issue 38, class 4: x[at] alternates between its value and a spike between timed calls,
+        // and every call's result is checked against the reference of the input it was given (the
+        // floor's, by the x[at] that landed on the device), outside the timed region.
+        const course::TimedInputChange change =
+            course::timed_input_change(ref, n, [&](std::size_t i) { return std::make_pair(x[i], y[i]); });
+        bool changed = false, every_call_ok = true;
+        course::Verdict last_verdict;
+        std::string wrong;
+        auto x_at = [&]() -> float& { return reinterpret_cast<float*>(path->src())[change.at]; };
         for (int r = 0; r < reps + opt.warmup; ++r) {
           path->reset(true, ctx.stream());  // managed data starts on the host every call
           const auto t0 = std::chrono::steady_clock::now();
           last = path->dot(n);
           if (r >= opt.warmup) samples.push_back(ms_since(t0));
+          if (is_floor && change.active) {
+            float landed = 0;
+            CUDA_CHECK(cudaMemcpy(&landed, path->device() + change.at * sizeof(float), sizeof landed, cudaMemcpyDeviceToHost));
+            const float want = change.value(changed);
+            if (std::memcmp(&landed, &want, sizeof want) != 0 && wrong.empty())
+              wrong = "timed call " + std::to_string(r) + ": x[" + std::to_string(change.at) + "] on the device is not the " +
+                      "value the host held for that call (a copy skipped or short)";
+          } else if (!is_floor) {
+            last_verdict = course::check_dot(last, change.ref(changed));
+            if (!last_verdict.ok && wrong.empty())
+              wrong = "timed call " + std::to_string(r) + (changed ? " (x[" + std::to_string(change.at) + "] changed)" : std::string()) +
+                      ": " + last_verdict.message;
+          }
+          every_call_ok = every_call_ok && wrong.empty();
+          if (change.active) {
+            changed = !changed;
+            x_at() = change.value(changed);
+          }
           if (pinned_target) {
             const auto t1 = std::chrono::steady_clock::now();
             path->h2d(2 * n * sizeof(float), ctx.stream());  // the same bytes, copy only
@@ -316,7 +378,12 @@ data end to end.
             if (r >= opt.warmup) copy_samples.push_back(ms_since(t1));
           }
         }
-        const course::Verdict after = is_floor ? ch08::check_link_floor(ctx, *path, n) : course::check_dot(last, ref);
+        if (changed) x_at() = change.value(false);  // the input as generated again
+        course::Verdict after = is_floor ? ch08::check_link_floor(ctx, *path, n) : last_verdict;
+        if (!every_call_ok) {
+          after.ok = false;
+          after.message = wrong;
+        }
         // roofline_gbps: the pinned H2D bandwidth timed at the start (pct_link's denominator), not
         // device memory's. One reading, taken before anything else: if it comes in low, pct_link passes 100.
         const course::Measurement m = course::measured(v->name, is_floor ? "x, y pinned: one copy each, no kernel, no result (the floor)"
@@ -346,13 +413,22 @@ data end to end.
         course::PinnedBuffer<unsigned char> pinned_dst(bytes);
         course::ThreadPool pool(cores);
         std::vector<double> staged_ms, memcpy_ms;
-        for (int r = 0; r < 11; ++r) {
-          auto t0 = std::chrono::steady_clock::now();
-          path->h2d(bytes, ctx.stream());
+        // Every timed copy is checked (issue 38, class 4): one source byte changed before it and the
+        // device poisoned, then all the bytes read back and compared, outside the timed region.
+        std::string wrong;
+        auto checked = [&](int r, const std::function<void()>& copy, std::vector<double>& into, const char* what) {
+          path->src()[(static_cast<std::size_t>(r) * 7919 * 4099 + bytes / 2) % bytes] ^= 0x5A;
+          poison(*path, bytes, ctx.stream());
+          const auto t0 = std::chrono::steady_clock::now();
+          copy();
           ctx.synchronize();
-          if (r > 0) staged_ms.push_back(ms_since(t0));
+          if (r > 0) into.push_back(ms_since(t0));
+          if (wrong.empty()) wrong = check_landed(*path, bytes, ctx.stream(), pinned_dst.data(), what, r);
+        };
+        for (int r = 0; r < 11; ++r) {
+          checked(r, [&] { path->h2d(bytes, ctx.stream()); }, staged_ms, "staged h2d");
           std::this_thread::sleep_for(std::chrono::milliseconds(2));
-          t0 = std::chrono::steady_clock::now();
+          const auto t0 = std::chrono::steady_clock::now();
           ch08::parallel_memcpy(pool, pinned_dst.data(), path->src(), bytes);
           if (r > 0) memcpy_ms.push_back(ms_since(t0));
           // Both pools' workers poll for 500 µs after their last chunk before they sleep: let them
@@ -392,17 +468,17 @@ data end to end.
             const double predicted = ch08::staged_copy_ms(bytes, chunk, host_gbps, pinned_h2d_gbps, per_chunk_us);
             ch08::Stager stager(ctx, threads, chunk, 4);
             std::vector<double> t;
-            for (int r = 0; r < 5; ++r) {
-              const auto t0 = std::chrono::steady_clock::now();
-              stager.h2d(path->device(), path->src(), bytes, ctx.stream());
-              ctx.synchronize();
-              if (r > 0) t.push_back(ms_since(t0));
-            }
+            for (int r = 0; r < 5; ++r)
+              checked(r, [&] { stager.h2d(path->device(), path->src(), bytes, ctx.stream()); }, t, "staging knobs h2d");
             const double ms = course::summarize(t).median;
             staging.add_row({static_cast<long long>(chunk), static_cast<long long>(threads), static_cast<long long>(bytes), ms,
                              course::gbps(static_cast<double>(bytes), ms), 100 * course::gbps(static_cast<double>(bytes), ms) / ceiling,
                              host_gbps, per_chunk_us, predicted});
           }
+        if (!wrong.empty()) {
+          std::fprintf(stderr, "08_pinned: staged FAILED: %s\n", wrong.c_str());
+          failed.insert("staged");
+        }
       }
     }
     progress.step("pinning costs");

@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <set>
@@ -60,6 +61,51 @@ double bus_factor(const std::string& version, int ranks) {
   return version == "allreduce" ? 2.0 * (r - 1) / r : (r - 1) / r;
 }
 
+// Issue 38, class 4: one element of x changes between timed calls (course::TimedInputChange), and
+// every timed result is checked against the reference of the input it was given, outside the
+// timed region. `write` puts a value at x[change.at] wherever the calls read it, and waits.
+struct Toggle {
+  course::TimedInputChange change;
+  std::function<void(float)> write;
+  bool changed = false;
+  const course::Reference& ref() const { return change.ref(changed); }
+  std::string note() const { return changed ? " (x[" + std::to_string(change.at) + "] changed)" : std::string(); }
+  void flip() {
+    if (!change.active) return;
+    changed = !changed;
+    write(change.value(changed));
+  }
+  void restore() {
+    if (changed) flip();
+  }
+};
+
+// x[at] of the n-element input on the GPUs of `team` that hold it (their slices), on each GPU's
+// stream, after what is queued there; waits.
+void write_x(ch11::Team& team, std::size_t n, std::size_t at, float value) {
+  for (std::size_t i = 0; i < team.gpus.size(); ++i) {
+    const ch11::Slice s = ch11::slice_of(n, team.ranks, team.first_rank + static_cast<int>(i));
+    if (at < s.begin || at - s.begin >= s.count) continue;
+    ch11::Gpu& g = *team.gpus[i];
+    g.context().activate();
+    CUDA_CHECK(cudaMemcpyAsync(g.x() + (at - s.begin), &value, sizeof value, cudaMemcpyHostToDevice, g.context().stream()));
+    g.context().synchronize();
+  }
+}
+
+// The change for the inputs fill_slices(team, n, seed) generates, written into `teams`.
+Toggle device_toggle(std::vector<ch11::Team*> teams, std::size_t n, std::uint64_t seed, const course::Reference& ref) {
+  Toggle t;
+  t.change = course::timed_input_change(ref, n, [seed](std::size_t i) {
+    return std::make_pair(course::random_at(seed, i, -1.0f, 1.0f), course::random_at(course::seed_y(seed), i, -1.0f, 1.0f));
+  });
+  const std::size_t at = t.change.at;
+  t.write = [teams, n, at](float value) {
+    for (ch11::Team* team : teams) write_x(*team, n, at, value);
+  };
+  return t;
+}
+
 struct Row {
   course::Stats ms;
   ch11::Split split;
@@ -71,9 +117,12 @@ struct Row {
 // times `reps` calls by the host clock (each call ends with the result on every GPU), validates
 // again, then times the split of a few more calls with events. The speed-of-light row computes no
 // dot: it passes when every GPU wrote its one value (finite, from finite inputs), and has no rel_error.
-Row measure(ch11::Team& team, const Version& v, std::size_t n, const course::Reference& ref, int reps, int warmup) {
+Row measure(ch11::Team& team, const Version& v, std::size_t n, std::uint64_t seed, const course::Reference& base, int reps,
+            int warmup) {
   const bool is_floor = ch11::is_speed_of_light(v);
+  Toggle toggle = device_toggle({&team}, n, seed, base);
   auto check = [&](const std::vector<float>& got, std::string* why) {
+    const course::Reference& ref = toggle.ref();
     for (float r : got) {
       if (is_floor) {
         if (!std::isfinite(r)) return *why = "a GPU left its one value unwritten (NaN)", false;
@@ -88,24 +137,38 @@ Row measure(ch11::Team& team, const Version& v, std::size_t n, const course::Ref
   Row row;
   std::string why;
   const bool before = check(ch11::dot(team, v.run, n), &why);
+  bool every_call = true;
+  // After every timed call, outside the timed region: its result checked, then the input changed.
+  auto after_call = [&](const std::vector<float>& got, int r, const char* timing) {
+    std::string bad;
+    if (!check(got, &bad) && every_call) {
+      every_call = false;
+      why = std::string(timing) + " call " + std::to_string(r) + toggle.note() + ": " + bad;
+    }
+    toggle.flip();
+  };
   std::vector<double> samples;
   std::vector<float> last;
+  double last_rel_error = std::nan("");
   for (int r = 0; r < warmup + reps; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     last = ch11::dot(team, v.run, n);
     if (r >= warmup) samples.push_back(ms_since(t0));
+    if (!is_floor) last_rel_error = course::check_dot(last[0], toggle.ref()).rel_error;
+    after_call(last, r, "timed");
   }
-  const bool after = check(last, &why);
   row.ms = course::summarize(samples);
-  row.rel_error = is_floor ? std::nan("") : course::check_dot(last[0], ref).rel_error;
-  row.valid = before && after;
+  row.rel_error = last_rel_error;
   std::vector<double> kernel, combine;
   for (int r = 0; r < 7; ++r) {
     ch11::Split s;
-    ch11::dot(team, v.run, n, &s);
+    const std::vector<float> got = ch11::dot(team, v.run, n, &s);
     kernel.push_back(s.kernel_ms);
     combine.push_back(s.combine_ms);
+    after_call(got, r, "split-timed");
   }
+  toggle.restore();
+  row.valid = before && every_call;
   row.split.kernel_ms = course::summarize(kernel).median;
   row.split.combine_ms = course::summarize(combine).median;
   if (!row.valid)
@@ -165,7 +228,8 @@ void allreduce_back_to_back(ch11::Team& team) {
 // Where one eager allgather call's time goes on this team at n: the host's time for each step it
 // enqueues, the GPU's time between the steps (the slowest GPU's), and NCCL's own floor with the
 // host out of the way. Rows: part, side (host / gpu / floor / call), microseconds (median).
-void measure_parts(ch11::Team& team, std::size_t n, int reps, course::Table& parts) {
+void measure_parts(ch11::Team& team, std::size_t n, std::uint64_t seed, int reps, course::Table& parts, std::string* wrong) {
+  Toggle toggle = device_toggle({&team}, n, seed, ch11::reference_from_seed(n, seed));
   const std::size_t count = team.gpus.size();
   std::vector<std::size_t> counts;
   for (std::size_t i = 0; i < count; ++i) counts.push_back(ch11::slice_of(n, team.ranks, static_cast<int>(i)).count);
@@ -212,6 +276,12 @@ void measure_parts(ch11::Team& team, std::size_t n, int reps, course::Table& par
     }
     for (std::size_t i = 0; i < count; ++i) team.gpus[i]->context().synchronize();
     const auto t4 = Clock::now();
+    for (std::size_t i = 0; i < count && wrong->empty(); ++i) {  // outside the timed steps
+      ch11::Gpu& g = *team.gpus[i];
+      const course::Verdict v = course::check_dot(g.host_partials()[g.max_ranks() + 1], toggle.ref());
+      if (!v.ok) *wrong = "call " + std::to_string(r) + toggle.note() + ", GPU " + std::to_string(i) + ": " + v.message;
+    }
+    toggle.flip();
     if (r < 5) continue;  // warm-up
     double gp = 0, gn = 0, gk = 0;
     for (std::size_t i = 0; i < count; ++i) {
@@ -228,6 +298,7 @@ void measure_parts(ch11::Team& team, std::size_t n, int reps, course::Table& par
     g_nccl.push_back(gn);
     g_kernel.push_back(gk);
   }
+  toggle.restore();
   auto floor_of = [&](ch11::Combine many) {
     std::vector<double> per_call;
     for (int r = 0; r < 25; ++r) {
@@ -269,6 +340,7 @@ void measure_parts(ch11::Team& team, std::size_t n, int reps, course::Table& par
 
 // One GPU alone against the team at the same n, timed in turns (one call of each per round, the
 // order alternating), for every power of two from 2^12 to 2^26: the n from which the team wins.
+constexpr const char* kCrossoverNames[4] = {"one GPU alone", "p2p", "allgather_graph", "allgather"};
 struct CrossoverRow {
   std::size_t n;
   double one_us, p2p_us, graph_us, eager_us;
@@ -414,7 +486,7 @@ at once. --n is the n per GPU of the weak-scaling runs and the top of the sweep.
         const course::Reference ref = ch11::reference_from_seed(n, seed);
         const int reps = n >= (std::size_t{1} << 26) ? opt.reps : std::max(opt.reps, 100);
         for (const Version* v : selected)
-          add(std::string(v->name), "resident gpus=" + std::to_string(g), g, n, measure(team, *v, n, ref, reps, opt.warmup));
+          add(std::string(v->name), "resident gpus=" + std::to_string(g), g, n, measure(team, *v, n, seed, ref, reps, opt.warmup));
       }
     }
 
@@ -430,7 +502,7 @@ at once. --n is the n per GPU of the weak-scaling runs and the top of the sweep.
         const std::uint64_t seed = opt.seed + 1000 + 2 * static_cast<std::uint64_t>(g);
         ch11::fill_slices(team, n, seed);
         const course::Reference ref = ch11::reference_from_seed(n, seed);
-        const Row r = measure(team, *allgather, n, ref, opt.reps, opt.warmup);
+        const Row r = measure(team, *allgather, n, seed, ref, opt.reps, opt.warmup);
         if (!r.valid) failed.insert(std::string(kind) + " scaling");
         const double gb = course::gbps(2.0 * n * sizeof(float), r.ms.median);
         if (g == 1) base_gbps = gb, base_ms = r.ms.median;
@@ -457,17 +529,22 @@ at once. --n is the n per GPU of the weak-scaling runs and the top of the sweep.
       ch11::Team team = ch11::make_local_team(devices, gpus);
       const std::size_t n = (std::size_t{1} << 16) * static_cast<std::size_t>(gpus);
       ch11::fill_slices(team, n, opt.seed + 7001);
-      measure_parts(team, n, std::max(opt.reps, 200), parts);
+      std::string wrong;
+      measure_parts(team, n, opt.seed + 7001, std::max(opt.reps, 200), parts, &wrong);
+      if (!wrong.empty()) {
+        std::fprintf(stderr, "11_multi_gpu: the parts of allgather on %d GPU(s) at n = %zu FAILED: %s\n", gpus, n, wrong.c_str());
+        failed.insert("allgather (parts)");
+      }
       // The same call through the graph, split the same way (partial end to result).
       const course::Reference ref = ch11::reference_from_seed(n, opt.seed + 7001);
-      const Row r = measure(team, *graph, n, ref, std::max(opt.reps, 200), opt.warmup);
+      const Row r = measure(team, *graph, n, opt.seed + 7001, ref, std::max(opt.reps, 200), opt.warmup);
       if (!r.valid) failed.insert("allgather_graph (parts)");
       parts.add_row({std::string("partial end to result, graph"), std::string("gpu"), static_cast<long long>(gpus),
                      static_cast<long long>(n), 1e3 * r.split.combine_ms, std::string("allgather_graph: NCCL and the add replayed from one graph per GPU")});
       parts.add_row({std::string("whole call, graph"), std::string("call"), static_cast<long long>(gpus), static_cast<long long>(n),
                      1e3 * r.ms.median, std::string("allgather_graph, host clock, result on every GPU")});
       // The same call with the combine inside the kernel: partial stores straight into every GPU.
-      const Row q = measure(team, *p2p, n, ref, std::max(opt.reps, 200), opt.warmup);
+      const Row q = measure(team, *p2p, n, opt.seed + 7001, ref, std::max(opt.reps, 200), opt.warmup);
       if (!q.valid) failed.insert("p2p (parts)");
       parts.add_row({std::string("partial end to result, p2p"), std::string("gpu"), static_cast<long long>(gpus),
                      static_cast<long long>(n), 1e3 * q.split.combine_ms,
@@ -477,7 +554,7 @@ at once. --n is the n per GPU of the weak-scaling runs and the top of the sweep.
       // The same p2p call with every kernel launched from this one thread, one after the other:
       // what launching from a thread per GPU saves.
       team.threaded_launch = false;
-      const Row s = measure(team, *p2p, n, ref, std::max(opt.reps, 200), opt.warmup);
+      const Row s = measure(team, *p2p, n, opt.seed + 7001, ref, std::max(opt.reps, 200), opt.warmup);
       team.threaded_launch = true;
       if (!s.valid) failed.insert("p2p, one launching thread (parts)");
       parts.add_row({std::string("partial end to result, p2p, one launching thread"), std::string("gpu"),
@@ -509,6 +586,8 @@ at once. --n is the n per GPU of the weak-scaling runs and the top of the sweep.
         const ch11::Combine team_versions[3] = {p2p->run, graph->run, eager->run};
         std::vector<double> times[4];
         bool valid = true;
+        // Both teams hold x[at] (GPU 0 the whole vector, the team its slices): changed in both.
+        Toggle toggle = device_toggle({&team, &solo}, n, seed, ref);
         const int reps = std::max(opt.reps, n >= (std::size_t{1} << 24) ? 50 : 200);
         for (int r = 0; r < opt.warmup + reps; ++r) {
           for (int k = 0; k < 4; ++k) {
@@ -517,10 +596,17 @@ at once. --n is the n per GPU of the weak-scaling runs and the top of the sweep.
             const float got = which == 0 ? ch11::single_gpu_dot(*devices[0], n)
                                          : ch11::dot(team, team_versions[which - 1], n)[0];
             const double us = us_between(t0, Clock::now());
-            if (r == opt.warmup + reps - 1 || r == 0) valid = valid && course::check_dot(got, ref).ok;
             if (r >= opt.warmup) times[which].push_back(us);
+            const course::Verdict v = course::check_dot(got, toggle.ref());  // every call, outside the clock
+            if (!v.ok && valid)
+              std::fprintf(stderr, "11_multi_gpu: crossover at n = %zu, %s, call %d%s FAILED: %s\n", n,
+                           kCrossoverNames[which], r, toggle.note().c_str(),
+                           v.message.c_str());
+            valid = valid && v.ok;
+            toggle.flip();
           }
         }
+        toggle.restore();
         if (!valid) failed.insert("crossover");
         rows.push_back({n, course::summarize(times[0]).median, course::summarize(times[1]).median,
                         course::summarize(times[2]).median, course::summarize(times[3]).median});
@@ -551,6 +637,9 @@ at once. --n is the n per GPU of the weak-scaling runs and the top of the sweep.
         auto sync_all = [&] { for (int d = 0; d < g; ++d) devices[static_cast<std::size_t>(d)]->context().synchronize(); };
         std::vector<double> copy, total;
         bool valid = true;
+        Toggle toggle;  // the host's x: the timed calls copy it in
+        toggle.change = course::timed_input_change(ref, n, [&](std::size_t i) { return std::make_pair(h_x.data()[i], h_y.data()[i]); });
+        toggle.write = [&h_x, at = toggle.change.at](float value) { h_x.data()[at] = value; };
         for (int r = 0; r < opt.warmup + opt.reps; ++r) {
           const auto t0 = std::chrono::steady_clock::now();
           ch11::upload_slices(team, h_x.data(), h_y.data(), n);
@@ -558,9 +647,17 @@ at once. --n is the n per GPU of the weak-scaling runs and the top of the sweep.
           const double c = ms_since(t0);
           const std::vector<float> got = ch11::dot(team, allgather->run, n);
           const double t = ms_since(t0);
-          valid = valid && course::check_dot(got[0], ref).ok;
           if (r >= opt.warmup) copy.push_back(c), total.push_back(t);
+          for (float one : got) {  // every GPU's result of every call, outside the clock
+            const course::Verdict v = course::check_dot(one, toggle.ref());
+            if (!v.ok && valid)
+              std::fprintf(stderr, "11_multi_gpu: host data on %d GPU(s), call %d%s FAILED: %s\n", g, r, toggle.note().c_str(),
+                           v.message.c_str());
+            valid = valid && v.ok;
+          }
+          toggle.flip();
         }
+        toggle.restore();
         if (!valid) failed.insert("host data");
         const double copy_ms = course::summarize(copy).median, total_ms = course::summarize(total).median;
         const double h2d = course::gbps(2.0 * n * sizeof(float), copy_ms);

@@ -54,6 +54,64 @@ class NcclGroup {
   bool open_ = false;
 };
 
+/// NcclGroup's rule for any maker of the calls (NCCL itself in dot.cu, a recorder in a host test):
+/// group_start() on construction, end() closes the group (group_end(), whose failure throws); a group
+/// left open by an exception is closed on destruction, its failure ignored.
+template <class Calls>
+class GroupOf {
+ public:
+  explicit GroupOf(Calls& calls) : calls_(calls) {
+    calls_.group_start();
+    open_ = true;
+  }
+  GroupOf(const GroupOf&) = delete;
+  GroupOf& operator=(const GroupOf&) = delete;
+  ~GroupOf() {
+    if (!open_) return;
+    try {
+      calls_.group_end();
+    } catch (...) {  // unwinding already: the first failure is the one reported
+    }
+  }
+  void end() {
+    open_ = false;
+    calls_.group_end();
+  }
+
+ private:
+  Calls& calls_;
+  bool open_ = false;
+};
+
+/// What the all-gather of exercise 2 works on, for one GPU of the team: its partial (1 float, on
+/// the GPU), where every rank's partial goes (ranks floats, rank order), its communicator and its
+/// stream.
+struct GatherSide {
+  const float* partial = nullptr;
+  float* gathered = nullptr;
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+};
+
+/// The NCCL calls of exercise 2 as the exercise (gather_partials in dot.cu) sees them: the allgather
+/// combine makes them with NCCL itself (no virtual call); a host test implements this interface with
+/// a recorder and runs the same code through on_host::gather_partials, without a GPU or NCCL.
+class GatherCalls {
+ public:
+  virtual ~GatherCalls() = default;
+  virtual void group_start() = 0;  ///< ncclGroupStart()
+  virtual void group_end() = 0;    ///< ncclGroupEnd(), checked: the group's collectives are enqueued here
+  /// ncclAllGather(send, recv, count, ncclFloat, comm, stream), checked (throws NcclError): every rank
+  /// of comm sends `count` floats, and rank r's land at recv + r * count on every rank.
+  virtual void all_gather(const float* send, float* recv, std::size_t count, ncclComm_t comm, cudaStream_t stream) = 0;
+};
+
+namespace on_host {
+/// The exercise's all-gather (gather_partials, dot.cu) through `calls`, for the GPUs of this process
+/// `sides` (gpus order: ranks first_rank, first_rank + 1, ...).
+void gather_partials(GatherCalls& calls, const std::vector<GatherSide>& sides);
+}  // namespace on_host
+
 /// The GPUs of a team cannot write into each other's memory (the p2p combine needs peer access).
 class NoPeerAccess : public std::runtime_error {
  public:
