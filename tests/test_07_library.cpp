@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -1496,5 +1498,308 @@ TEST_CASE("ch07 n_max on the host: require_fits refuses exactly n > n_max, namin
     CHECK(too_large);
     CHECK(message.find(std::to_string(n)) != std::string::npos);
     CHECK(message.find(std::to_string(n_max)) != std::string::npos);
+  }
+}
+
+// ---- Holes checked without a GPU (issue 39: a host check for every hole) ------------------------
+
+// Exercise 1a: the plan is a function of n_max and the grid (plan_scratch), so its regions can be
+// checked for every size without allocating them.
+TEST_CASE("ch07 plan on the host: every region inside one arena, disjoint, large enough, 16-byte aligned",
+          "[ch07][exercise][hole:dot.cu:1]") {
+  const std::string hint =
+      "\nHint (exercise 1a): d_x and d_y hold n_max floats each, d_partials one float per block of the largest "
+      "grid (max_blocks), d_result one float; each starts on a 16-byte boundary and ends inside plan.bytes, and no "
+      "two share a byte. Offsets and sizes are in bytes. See plan_scratch (dot.cu), README §Exercise 1.";
+  const std::size_t big = (std::size_t{1} << 33) + 1;
+  for (std::size_t n_max : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{5}, std::size_t{63},
+                            std::size_t{64}, std::size_t{65}, std::size_t{1000}, (std::size_t{1} << 20) + 3, big})
+    for (int max_blocks : {1, 2, 7, 264, 1024}) {
+      const ch07::ScratchPlan plan = ch07::plan_scratch(n_max, max_blocks);
+      struct Region {
+        const char* name;
+        std::size_t off, bytes;
+      };
+      const std::vector<Region> regions = {{"d_x", plan.off_x, n_max * sizeof(float)},
+                                           {"d_y", plan.off_y, n_max * sizeof(float)},
+                                           {"d_partials", plan.off_partials, std::size_t(max_blocks) * sizeof(float)},
+                                           {"d_result", plan.off_result, sizeof(float)}};
+      std::ostringstream shown;
+      for (const Region& r : regions) shown << r.name << " at " << r.off << " (needs " << r.bytes << " bytes); ";
+      INFO("plan_scratch(n_max = " << n_max << ", max_blocks = " << max_blocks << "): " << shown.str()
+                                   << "bytes = " << plan.bytes << hint);
+      REQUIRE(plan.bytes > 0);
+      for (std::size_t i = 0; i < regions.size(); ++i) {
+        const Region& a = regions[i];
+        INFO(a.name << " must lie inside the arena and start on a 16-byte boundary");
+        CHECK(a.off % 16 == 0);
+        CHECK(a.off <= plan.bytes);
+        CHECK(a.bytes <= plan.bytes - std::min(a.off, plan.bytes));
+        for (std::size_t j = i + 1; j < regions.size(); ++j) {
+          const Region& b = regions[j];
+          INFO(a.name << " and " << b.name << " must not overlap");
+          CHECK((a.off + a.bytes <= b.off || b.off + b.bytes <= a.off));
+        }
+      }
+    }
+}
+
+namespace {
+
+// A fake context for the handle table: it counts its own destruction.
+struct FakeContext {
+  explicit FakeContext(std::atomic<int>& destroyed) : destroyed(destroyed) {}
+  ~FakeContext() { ++destroyed; }
+  std::atomic<int>& destroyed;
+};
+
+}  // namespace
+
+// Exercise 1b: what dotcourse_destroy asks of the handle table (Handles::retire), with fake contexts.
+TEST_CASE("ch07 handles on the host: a retired handle is refused, and its owner is the last reference",
+          "[ch07][exercise][hole:dot.hpp:1]") {
+  const std::string hint =
+      "\nHint (exercise 1b): retire removes the handle from the table and hands the caller the table's own "
+      "reference (moved, not copied): afterwards acquire and a second retire give null, and the context is freed "
+      "when the caller drops what retire returned, not before. A handle that is not live gives null and changes "
+      "nothing. See Handles::retire (dot.hpp), README §Exercise 1.";
+  std::atomic<int> destroyed{0};
+  ch07::Handles<FakeContext> table;
+  auto a = std::make_shared<FakeContext>(destroyed), b = std::make_shared<FakeContext>(destroyed);
+  const FakeContext* ha = a.get();
+  const FakeContext* hb = b.get();
+  table.add(std::move(a));
+  table.add(std::move(b));
+  FakeContext never(destroyed);  // an address the table never gave out
+  INFO(hint);
+  CHECK(table.retire(&never) == nullptr);
+  CHECK(table.retire(nullptr) == nullptr);
+  CHECK(table.size() == 2);
+  std::shared_ptr<FakeContext> owner = table.retire(ha);
+  INFO("retire of a live handle must return its owner");
+  REQUIRE(owner != nullptr);
+  CHECK(owner.get() == ha);
+  CHECK(destroyed.load() == 0);           // not freed inside retire
+  CHECK(owner.use_count() == 1);          // the table kept no copy
+  CHECK(table.acquire(ha) == nullptr);    // refused afterwards
+  CHECK(table.retire(ha) == nullptr);     // destroyed twice
+  CHECK(table.size() == 1);
+  CHECK(table.acquire(hb) != nullptr);    // the other handle untouched
+  owner.reset();
+  INFO("once the caller drops the owner retire returned, and no call holds a copy, the context is freed");
+  CHECK(destroyed.load() == 1);
+  CHECK(table.retire(hb) != nullptr);     // the temporary dies at once: b freed too
+  CHECK(destroyed.load() == 2);
+  CHECK(table.size() == 0);
+}
+
+TEST_CASE("ch07 handles on the host: a call holding the context keeps it alive past retire",
+          "[ch07][exercise][hole:dot.hpp:1]") {
+  INFO("Hint (exercise 1b): a call holds its own copy of the owner (acquire); a destroy meanwhile must succeed "
+       "and end the handle's life, while the context lives until that call drops its copy. See Handles::retire "
+       "(dot.hpp).");
+  std::atomic<int> destroyed{0};
+  ch07::Handles<FakeContext> table;
+  auto made = std::make_shared<FakeContext>(destroyed);
+  const FakeContext* handle = made.get();
+  table.add(std::move(made));
+  std::shared_ptr<FakeContext> in_call = table.acquire(handle);  // a call running on another thread
+  REQUIRE(in_call != nullptr);
+  std::shared_ptr<FakeContext> owner = table.retire(handle);
+  REQUIRE(owner != nullptr);  // destroy succeeds although a call holds the context
+  CHECK(table.acquire(handle) == nullptr);
+  owner.reset();
+  CHECK(destroyed.load() == 0);  // the call still uses it
+  in_call.reset();
+  CHECK(destroyed.load() == 1);  // the call's return frees it
+}
+
+TEST_CASE("ch07 handles on the host: threads acquiring and retiring at once, each handle retired once",
+          "[ch07][exercise][hole:dot.hpp:1]") {
+  INFO("Hint (exercise 1b): retire, like add and acquire, reads and changes the table only under its mutex: of "
+       "several threads retiring one handle, exactly one gets its owner. See Handles::retire (dot.hpp).");
+  std::atomic<int> destroyed{0};
+  ch07::Handles<FakeContext> table;
+  constexpr int kHandles = 200, kThreads = 4;
+  std::vector<const FakeContext*> handles;
+  for (int i = 0; i < kHandles; ++i) {
+    auto c = std::make_shared<FakeContext>(destroyed);
+    handles.push_back(c.get());
+    table.add(std::move(c));
+  }
+  std::atomic<int> retired{0}, start{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      ++start;
+      while (start.load() < kThreads) std::this_thread::yield();
+      for (int i = 0; i < kHandles; ++i) {
+        const FakeContext* h = handles[static_cast<std::size_t>((i + t * 37) % kHandles)];
+        auto held = table.acquire(h);  // a call, racing the destroys
+        if (table.retire(h) != nullptr) ++retired;
+      }
+    });
+  for (auto& th : threads) th.join();
+  CHECK(retired.load() == kHandles);
+  CHECK(table.size() == 0);
+  CHECK(destroyed.load() == kHandles);
+}
+
+namespace {
+
+// A StreamOps that records every step and plays it as a stream would: nothing enqueued happens
+// until a wait on its stream, which runs that stream's steps in order. The "device" is host memory
+// filled with NaN, so a kernel that runs before its input was copied, or a result read before the
+// wait, shows.
+class PlayedStream final : public ch07::StreamOps {
+ public:
+  explicit PlayedStream(std::size_t n_max)
+      : d_x_(n_max, kPoison), d_y_(n_max, kPoison), d_partials_(8, kPoison), d_result_(1, kPoison) {
+    view.d_x = d_x_.data();
+    view.d_y = d_y_.data();
+    view.d_partials = d_partials_.data();
+    view.max_blocks = static_cast<int>(d_partials_.size());
+    view.d_result = d_result_.data();
+    view.h_result = &h_result_;
+    view.stream = reinterpret_cast<cudaStream_t>(std::uintptr_t{0x5eed0});
+  }
+  ch07::EngineView view;
+  std::vector<std::string> log;
+  std::vector<std::string> errors;
+
+  void reset_call() {
+    log.clear();
+    h_result_ = kPoison;  // a result read before the wait reads NaN
+  }
+  void copy_to_device(float* d_dst, const float* h_src, std::size_t count, cudaStream_t stream) override {
+    const char* name = d_dst == view.d_x ? "x" : d_dst == view.d_y ? "y" : nullptr;
+    const std::vector<float>* buf = d_dst == view.d_x ? &d_x_ : d_dst == view.d_y ? &d_y_ : nullptr;
+    log.push_back(std::string("copy ") + (name ? name : "(not to d_x or d_y)") + " to the device, " +
+                  std::to_string(count) + " floats, on " + stream_name(stream));
+    if (buf == nullptr || count > buf->size()) {
+      errors.push_back("a copy to the device outside d_x and d_y, or longer than they are");
+      return;
+    }
+    std::vector<float> data(h_src, h_src + count);  // the host array may change after the call returns
+    queue_.push_back({stream, [d_dst, data] { std::copy(data.begin(), data.end(), d_dst); }});
+  }
+  void dot(const float* d_x, const float* d_y, std::size_t n, float* d_partials, int max_blocks, float* d_result,
+           cudaStream_t stream) override {
+    log.push_back("launch_dot of " + std::to_string(n) + " elements on " + stream_name(stream));
+    if (d_x != view.d_x || d_y != view.d_y || d_partials != view.d_partials || max_blocks != view.max_blocks ||
+        d_result != view.d_result || n > d_x_.size()) {
+      errors.push_back("launch_dot not given the engine's d_x, d_y, d_partials, max_blocks and d_result");
+      return;
+    }
+    queue_.push_back({stream, [d_x, d_y, n, d_result] {
+                        double sum = 0.0;
+                        for (std::size_t i = 0; i < n; ++i) sum += double(d_x[i]) * double(d_y[i]);
+                        *d_result = static_cast<float>(sum);
+                      }});
+  }
+  void copy_to_host(float* h_dst, const float* d_src, std::size_t count, cudaStream_t stream) override {
+    log.push_back(std::string("copy ") + (d_src == view.d_result ? "d_result" : "(not d_result)") + " to " +
+                  (h_dst == view.h_result ? "h_result" : "(not h_result)") + ", " + std::to_string(count) +
+                  " floats, on " + stream_name(stream));
+    if (d_src != view.d_result || h_dst != view.h_result || count != 1) {
+      errors.push_back("the copy back is not one float from d_result to h_result");
+      return;
+    }
+    queue_.push_back({stream, [h_dst, d_src] { *h_dst = *d_src; }});
+  }
+  void wait(cudaStream_t stream) override {
+    log.push_back("wait for " + stream_name(stream));
+    std::vector<Step> rest;
+    for (Step& s : queue_) {
+      if (s.stream == stream)
+        s.run();
+      else
+        rest.push_back(std::move(s));
+    }
+    queue_ = std::move(rest);
+  }
+  void mark(int boundary) override { log.push_back("mark " + std::to_string(boundary)); }
+
+  // The value the played kernel computes from x and y (the fp64 sum rounded to float).
+  static float expected(const std::vector<float>& x, const std::vector<float>& y) {
+    double sum = 0.0;
+    for (std::size_t i = 0; i < x.size(); ++i) sum += double(x[i]) * double(y[i]);
+    return static_cast<float>(sum);
+  }
+
+ private:
+  static constexpr float kPoison = std::numeric_limits<float>::quiet_NaN();
+  struct Step {
+    cudaStream_t stream;
+    std::function<void()> run;
+  };
+  std::string stream_name(cudaStream_t s) const {
+    if (s == view.stream) return "the engine's stream";
+    if (s == nullptr) return "the legacy default stream (0)";
+    return "another stream";
+  }
+  std::vector<float> d_x_, d_y_, d_partials_, d_result_;
+  float h_result_ = kPoison;
+  std::vector<Step> queue_;
+};
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += "\n    " + l;
+  return out.empty() ? "\n    (nothing)" : out;
+}
+
+}  // namespace
+
+// Exercise 2 without a GPU: the steps of the reused dot, recorded.
+TEST_CASE("ch07 reuse on the host: copies, kernel, copy back and one wait, in order, on the engine's stream",
+          "[ch07][exercise][hole:dot.cu:3]") {
+  const std::size_t n = 1000;
+  PlayedStream played(n);
+  const auto in = course::test::make_dot_inputs(n, 3);
+  played.reset_call();
+  (void)ch07::reuse_steps(played, played.view, in.x.data(), in.y.data(), n);
+  const std::string N = std::to_string(n);
+  const std::vector<std::string> expected = {
+      "copy x to the device, " + N + " floats, on the engine's stream",
+      "mark 2",
+      "copy y to the device, " + N + " floats, on the engine's stream",
+      "mark 3",
+      "launch_dot of " + N + " elements on the engine's stream",
+      "mark 4",
+      "copy d_result to h_result, 1 floats, on the engine's stream",
+      "mark 5",
+      "wait for the engine's stream",
+      "mark 6"};
+  INFO("the steps reuse_steps took:" << joined(played.log) << "\nthe steps the contract asks for:" << joined(expected)
+                                     << "\nerrors:" << joined(played.errors)
+                                     << "\nHint (exercise 2): every step through ops on e.stream; x, then y, then the "
+                                        "kernel, then the copy back; one wait, after the copy back; ops.mark(k) at the "
+                                        "end of each phase. See reuse_steps (dot.cu), README §Exercise 2.");
+  CHECK(played.errors.empty());
+  CHECK(played.log == expected);
+}
+
+TEST_CASE("ch07 reuse on the host: a played stream gives this call's dot, new values in the same arrays too",
+          "[ch07][exercise][hole:dot.cu:3]") {
+  for (std::size_t n : {std::size_t{1}, std::size_t{3}, std::size_t{1000}, std::size_t{4097}}) {
+    PlayedStream played(n + 5);
+    auto in = course::test::make_dot_inputs(n, 40 + n);
+    std::vector<float> x = in.x, y = in.y;  // the same host arrays on every call
+    for (int round = 0; round < 3; ++round) {
+      played.reset_call();
+      const float got = ch07::reuse_steps(played, played.view, x.data(), y.data(), n);
+      const float want = PlayedStream::expected(x, y);
+      INFO("n = " << n << ", round " << round + 1 << " of 3 (new values in the same arrays each round): returned "
+                  << got << ", the played kernel's result is " << want << "\nsteps:" << joined(played.log)
+                  << "\nerrors:" << joined(played.errors)
+                  << "\nHint (exercise 2): the steps play only at a wait on their stream, in order: a kernel "
+                     "enqueued before its copies reads NaN, a result read before the wait is NaN, work on another "
+                     "stream never runs. See reuse_steps (dot.cu).");
+      CHECK(bits(got) == bits(want));
+      in = course::test::make_dot_inputs(n, 41 + n + static_cast<std::uint64_t>(round));
+      std::copy(in.x.begin(), in.x.end(), x.begin());
+      std::copy(in.y.begin(), in.y.end(), y.begin());
+    }
   }
 }
