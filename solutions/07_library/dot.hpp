@@ -244,7 +244,12 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
+  /// The largest n planned for: the constructor's, or more after a call grew it (exercise 3).
   std::size_t n_max() const noexcept { return n_max_; }
+  /// Re-plans for `n_max` elements when that is more than now: the arena grows (the old one freed,
+  /// after the stream's work), the regions move. If the new arena cannot be had, the old plan is
+  /// reserved again and the error thrown: the engine works as before.
+  void replan(std::size_t n_max);
   course::Context& gpu() noexcept { return gpu_; }
   float* d_x() const;
   float* d_y() const;
@@ -311,7 +316,7 @@ bool is_speed_of_light(const course::Version<HostDot>& version);
 /// page-locked host memory, pinned or registered (its bytes go by DMA; from pageable memory the row
 /// would be the pageable path, not the floor): one copy of each to the engine's device buffers by
 /// the copy engine, on the engine's stream, and nothing else: no staging, no kernel, no result.
-/// Returns NaN once both copies have landed. Throws TooLargeError for n > n_max.
+/// Returns NaN once both copies have landed. n > n_max: as require_fits decides (exercise 3).
 float link_floor(Engine& e, const float* x, const float* y, std::size_t n, PhaseEvents* clock);
 
 /// The check of the speed-of-light row, for the driver and the tests: requires x and y page-locked
@@ -321,12 +326,26 @@ float link_floor(Engine& e, const float* x, const float* y, std::size_t n, Phase
 /// every byte moved; rel_error is NaN (no result to compare).
 course::Verdict check_link_floor(Engine& e, const float* x, const float* y, std::size_t n);
 
-/// Exercise 3: what a call that does not fit e's plan (n > n_max) must do: throws TooLargeError
-/// naming n and n_max. Every host-array path calls it before it touches the GPU.
-void require_fits(const Engine& e, std::size_t n);
-/// The same rule as a function of n and the plan's n_max alone (what require_fits(e, n) asks with
-/// e.n_max()): no GPU needed, so the host tests call it ("ch07 n_max on the host: *").
-void require_fits(std::size_t n, std::size_t n_max);
+/// Exercise 3's decision: what a host-array call with n > n_max does. Either choice is defensible
+/// and the tests hold a build to the rules of the one it declares (over_n_max()); for both, the
+/// result is right or the error clear, nothing is read or written past a buffer, nothing leaks, and
+/// the context works afterwards.
+enum class OverNMax {
+  undecided,  ///< no decision yet (the stub): every n_max test fails and says so
+  refuse,     ///< TooLargeError naming n and n_max (the C API: DOTCOURSE_ERROR_TOO_LARGE); e unchanged
+  grow,       ///< the engine re-plans for a larger n_max (at least n), then computes
+};
+/// "undecided", "refuse" or "grow".
+const char* to_string(OverNMax decision);
+/// Exercise 3: the decision this build made.
+OverNMax over_n_max();
+/// Exercise 3, the rule as a function of two numbers (no GPU: the host tests call it, "ch07 n_max on
+/// the host: *"): the n_max a call of n elements needs on a plan for n_max. n <= n_max: n_max. n >
+/// n_max: refuse throws TooLargeError naming n and n_max; grow returns the new n_max, at least n.
+std::size_t n_max_for(std::size_t n, std::size_t n_max);
+/// What every host-array path calls before it touches the GPU: n_max_for(n, e.n_max()), then
+/// Engine::replan when that asks for more. Throws UsageError when n_max_for returns less than n.
+void require_fits(Engine& e, std::size_t n);
 
 /// The version the C API's dotcourse_dot uses for n elements: the fastest, reuse_staged, except
 /// for small n where waking threads costs more than it saves (reuse).
