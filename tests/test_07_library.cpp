@@ -15,6 +15,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <iostream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -147,50 +150,117 @@ const bool registered = [] {
 
 // ---- exercise 3: n > n_max ---------------------------------------------------------------------
 
-TEST_CASE("ch07 n_max: reuse refuses n > n_max and the context still works afterwards", "[ch07][gpu][exercise]") {
-  COURSE_REQUIRE_GPU();
-  const std::size_t n_max = 1000;
-  const auto* reuse = course::find_version(ch07::versions(), "reuse");
-  REQUIRE(reuse != nullptr);
-  ch07::Engine engine(0, n_max);
-  const auto big = course::test::make_dot_inputs(n_max + 1, 31);
-  const auto ok = course::test::make_dot_inputs(n_max, 32);
-  INFO("Hint (exercise 3): a call with more elements than the engine was planned for must not write past its "
-       "buffers, and must not quietly compute something else. Expected: the call refused with a "
-       "ch07::TooLargeError whose message names n and n_max (the C API reports it as "
-       "DOTCOURSE_ERROR_TOO_LARGE), and the engine unchanged for the next call. See require_fits, README "
-       "§Exercise 3 — a call the context was not planned for.");
-  bool threw = false;
-  std::string what;
-  try {
-    (void)reuse->run(engine, big.x.data(), big.y.data(), n_max + 1, nullptr);
-  } catch (const ch07::TooLargeError& e) {
-    threw = true;
-    what = e.what();
-  } catch (const std::exception& e) {
-    what = std::string("a different exception: ") + e.what();
-  }
-  INFO("what was thrown: " << (what.empty() ? "nothing" : what));
-  CHECK(threw);
-  CHECK_THAT(what, course::test::contains(std::to_string(n_max)));
-  // And afterwards the engine still computes right answers at n_max.
-  const course::Verdict verdict = course::check_dot(reuse->run(engine, ok.x.data(), ok.y.data(), n_max, nullptr), ok.ref);
-  INFO(course::test::explain(verdict, n_max, "reuse after a refused call", "the refused call must leave the engine as it was"));
-  CHECK(verdict.ok);
+namespace {
+
+// What exercise 3's decision asks of a call past n_max, in words (for the tests' messages).
+std::string decision_hint() {
+  return std::string("\nThe decision this build declares (over_n_max()): ") + ch07::to_string(ch07::over_n_max()) +
+         ". refuse: the call throws ch07::TooLargeError naming n and n_max (the C API: DOTCOURSE_ERROR_TOO_LARGE) "
+         "and the context keeps its n_max; grow: the call computes the right dot and n_max becomes at least n. "
+         "Either way the next call works. See n_max_for (dot.cu), README §Exercise 3.";
 }
 
-TEST_CASE("ch07 n_max: the C API says DOTCOURSE_ERROR_TOO_LARGE with a message", "[ch07][gpu][exercise]") {
+}  // namespace
+
+TEST_CASE("ch07 n_max: reuse past n_max is refused or grown, as declared, and the context works afterwards",
+          "[ch07][gpu][exercise]") {
   COURSE_REQUIRE_GPU();
+  const ch07::OverNMax decision = ch07::over_n_max();
+  INFO(decision_hint());
+  REQUIRE(decision != ch07::OverNMax::undecided);
+  const std::size_t n_max = 1000;
+  for (const char* name : {"reuse", "reuse_staged"}) {
+    const auto* v = course::find_version(ch07::versions(), name);
+    REQUIRE(v != nullptr);
+    ch07::Engine engine(0, n_max);
+    for (std::size_t n : {n_max + 1, 3 * n_max + 5}) {
+      const std::size_t before = engine.n_max();
+      const auto big = course::test::make_dot_inputs(n, 31 + n);
+      bool threw = false;
+      std::string what;
+      float got = std::nanf("");
+      try {
+        got = v->run(engine, big.x.data(), big.y.data(), n, nullptr);
+      } catch (const ch07::TooLargeError& e) {
+        threw = true;
+        what = e.what();
+      } catch (const std::exception& e) {
+        what = std::string("a different exception: ") + e.what();
+      }
+      INFO(name << " at n = " << n << " on an engine planned for n_max = " << before << ": "
+                << (threw ? "TooLargeError: " + what : what.empty() ? "no exception" : what));
+      if (decision == ch07::OverNMax::refuse) {
+        CHECK(threw);
+        CHECK_THAT(what, course::test::contains(std::to_string(n)));
+        CHECK_THAT(what, course::test::contains(std::to_string(before)));
+        CHECK(engine.n_max() == before);
+      } else {
+        CHECK(what.empty());
+        const course::Verdict verdict = course::check_dot(got, big.ref);
+        INFO(course::test::explain(verdict, n, std::string(name) + " past n_max (grow)", "the grown plan"));
+        CHECK(verdict.ok);
+        CHECK(engine.n_max() >= n);
+      }
+      // And afterwards the engine still computes right answers, at the first n_max and at n when it grew.
+      for (std::size_t m : {n_max, std::min(n, engine.n_max())}) {
+        const auto ok = course::test::make_dot_inputs(m, 32 + m);
+        const course::Verdict verdict = course::check_dot(v->run(engine, ok.x.data(), ok.y.data(), m, nullptr), ok.ref);
+        INFO(course::test::explain(verdict, m, std::string(name) + " after a call past n_max",
+                                   "the context must work as before (refuse) or with its new plan (grow)"));
+        CHECK(verdict.ok);
+      }
+    }
+  }
+}
+
+TEST_CASE("ch07 n_max: the C API refuses with TOO_LARGE and a message, or grows and says so", "[ch07][gpu][exercise]") {
+  COURSE_REQUIRE_GPU();
+  const ch07::OverNMax decision = ch07::over_n_max();
+  INFO(decision_hint());
+  REQUIRE(decision != ch07::OverNMax::undecided);
   Ctx c(100);
   REQUIRE(c.status == DOTCOURSE_OK);
   std::vector<float> x(101, 1.0f), y(101, 1.0f);
   float result = -1.0f;
   const dotcourse_status s = dotcourse_dot(c.ctx, x.data(), y.data(), 101, &result);
-  INFO("status: " << status_text(s) << "\nHint (exercise 3): see the test 'ch07 n_max: reuse refuses n > n_max'.");
-  CHECK(s == DOTCOURSE_ERROR_TOO_LARGE);
-  CHECK_THAT(std::string(dotcourse_last_error()), course::test::contains("n_max"));
+  INFO("status: " << status_text(s));
+  size_t n_max = 0;
+  CHECK(dotcourse_n_max(c.ctx, &n_max) == DOTCOURSE_OK);
+  if (decision == ch07::OverNMax::refuse) {
+    CHECK(s == DOTCOURSE_ERROR_TOO_LARGE);
+    CHECK_THAT(std::string(dotcourse_last_error()), course::test::contains("n_max"));
+    CHECK(n_max == 100);
+  } else {
+    CHECK(s == DOTCOURSE_OK);
+    CHECK(result == 101.0f);
+    CHECK(n_max >= 101);
+  }
   CHECK(dotcourse_dot(c.ctx, x.data(), y.data(), 100, &result) == DOTCOURSE_OK);
   CHECK(result == 100.0f);
+}
+
+TEST_CASE("ch07 n_max: calls past n_max on many contexts leak nothing, refused or grown",
+          "[ch07][gpu][exercise][free_memory][exclusive]") {
+  COURSE_REQUIRE_GPU();
+  INFO(decision_hint());
+  REQUIRE(ch07::over_n_max() != ch07::OverNMax::undecided);
+  const std::size_t big = std::size_t{1} << 22;  // 32 MiB of x and y when grown
+  std::vector<float> ones(big, 1.0f);
+  const std::size_t before = course::free_device_bytes();
+  for (int i = 0; i < 40; ++i) {
+    Ctx c(1000);
+    REQUIRE(c.status == DOTCOURSE_OK);
+    float result = 0.0f;
+    for (std::size_t n : {std::size_t{5000}, big}) {
+      const dotcourse_status s = dotcourse_dot(c.ctx, ones.data(), ones.data(), n, &result);
+      INFO("call " << i << " at n = " << n << ": " << status_text(s));
+      CHECK((s == DOTCOURSE_OK ? result == static_cast<float>(n) : s == DOTCOURSE_ERROR_TOO_LARGE));
+    }
+  }
+  const std::size_t after = course::free_device_bytes();
+  INFO("free device memory before " << before << " bytes, after 40 contexts with calls past n_max " << after
+                                    << ": a grown plan's old arena, or the context, was not given back");
+  CHECK(after + (std::size_t{64} << 20) >= before);
 }
 
 // ---- exercise 1: the context's life ------------------------------------------------------------
@@ -1463,38 +1533,364 @@ TEST_CASE("ch07 thread policy: calibrate times each candidate in a block of its 
     }
 }
 
-// Exercise 3 without a GPU (issue 39: a host check for every hole): require_fits(e, n) asks the rule
-// of two numbers, require_fits(n, n_max), which needs no engine and no GPU.
-TEST_CASE("ch07 n_max on the host: require_fits refuses exactly n > n_max, naming both, with TooLargeError",
+// Exercise 3 without a GPU (issue 39): the decision and the rule, n_max_for(n, n_max), are functions
+// of two numbers; the first test prints the decision for the grader's report (COURSE-CHOICE).
+TEST_CASE("ch07 n_max on the host: the build declares its decision, refuse or grow", "[ch07][exercise][hole:dot.cu:2]") {
+  const ch07::OverNMax decision = ch07::over_n_max();
+  std::cout << "COURSE-CHOICE: ch07 exercise 3 (a call with n > n_max): " << ch07::to_string(decision) << std::endl;
+  INFO("over_n_max() says " << ch07::to_string(decision) << decision_hint());
+  CHECK((decision == ch07::OverNMax::refuse || decision == ch07::OverNMax::grow));
+}
+
+TEST_CASE("ch07 n_max on the host: n_max_for keeps the plan up to n_max and refuses or grows past it, as declared",
           "[ch07][exercise][hole:dot.cu:2]") {
-  const std::string hint =
-      "\nHint: a call with n <= n_max fits the plan (n_max elements were planned, so n = n_max fits too); "
-      "n > n_max must throw ch07::TooLargeError (the C API reports it as DOTCOURSE_ERROR_TOO_LARGE) whose "
-      "message names n and n_max. The stub lets every call through. See require_fits (dot.cu), README "
-      "§Exercise 3.";
+  const ch07::OverNMax decision = ch07::over_n_max();
+  const std::string hint = decision_hint();
   const std::size_t big = std::size_t{1} << 40;
   for (const auto& [n_max, n] : std::vector<std::pair<std::size_t, std::size_t>>{
-           {1000, 0}, {1000, 1}, {1000, 999}, {1000, 1000}, {0, 0}, {big, big}}) {
-    INFO("require_fits(n = " << n << ", n_max = " << n_max << ") must let the call through" << hint);
-    CHECK_NOTHROW(ch07::require_fits(n, n_max));
+           {1000, 0}, {1000, 1}, {1000, 999}, {1000, 1000}, {1, 1}, {big, big}}) {
+    std::string what;
+    std::size_t got = 0;
+    try {
+      got = ch07::n_max_for(n, n_max);
+    } catch (const std::exception& e) {
+      what = e.what();
+    }
+    INFO("n_max_for(n = " << n << ", n_max = " << n_max << ") must keep the plan, n_max, for a call that fits: "
+                          << (what.empty() ? "returned " + std::to_string(got) : "threw: " + what) << hint);
+    CHECK(what.empty());
+    CHECK(got == n_max);
   }
   for (const auto& [n_max, n] : std::vector<std::pair<std::size_t, std::size_t>>{
-           {1000, 1001}, {1000, 4096}, {0, 1}, {big, big + 1}, {77, ~std::size_t{0}}}) {
+           {1000, 1001}, {1000, 4096}, {1, 2}, {big, big + 1}, {77, ~std::size_t{0}}}) {
     std::string message;
-    bool too_large = false;
+    bool too_large = false, other = false;
+    std::size_t got = 0;
     try {
-      ch07::require_fits(n, n_max);
+      got = ch07::n_max_for(n, n_max);
     } catch (const ch07::TooLargeError& e) {
       too_large = true;
       message = e.what();
     } catch (const std::exception& e) {
+      other = true;
       message = std::string("another exception: ") + e.what();
     }
-    INFO("require_fits(n = " << n << ", n_max = " << n_max << "): "
-                             << (too_large ? "TooLargeError: " + message : message.empty() ? "no exception" : message)
-                             << hint);
-    CHECK(too_large);
-    CHECK(message.find(std::to_string(n)) != std::string::npos);
-    CHECK(message.find(std::to_string(n_max)) != std::string::npos);
+    INFO("n_max_for(n = " << n << ", n_max = " << n_max << "): "
+                          << (too_large ? "TooLargeError: " + message
+                                        : other ? message : "returned " + std::to_string(got))
+                          << hint);
+    CHECK(!other);
+    if (decision == ch07::OverNMax::grow) {
+      CHECK(!too_large);
+      CHECK(got >= n);  // a new n_max that holds the call (no wrap-around)
+    } else {
+      CHECK(decision == ch07::OverNMax::refuse);
+      CHECK(too_large);
+      CHECK(message.find(std::to_string(n)) != std::string::npos);
+      CHECK(message.find(std::to_string(n_max)) != std::string::npos);
+    }
+  }
+}
+
+// ---- Holes checked without a GPU (issue 39: a host check for every hole) ------------------------
+
+// Exercise 1a: the plan is a function of n_max and the grid (plan_scratch), so its regions can be
+// checked for every size without allocating them.
+TEST_CASE("ch07 plan on the host: every region inside one arena, disjoint, large enough, 16-byte aligned",
+          "[ch07][exercise][hole:dot.cu:1]") {
+  const std::string hint =
+      "\nHint (exercise 1a): d_x and d_y hold n_max floats each, d_partials one float per block of the largest "
+      "grid (max_blocks), d_result one float; each starts on a 16-byte boundary and ends inside plan.bytes, and no "
+      "two share a byte. Offsets and sizes are in bytes. See plan_scratch (dot.cu), README §Exercise 1.";
+  const std::size_t big = (std::size_t{1} << 33) + 1;
+  for (std::size_t n_max : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{5}, std::size_t{63},
+                            std::size_t{64}, std::size_t{65}, std::size_t{1000}, (std::size_t{1} << 20) + 3, big})
+    for (int max_blocks : {1, 2, 7, 264, 1024}) {
+      const ch07::ScratchPlan plan = ch07::plan_scratch(n_max, max_blocks);
+      struct Region {
+        const char* name;
+        std::size_t off, bytes;
+      };
+      const std::vector<Region> regions = {{"d_x", plan.off_x, n_max * sizeof(float)},
+                                           {"d_y", plan.off_y, n_max * sizeof(float)},
+                                           {"d_partials", plan.off_partials, std::size_t(max_blocks) * sizeof(float)},
+                                           {"d_result", plan.off_result, sizeof(float)}};
+      std::ostringstream shown;
+      for (const Region& r : regions) shown << r.name << " at " << r.off << " (needs " << r.bytes << " bytes); ";
+      INFO("plan_scratch(n_max = " << n_max << ", max_blocks = " << max_blocks << "): " << shown.str()
+                                   << "bytes = " << plan.bytes << hint);
+      REQUIRE(plan.bytes > 0);
+      for (std::size_t i = 0; i < regions.size(); ++i) {
+        const Region& a = regions[i];
+        INFO(a.name << " must lie inside the arena and start on a 16-byte boundary");
+        CHECK(a.off % 16 == 0);
+        CHECK(a.off <= plan.bytes);
+        CHECK(a.bytes <= plan.bytes - std::min(a.off, plan.bytes));
+        for (std::size_t j = i + 1; j < regions.size(); ++j) {
+          const Region& b = regions[j];
+          INFO(a.name << " and " << b.name << " must not overlap");
+          CHECK((a.off + a.bytes <= b.off || b.off + b.bytes <= a.off));
+        }
+      }
+    }
+}
+
+namespace {
+
+// A fake context for the handle table: it counts its own destruction.
+struct FakeContext {
+  explicit FakeContext(std::atomic<int>& destroyed) : destroyed(destroyed) {}
+  ~FakeContext() { ++destroyed; }
+  std::atomic<int>& destroyed;
+};
+
+}  // namespace
+
+// Exercise 1b: what dotcourse_destroy asks of the handle table (Handles::retire), with fake contexts.
+TEST_CASE("ch07 handles on the host: a retired handle is refused, and its owner is the last reference",
+          "[ch07][exercise][hole:dot.hpp:1]") {
+  const std::string hint =
+      "\nHint (exercise 1b): retire removes the handle from the table and hands the caller the table's own "
+      "reference (moved, not copied): afterwards acquire and a second retire give null, and the context is freed "
+      "when the caller drops what retire returned, not before. A handle that is not live gives null and changes "
+      "nothing. See Handles::retire (dot.hpp), README §Exercise 1.";
+  std::atomic<int> destroyed{0};
+  ch07::Handles<FakeContext> table;
+  auto a = std::make_shared<FakeContext>(destroyed), b = std::make_shared<FakeContext>(destroyed);
+  const FakeContext* ha = a.get();
+  const FakeContext* hb = b.get();
+  table.add(std::move(a));
+  table.add(std::move(b));
+  FakeContext never(destroyed);  // an address the table never gave out
+  INFO(hint);
+  CHECK(table.retire(&never) == nullptr);
+  CHECK(table.retire(nullptr) == nullptr);
+  CHECK(table.size() == 2);
+  std::shared_ptr<FakeContext> owner = table.retire(ha);
+  INFO("retire of a live handle must return its owner");
+  REQUIRE(owner != nullptr);
+  CHECK(owner.get() == ha);
+  CHECK(destroyed.load() == 0);           // not freed inside retire
+  CHECK(owner.use_count() == 1);          // the table kept no copy
+  CHECK(table.acquire(ha) == nullptr);    // refused afterwards
+  CHECK(table.retire(ha) == nullptr);     // destroyed twice
+  CHECK(table.size() == 1);
+  CHECK(table.acquire(hb) != nullptr);    // the other handle untouched
+  owner.reset();
+  INFO("once the caller drops the owner retire returned, and no call holds a copy, the context is freed");
+  CHECK(destroyed.load() == 1);
+  CHECK(table.retire(hb) != nullptr);     // the temporary dies at once: b freed too
+  CHECK(destroyed.load() == 2);
+  CHECK(table.size() == 0);
+}
+
+TEST_CASE("ch07 handles on the host: a call holding the context keeps it alive past retire",
+          "[ch07][exercise][hole:dot.hpp:1]") {
+  INFO("Hint (exercise 1b): a call holds its own copy of the owner (acquire); a destroy meanwhile must succeed "
+       "and end the handle's life, while the context lives until that call drops its copy. See Handles::retire "
+       "(dot.hpp).");
+  std::atomic<int> destroyed{0};
+  ch07::Handles<FakeContext> table;
+  auto made = std::make_shared<FakeContext>(destroyed);
+  const FakeContext* handle = made.get();
+  table.add(std::move(made));
+  std::shared_ptr<FakeContext> in_call = table.acquire(handle);  // a call running on another thread
+  REQUIRE(in_call != nullptr);
+  std::shared_ptr<FakeContext> owner = table.retire(handle);
+  REQUIRE(owner != nullptr);  // destroy succeeds although a call holds the context
+  CHECK(table.acquire(handle) == nullptr);
+  owner.reset();
+  CHECK(destroyed.load() == 0);  // the call still uses it
+  in_call.reset();
+  CHECK(destroyed.load() == 1);  // the call's return frees it
+}
+
+TEST_CASE("ch07 handles on the host: threads acquiring and retiring at once, each handle retired once",
+          "[ch07][exercise][hole:dot.hpp:1]") {
+  INFO("Hint (exercise 1b): retire, like add and acquire, reads and changes the table only under its mutex: of "
+       "several threads retiring one handle, exactly one gets its owner. See Handles::retire (dot.hpp).");
+  std::atomic<int> destroyed{0};
+  ch07::Handles<FakeContext> table;
+  constexpr int kHandles = 200, kThreads = 4;
+  std::vector<const FakeContext*> handles;
+  for (int i = 0; i < kHandles; ++i) {
+    auto c = std::make_shared<FakeContext>(destroyed);
+    handles.push_back(c.get());
+    table.add(std::move(c));
+  }
+  std::atomic<int> retired{0}, start{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      ++start;
+      while (start.load() < kThreads) std::this_thread::yield();
+      for (int i = 0; i < kHandles; ++i) {
+        const FakeContext* h = handles[static_cast<std::size_t>((i + t * 37) % kHandles)];
+        auto held = table.acquire(h);  // a call, racing the destroys
+        if (table.retire(h) != nullptr) ++retired;
+      }
+    });
+  for (auto& th : threads) th.join();
+  CHECK(retired.load() == kHandles);
+  CHECK(table.size() == 0);
+  CHECK(destroyed.load() == kHandles);
+}
+
+namespace {
+
+// A StreamOps that records every step and plays it as a stream would: nothing enqueued happens
+// until a wait on its stream, which runs that stream's steps in order. The "device" is host memory
+// filled with NaN, so a kernel that runs before its input was copied, or a result read before the
+// wait, shows.
+class PlayedStream final : public ch07::StreamOps {
+ public:
+  explicit PlayedStream(std::size_t n_max)
+      : d_x_(n_max, kPoison), d_y_(n_max, kPoison), d_partials_(8, kPoison), d_result_(1, kPoison) {
+    view.d_x = d_x_.data();
+    view.d_y = d_y_.data();
+    view.d_partials = d_partials_.data();
+    view.max_blocks = static_cast<int>(d_partials_.size());
+    view.d_result = d_result_.data();
+    view.h_result = &h_result_;
+    view.stream = reinterpret_cast<cudaStream_t>(std::uintptr_t{0x5eed0});
+  }
+  ch07::EngineView view;
+  std::vector<std::string> log;
+  std::vector<std::string> errors;
+
+  void reset_call() {
+    log.clear();
+    h_result_ = kPoison;  // a result read before the wait reads NaN
+  }
+  void copy_to_device(float* d_dst, const float* h_src, std::size_t count, cudaStream_t stream) override {
+    const char* name = d_dst == view.d_x ? "x" : d_dst == view.d_y ? "y" : nullptr;
+    const std::vector<float>* buf = d_dst == view.d_x ? &d_x_ : d_dst == view.d_y ? &d_y_ : nullptr;
+    log.push_back(std::string("copy ") + (name ? name : "(not to d_x or d_y)") + " to the device, " +
+                  std::to_string(count) + " floats, on " + stream_name(stream));
+    if (buf == nullptr || count > buf->size()) {
+      errors.push_back("a copy to the device outside d_x and d_y, or longer than they are");
+      return;
+    }
+    std::vector<float> data(h_src, h_src + count);  // the host array may change after the call returns
+    queue_.push_back({stream, [d_dst, data] { std::copy(data.begin(), data.end(), d_dst); }});
+  }
+  void dot(const float* d_x, const float* d_y, std::size_t n, float* d_partials, int max_blocks, float* d_result,
+           cudaStream_t stream) override {
+    log.push_back("launch_dot of " + std::to_string(n) + " elements on " + stream_name(stream));
+    if (d_x != view.d_x || d_y != view.d_y || d_partials != view.d_partials || max_blocks != view.max_blocks ||
+        d_result != view.d_result || n > d_x_.size()) {
+      errors.push_back("launch_dot not given the engine's d_x, d_y, d_partials, max_blocks and d_result");
+      return;
+    }
+    queue_.push_back({stream, [d_x, d_y, n, d_result] {
+                        double sum = 0.0;
+                        for (std::size_t i = 0; i < n; ++i) sum += double(d_x[i]) * double(d_y[i]);
+                        *d_result = static_cast<float>(sum);
+                      }});
+  }
+  void copy_to_host(float* h_dst, const float* d_src, std::size_t count, cudaStream_t stream) override {
+    log.push_back(std::string("copy ") + (d_src == view.d_result ? "d_result" : "(not d_result)") + " to " +
+                  (h_dst == view.h_result ? "h_result" : "(not h_result)") + ", " + std::to_string(count) +
+                  " floats, on " + stream_name(stream));
+    if (d_src != view.d_result || h_dst != view.h_result || count != 1) {
+      errors.push_back("the copy back is not one float from d_result to h_result");
+      return;
+    }
+    queue_.push_back({stream, [h_dst, d_src] { *h_dst = *d_src; }});
+  }
+  void wait(cudaStream_t stream) override {
+    log.push_back("wait for " + stream_name(stream));
+    std::vector<Step> rest;
+    for (Step& s : queue_) {
+      if (s.stream == stream)
+        s.run();
+      else
+        rest.push_back(std::move(s));
+    }
+    queue_ = std::move(rest);
+  }
+  void mark(int boundary) override { log.push_back("mark " + std::to_string(boundary)); }
+
+  // The value the played kernel computes from x and y (the fp64 sum rounded to float).
+  static float expected(const std::vector<float>& x, const std::vector<float>& y) {
+    double sum = 0.0;
+    for (std::size_t i = 0; i < x.size(); ++i) sum += double(x[i]) * double(y[i]);
+    return static_cast<float>(sum);
+  }
+
+ private:
+  static constexpr float kPoison = std::numeric_limits<float>::quiet_NaN();
+  struct Step {
+    cudaStream_t stream;
+    std::function<void()> run;
+  };
+  std::string stream_name(cudaStream_t s) const {
+    if (s == view.stream) return "the engine's stream";
+    if (s == nullptr) return "the legacy default stream (0)";
+    return "another stream";
+  }
+  std::vector<float> d_x_, d_y_, d_partials_, d_result_;
+  float h_result_ = kPoison;
+  std::vector<Step> queue_;
+};
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += "\n    " + l;
+  return out.empty() ? "\n    (nothing)" : out;
+}
+
+}  // namespace
+
+// Exercise 2 without a GPU: the steps of the reused dot, recorded.
+TEST_CASE("ch07 reuse on the host: copies, kernel, copy back and one wait, in order, on the engine's stream",
+          "[ch07][exercise][hole:dot.cu:3]") {
+  const std::size_t n = 1000;
+  PlayedStream played(n);
+  const auto in = course::test::make_dot_inputs(n, 3);
+  played.reset_call();
+  (void)ch07::reuse_steps(played, played.view, in.x.data(), in.y.data(), n);
+  const std::string N = std::to_string(n);
+  const std::vector<std::string> expected = {
+      "copy x to the device, " + N + " floats, on the engine's stream",
+      "mark 2",
+      "copy y to the device, " + N + " floats, on the engine's stream",
+      "mark 3",
+      "launch_dot of " + N + " elements on the engine's stream",
+      "mark 4",
+      "copy d_result to h_result, 1 floats, on the engine's stream",
+      "mark 5",
+      "wait for the engine's stream",
+      "mark 6"};
+  INFO("the steps reuse_steps took:" << joined(played.log) << "\nthe steps the contract asks for:" << joined(expected)
+                                     << "\nerrors:" << joined(played.errors)
+                                     << "\nHint (exercise 2): every step through ops on e.stream; x, then y, then the "
+                                        "kernel, then the copy back; one wait, after the copy back; ops.mark(k) at the "
+                                        "end of each phase. See reuse_steps (dot.cu), README §Exercise 2.");
+  CHECK(played.errors.empty());
+  CHECK(played.log == expected);
+}
+
+TEST_CASE("ch07 reuse on the host: a played stream gives this call's dot, new values in the same arrays too",
+          "[ch07][exercise][hole:dot.cu:3]") {
+  for (std::size_t n : {std::size_t{1}, std::size_t{3}, std::size_t{1000}, std::size_t{4097}}) {
+    PlayedStream played(n + 5);
+    auto in = course::test::make_dot_inputs(n, 40 + n);
+    std::vector<float> x = in.x, y = in.y;  // the same host arrays on every call
+    for (int round = 0; round < 3; ++round) {
+      played.reset_call();
+      const float got = ch07::reuse_steps(played, played.view, x.data(), y.data(), n);
+      const float want = PlayedStream::expected(x, y);
+      INFO("n = " << n << ", round " << round + 1 << " of 3 (new values in the same arrays each round): returned "
+                  << got << ", the played kernel's result is " << want << "\nsteps:" << joined(played.log)
+                  << "\nerrors:" << joined(played.errors)
+                  << "\nHint (exercise 2): the steps play only at a wait on their stream, in order: a kernel "
+                     "enqueued before its copies reads NaN, a result read before the wait is NaN, work on another "
+                     "stream never runs. See reuse_steps (dot.cu).");
+      CHECK(bits(got) == bits(want));
+      in = course::test::make_dot_inputs(n, 41 + n + static_cast<std::uint64_t>(round));
+      std::copy(in.x.begin(), in.x.end(), x.begin());
+      std::copy(in.y.begin(), in.y.end(), y.begin());
+    }
   }
 }

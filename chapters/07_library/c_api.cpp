@@ -1,6 +1,3 @@
-// Generated from solutions/07_library/c_api.cpp by tools/make_exercises.py. Fill the TODO(student) holes: your code
-// goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
-// code is graded; the rest of the file is taken from the course.
 // Chapter 07 — the C ABI of libdotcourse.so (dotcourse.h).
 //
 // A boundary: every function catches every exception and turns it into a status code and a
@@ -45,26 +42,17 @@ namespace {
 thread_local std::string t_last_error;
 
 // [live_handles]
-// Every live handle, with the one owner the library keeps of it, so that a destroyed (or never
-// created) handle is refused instead of used. A call takes a copy of the owner under the registry's
-// lock (acquire), so a destroy on another thread only removes the registry's copy: the context dies
-// when the last call that holds it returns, never under a call. A process-wide table is right here:
+// Every live handle, with the one owner the library keeps of it (ch07::Handles, dot.hpp), so that
+// a destroyed (or never created) handle is refused instead of used. A call takes a copy of the owner
+// (acquire), so a destroy on another thread only removes the table's copy: the context dies when
+// the last call that holds it returns, never under a call. A process-wide table is right here:
 // handles are process-wide, not per device.
 using Owner = std::shared_ptr<dotcourse_context>;
-std::mutex& live_mutex() {
-  static std::mutex m;
-  return m;
-}
-std::unordered_map<const dotcourse_context*, Owner>& live() {
-  static std::unordered_map<const dotcourse_context*, Owner> table;
+ch07::Handles<dotcourse_context>& live() {
+  static ch07::Handles<dotcourse_context> table;
   return table;
 }
-Owner acquire(const dotcourse_context* ctx) {
-  if (ctx == nullptr) return nullptr;
-  std::lock_guard<std::mutex> guard(live_mutex());
-  const auto it = live().find(ctx);
-  return it == live().end() ? nullptr : it->second;
-}
+Owner acquire(const dotcourse_context* ctx) { return live().acquire(ctx); }
 // [live_handles]
 
 dotcourse_status fail(dotcourse_status status, const std::string& message) {
@@ -197,9 +185,9 @@ DOTCOURSE_API dotcourse_status dotcourse_create(int device, size_t n_max, dotcou
   *out = nullptr;
   return guarded("dotcourse_create", [&] {
     auto ctx = std::make_shared<dotcourse_context>(device, n_max);
-    std::lock_guard<std::mutex> guard(live_mutex());
-    live().emplace(ctx.get(), ctx);
-    *out = ctx.get();
+    dotcourse_context* handle = ctx.get();
+    live().add(std::move(ctx));
+    *out = handle;
   });
 }
 
@@ -209,17 +197,15 @@ DOTCOURSE_API dotcourse_status dotcourse_destroy(dotcourse_context* ctx) {
     t_last_error.clear();
     return DOTCOURSE_OK;
   }
+  // The table hands over its reference (exercise 1b: Handles::retire in dot.hpp).
   Owner doomed;
-  // [hole 1 begin]
-  // TODO(student): exercise 1b. What must hold after this block: ctx is no longer live (every later
-  // call with it, a second destroy included, gets DOTCOURSE_ERROR_INVALID_HANDLE), and `doomed`
-  // holds the last reference the table had, so the context is freed below, or by a call still
-  // running on another thread when that call returns. A ctx that is not live gets
-  // DOTCOURSE_ERROR_INVALID_HANDLE with a message and touches nothing. live() is read and changed
-  // only under live_mutex(). Tests: "ch07 context: create dot destroy and a destroyed handle is
-  // refused", "ch07 context: two hundred create and destroy cycles leak nothing", "ch07 threads:
-  // destroying a context while other threads call it".
-  // [hole 1 end]
+  try {
+    doomed = live().retire(ctx);
+  } catch (...) {  // std::system_error from the mutex: nothing else can throw here
+    return fail(DOTCOURSE_ERROR_INTERNAL, "dotcourse_destroy: could not lock the handle table");
+  }
+  if (!doomed)
+    return fail(DOTCOURSE_ERROR_INVALID_HANDLE, "dotcourse_destroy: not a live context (destroyed twice?)");
   // The last owner frees the engine (arena, pinned memory, threads, stream): `doomed` here, or a call
   // still running on another thread, which holds its own copy until it returns.
   return guarded("dotcourse_destroy", [&] { doomed.reset(); });
@@ -292,9 +278,9 @@ DOTCOURSE_API dotcourse_status dotcourse_create_cpu(unsigned threads, dotcourse_
   return guarded("dotcourse_create_cpu", [&] {
     if (threads > 1024) throw course::UsageError("threads = " + std::to_string(threads) + ": at most 1024");
     auto ctx = std::make_shared<dotcourse_context>(threads);
-    std::lock_guard<std::mutex> guard(live_mutex());
-    live().emplace(ctx.get(), ctx);
-    *out = ctx.get();
+    dotcourse_context* handle = ctx.get();
+    live().add(std::move(ctx));
+    *out = handle;
   });
 }
 

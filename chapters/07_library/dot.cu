@@ -104,6 +104,26 @@ course::Context make_context(int device) {
 }
 }  // namespace
 
+// [plan_scratch]
+// Exercise 1a: the plan. Phase 1 adds up what every call will need, for the largest n and the
+// largest grid; Engine::Engine then allocates the total once (phase 2).
+ScratchPlan plan_scratch(std::size_t n_max, int max_blocks) {
+  ScratchPlan plan;
+  // [hole 1 begin]
+  // TODO(student): exercise 1a, the plan. What must hold for the plan returned: d_x and d_y
+  // (n_max floats each), d_partials (one float per block of any grid launch_dot may use: dot.hpp
+  // says how many) and d_result (one float) are disjoint regions of ONE arena of plan.bytes bytes,
+  // each inside it and starting on a 16-byte boundary (launch_dot's float4 loads); bytes == 0
+  // means "not planned". course::ScratchLayout (common/course/context.hpp) does the arithmetic.
+  // Tests: "ch07 plan on the host: *" (no GPU); with a GPU, "ch07 context: *" and every test
+  // that computes a dot.
+  (void)n_max;
+  (void)max_blocks;
+  // [hole 1 end]
+  return plan;
+}
+// [plan_scratch]
+
 // [engine]
 Engine::Engine(int device, std::size_t n_max, int stage_threads)
     : gpu_(make_context(device)),
@@ -113,25 +133,17 @@ Engine::Engine(int device, std::size_t n_max, int stage_threads)
   if (n_max == 0) throw course::UsageError("n_max must be at least 1");
   if (n_max > std::numeric_limits<std::size_t>::max() / 16)
     throw course::CudaError(cudaErrorMemoryAllocation, "n_max = " + std::to_string(n_max) + " floats cannot be allocated");
-  // [hole 1 begin]
-  // TODO(student): exercise 1a, the plan. What must hold when the constructor returns: d_x(),
-  // d_y(), d_partials() and d_result() (they read off_x_, off_y_, off_partials_, off_result_ and
-  // bytes_) are disjoint regions of ONE reservation on gpu_, made here and never again, each large
-  // enough for any call with n <= n_max and for any grid launch_dot may use (dot.hpp says what
-  // it needs); bytes_ is that reservation's size (0 means "not planned"); h_result() is pinned
-  // host memory for the result that the device can write into (d_h_result() maps it: see
-  // dot.hpp). Plan with a course::ScratchLayout (common/course/context.hpp).
-  // Tests: "ch07 context: create dot destroy and a destroyed handle is refused", "ch07 context:
-  // two hundred create and destroy cycles leak nothing"; every other ch07 test uses the plan.
-  // [hole 1 end]
+  plan_ = plan_scratch(n_max, max_blocks_);
+  gpu_.reserve_scratch(plan_.bytes);  // once: no call allocates device memory
+  h_result_ = course::PinnedBuffer<float>(1);  // the result comes back to pinned memory
 }
 // [engine]
 
 namespace {
 float* region(const course::Context& gpu, std::size_t bytes, std::size_t offset) {
   if (bytes == 0)
-    throw course::UsageError("the engine has no device memory: the set-up in Engine::Engine (exercise 1) "
-                             "has not planned and reserved it");
+    throw course::UsageError("the engine has no device memory: the plan (plan_scratch, exercise 1a) "
+                             "returned bytes = 0");
   return reinterpret_cast<float*>(static_cast<char*>(gpu.scratch(bytes)) + offset);
 }
 }  // namespace
@@ -193,10 +205,29 @@ float* Engine::d_h_result() {
   return d_h_result_;
 }
 
-float* Engine::d_x() const { return region(gpu_, bytes_, off_x_); }
-float* Engine::d_y() const { return region(gpu_, bytes_, off_y_); }
-float* Engine::d_partials() const { return region(gpu_, bytes_, off_partials_); }
-float* Engine::d_result() const { return region(gpu_, bytes_, off_result_); }
+float* Engine::d_x() const { return region(gpu_, plan_.bytes, plan_.off_x); }
+float* Engine::d_y() const { return region(gpu_, plan_.bytes, plan_.off_y); }
+float* Engine::d_partials() const { return region(gpu_, plan_.bytes, plan_.off_partials); }
+float* Engine::d_result() const { return region(gpu_, plan_.bytes, plan_.off_result); }
+void Engine::replan(std::size_t n_max) {
+  if (n_max <= n_max_) return;
+  if (n_max > std::numeric_limits<std::size_t>::max() / 16)
+    throw course::CudaError(cudaErrorMemoryAllocation, "n_max = " + std::to_string(n_max) + " floats cannot be allocated");
+  const ScratchPlan plan = plan_scratch(n_max, max_blocks_);
+  try {
+    gpu_.reserve_scratch(plan.bytes);  // waits for the stream, frees the old arena, allocates the new one
+  } catch (...) {
+    cudaGetLastError();                // a failed allocation is not sticky
+    gpu_.reserve_scratch(plan_.bytes);  // the old plan's arena again: the engine works as before
+    throw;
+  }
+  plan_ = plan;
+  n_max_ = n_max;
+}
+
+EngineView Engine::view() {
+  return EngineView{n_max_, d_x(), d_y(), d_partials(), max_blocks_, d_result(), h_result(), gpu_.stream()};
+}
 
 // ---- The staged copy: pinned chunks, several host threads ------------------------------------
 
@@ -339,26 +370,91 @@ std::vector<double> PhaseEvents::phase_ms() {
 // ---- The versions ------------------------------------------------------------------------------
 
 // [require_fits]
-// Exercise 3: a call the plan does not cover. Every host-array path calls this first (dot_reuse,
-// dot_reuse_staged, dot_host), before it touches the GPU. The rule needs only n and the plan's
-// n_max, so it is a function of the two numbers, which the host tests call without a GPU ("ch07
-// n_max on the host: *"); require_fits(e, n), below, asks it with e.n_max().
-void require_fits(std::size_t n, std::size_t n_max) {
-  // [hole 2 begin]
-  // TODO(student): exercise 3. A call with n > n_max does not fit the plan. What must hold:
-  // the caller learns it, through the C API as DOTCOURSE_ERROR_TOO_LARGE with a message that
-  // names n and n_max; no wrong answer is returned and nothing is written past the plan; and
-  // the context works as before for the next call. Tests: "ch07 n_max on the host: *" (no
-  // GPU), "ch07 n_max: reuse refuses n > n_max and the context still works afterwards", "ch07
-  // n_max: the C API says DOTCOURSE_ERROR_TOO_LARGE with a message".
-  (void)n_max;
-  (void)n;
-  // [hole 2 end]
+// Exercise 3: a call the plan does not cover. Every host-array path calls require_fits first
+// (dot_reuse, dot_reuse_staged, dot_host), before it touches the GPU. The rule needs only n and the
+// plan's n_max, so it is a function of the two numbers, which the host tests call without a GPU.
+const char* to_string(OverNMax decision) {
+  switch (decision) {
+    case OverNMax::refuse: return "refuse";
+    case OverNMax::grow: return "grow";
+    case OverNMax::undecided: break;
+  }
+  return "undecided";
 }
-void require_fits(const Engine& e, std::size_t n) { require_fits(n, e.n_max()); }
+
+// [hole 2 begin]
+// TODO(student): exercise 3. Decide what a call with n > n_max does, and say so in over_n_max():
+// OverNMax::refuse or OverNMax::grow (dot.hpp). Then n_max_for(n, n_max) returns the n_max the
+// call needs: n_max itself when n <= n_max; past it, refuse throws ch07::TooLargeError whose
+// message names n and n_max (the C API: DOTCOURSE_ERROR_TOO_LARGE), grow returns the new n_max,
+// at least n (Engine::replan then re-plans). For either: the result right or the error clear,
+// nothing past a buffer, nothing leaked, the context usable afterwards. Tests: "ch07 n_max on the
+// host: *" (no GPU; they read your decision and check its rules), with a GPU "ch07 n_max: *".
+OverNMax over_n_max() { return OverNMax::undecided; }
+
+std::size_t n_max_for(std::size_t n, std::size_t n_max) {
+  (void)n;
+  return n_max;
+}
+// [hole 2 end]
+
+void require_fits(Engine& e, std::size_t n) {
+  const std::size_t need = n_max_for(n, e.n_max());
+  // A rule that lets a call past its plan would read and write past the buffers: refused here.
+  if (need < n)
+    throw course::UsageError("n_max_for(n = " + std::to_string(n) + ", n_max = " + std::to_string(e.n_max()) +
+                             ") returned " + std::to_string(need) + ", less than n: the call would run past the "
+                             "plan (exercise 3: refuse with TooLargeError, or grow to at least n)");
+  if (need > e.n_max()) e.replan(need);
+}
 // [require_fits]
 
+// [reuse_steps]
+// Exercise 2, the steps of the reused dot through StreamOps: the engine's make the CUDA calls
+// (CudaStreamOps, below); the host tests' record them and play them in stream order.
+float reuse_steps(StreamOps& ops, const EngineView& e, const float* x, const float* y, std::size_t n) {
+  // [hole 3 begin]
+  // TODO(student): exercise 2. Return the dot of this call's x and y (n >= 1 floats each,
+  // pageable host memory) through `ops` only, in the engine's planned memory `e`: no allocation,
+  // no CUDA call of your own. What must hold: every step is on e.stream, in an order that makes
+  // the kernel read this call's x and y and the value returned this call's result, complete when
+  // it is read (one wait, after the last step enqueued; a wait in between stalls the pipeline);
+  // the same inputs give the same bits; new values in the same arrays give the new dot. For the
+  // phase table, ops.mark(k) at the end of each phase: 2 copy of x, 3 copy of y, 4 kernel, 5 copy
+  // back, 6 the call's end. Tests: "ch07 reuse on the host: *" (no GPU: a recording StreamOps);
+  // with a GPU, "ch07 reuse: *".
+  (void)ops;
+  (void)e;
+  (void)x;
+  (void)y;
+  (void)n;
+  return std::numeric_limits<float>::quiet_NaN();
+  // [hole 3 end]
+}
+// [reuse_steps]
+
 namespace {
+
+// The engine's StreamOps: each step is the CUDA call, checked; marks go to the call's phase clock.
+class CudaStreamOps final : public StreamOps {
+ public:
+  explicit CudaStreamOps(PhaseEvents* clock) : clock_(clock) {}
+  void copy_to_device(float* d_dst, const float* h_src, std::size_t count, cudaStream_t stream) override {
+    CUDA_CHECK(cudaMemcpyAsync(d_dst, h_src, count * sizeof(float), cudaMemcpyHostToDevice, stream));
+  }
+  void dot(const float* d_x, const float* d_y, std::size_t n, float* d_partials, int max_blocks, float* d_result,
+           cudaStream_t stream) override {
+    launch_dot(d_x, d_y, n, d_partials, max_blocks, d_result, stream);
+  }
+  void copy_to_host(float* h_dst, const float* d_src, std::size_t count, cudaStream_t stream) override {
+    CUDA_CHECK(cudaMemcpyAsync(h_dst, d_src, count * sizeof(float), cudaMemcpyDeviceToHost, stream));
+  }
+  void wait(cudaStream_t stream) override { CUDA_CHECK(cudaStreamSynchronize(stream)); }
+  void mark(int boundary) override { ch07::mark(clock_, boundary); }
+
+ private:
+  PhaseEvents* clock_;
+};
 
 // [alloc_per_call]
 // The first program: every call allocates, copies, computes, copies back and frees. Three
@@ -391,29 +487,16 @@ float dot_alloc_per_call(Engine& e, const float* x, const float* y, std::size_t 
 
 // [reuse]
 // What changed: the device memory was planned and allocated once, in the engine; a call only
-// copies, computes and copies back. Still slow: the copies come from pageable memory, which the
-// driver first copies into a pinned buffer of its own, one piece at a time, on one CPU thread.
+// copies, computes and copies back (reuse_steps, above). Still slow: the copies come from pageable
+// memory, which the driver first copies into a pinned buffer of its own, one piece at a time, on
+// one CPU thread.
 float dot_reuse(Engine& e, const float* x, const float* y, std::size_t n, PhaseEvents* clock) {
   require_fits(e, n);
   if (n == 0) return 0.0f;
-  course::Context& gpu = e.gpu();
-  cudaStream_t stream = gpu.stream();
   mark(clock, 0);
   mark(clock, 1);  // nothing to allocate
-  // [hole 3 begin]
-  // TODO(student): exercise 2. Return the dot of this call's x and y (n floats each, pageable
-  // host memory), using only the engine's planned memory: no allocation and no free; all GPU
-  // work on `stream`. What must hold: the value returned is this call's result, complete when it
-  // is read; the same inputs give the same bits on every call; new values in the same arrays give
-  // the new dot. For the phase table, mark(clock, k) at the end of each phase: 2 copy of x,
-  // 3 copy of y, 4 kernel, 5 copy back, 6 the call's end. Tests: "ch07 reuse: matches the fp64
-  // reference at awkward sizes", "ch07 reuse: the same bits on every call", "ch07 reuse: follows
-  // its input (new values in the same buffers)".
-  (void)x;
-  (void)y;
-  (void)stream;
-  return std::numeric_limits<float>::quiet_NaN();
-  // [hole 3 end]
+  CudaStreamOps ops(clock);
+  return reuse_steps(ops, e.view(), x, y, n);
 }
 // [reuse]
 

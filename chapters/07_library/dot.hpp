@@ -1,3 +1,6 @@
+// Generated from solutions/07_library/dot.hpp by tools/make_exercises.py. Fill the TODO(student) holes: your code
+// goes between each `// [hole N begin]` and `// [hole N end]` line (keep those lines). Only that
+// code is graded; the rest of the file is taken from the course.
 #pragma once
 /// \file
 /// \brief Chapter 07: the course's dot product as a library: the engine behind dotcourse.h.
@@ -18,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "course/buffer.hpp"
@@ -128,6 +132,101 @@ inline void mark(PhaseEvents* clock, int boundary) {
 /// ranges. Engine::is_registered asks it of the engine's registrations (exercise 4, *think*).
 bool covers(const std::map<const char*, std::size_t>& ranges, const void* p, std::size_t bytes);
 
+/// What the reused dot asks of the GPU, one virtual call per step, so that its order can be
+/// checked without one: the engine's StreamOps (dot.cu) makes the CUDA calls on the stream it is
+/// given; the host tests' records them and plays them in stream order ("ch07 reuse on the host: *").
+class StreamOps {
+ public:
+  virtual ~StreamOps() = default;
+  /// Enqueues a copy of `count` floats from host `h_src` to device `d_dst` on `stream`.
+  virtual void copy_to_device(float* d_dst, const float* h_src, std::size_t count, cudaStream_t stream) = 0;
+  /// Enqueues launch_dot(d_x, d_y, n, d_partials, max_blocks, d_result, stream).
+  virtual void dot(const float* d_x, const float* d_y, std::size_t n, float* d_partials, int max_blocks,
+                   float* d_result, cudaStream_t stream) = 0;
+  /// Enqueues a copy of `count` floats from device `d_src` to host `h_dst` on `stream`.
+  virtual void copy_to_host(float* h_dst, const float* d_src, std::size_t count, cudaStream_t stream) = 0;
+  /// Returns when everything enqueued on `stream` has finished.
+  virtual void wait(cudaStream_t stream) = 0;
+  /// The phase clock's boundary k (mark(clock, k) of the call's PhaseEvents).
+  virtual void mark(int boundary) = 0;
+};
+
+/// An engine's planned memory and stream as the reused dot sees them (Engine::view).
+struct EngineView {
+  std::size_t n_max = 0;        ///< the floats d_x and d_y hold
+  float* d_x = nullptr;         ///< n_max floats on the device
+  float* d_y = nullptr;         ///< n_max floats on the device
+  float* d_partials = nullptr;  ///< max_blocks floats on the device
+  int max_blocks = 0;
+  float* d_result = nullptr;    ///< one float on the device
+  float* h_result = nullptr;    ///< one float of pinned host memory
+  cudaStream_t stream = nullptr;
+};
+
+/// Exercise 2: the reused dot of x and y (n >= 1 floats each, host memory) through `ops`, in e's
+/// memory, on e.stream; returns the result. dot_reuse calls it with the engine's StreamOps.
+float reuse_steps(StreamOps& ops, const EngineView& e, const float* x, const float* y, std::size_t n);
+
+/// The C API's table of live handles (c_api.cpp): every handle created and not yet destroyed,
+/// each with the one owner the table keeps. A call takes a copy of the owner (acquire) and holds it
+/// until it returns, so a destroy on another thread never frees a context under a call. A template
+/// so that the host tests fill it with a fake context ("ch07 handles on the host: *"); c_api.cpp
+/// keeps one, of dotcourse_context. Thread-safe: every member locks the table.
+template <class T>
+class Handles {
+ public:
+  /// Makes `owner` live under its address (the handle).
+  void add(std::shared_ptr<T> owner) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    const T* handle = owner.get();
+    live_.emplace(handle, std::move(owner));
+  }
+  /// A copy of the owner of `handle`, or null when it is not live (null, destroyed, never created).
+  std::shared_ptr<T> acquire(const T* handle) const {
+    if (handle == nullptr) return nullptr;
+    std::lock_guard<std::mutex> guard(mutex_);
+    const auto it = live_.find(handle);
+    return it == live_.end() ? nullptr : it->second;
+  }
+  /// Live handles now.
+  std::size_t size() const {
+    std::lock_guard<std::mutex> guard(mutex_);
+    return live_.size();
+  }
+
+  /// Exercise 1b, what dotcourse_destroy asks: ends `handle`'s life in the table and hands its
+  /// owner to the caller, who frees the context by dropping it. Null when the handle is not live.
+  std::shared_ptr<T> retire(const T* handle) {
+    // [hole 1 begin]
+    // TODO(student): exercise 1b. What must hold when this returns: `handle` is no longer live
+    // (acquire and a second retire give null), and the pointer returned is the reference the table
+    // had, so that once the caller drops it and no call holds a copy, the context is freed, and
+    // not before (never here, under the table's lock). A handle that is not live gives null and
+    // changes nothing. live_ is read and changed only under mutex_. Tests (host, a fake context):
+    // "ch07 handles on the host: *"; with a GPU, "ch07 context: *" and "ch07 threads: destroying a
+    // context while other threads call it".
+    (void)handle;
+    return nullptr;
+    // [hole 1 end]
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<const T*, std::shared_ptr<T>> live_;
+};
+
+/// Exercise 1a's plan: where each of the engine's device regions starts in its one arena (byte
+/// offsets) and the arena's size. bytes == 0 means "not planned".
+struct ScratchPlan {
+  std::size_t off_x = 0, off_y = 0, off_partials = 0, off_result = 0, bytes = 0;
+};
+
+/// Exercise 1a: the plan for every call of up to n_max elements whose launch_dot grid has up to
+/// max_blocks blocks. A function of the two numbers and nothing else (no GPU): Engine::Engine
+/// reserves plan.bytes once and finds its regions at the offsets; the host tests check the plan
+/// itself ("ch07 plan on the host: *").
+ScratchPlan plan_scratch(std::size_t n_max, int max_blocks);
+
 /// Everything one dotcourse_context owns. Not copyable, not thread-safe by itself: the C API
 /// serializes calls with `lock`.
 class Engine {
@@ -141,7 +240,12 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
+  /// The largest n planned for: the constructor's, or more after a call grew it (exercise 3).
   std::size_t n_max() const noexcept { return n_max_; }
+  /// Re-plans for `n_max` elements when that is more than now: the arena grows (the old one freed,
+  /// after the stream's work), the regions move. If the new arena cannot be had, the old plan is
+  /// reserved again and the error thrown: the engine works as before.
+  void replan(std::size_t n_max);
   course::Context& gpu() noexcept { return gpu_; }
   float* d_x() const;
   float* d_y() const;
@@ -151,6 +255,8 @@ class Engine {
   float* h_result() noexcept { return h_result_.data(); }
   int max_blocks() const noexcept { return max_blocks_; }
   Stager& stager() noexcept { return stager_; }
+  /// The planned memory and the stream, as reuse_steps sees them.
+  EngineView view();
 
   std::mutex lock;  ///< held by every C API call on this engine
 
@@ -173,7 +279,7 @@ class Engine {
   course::Context gpu_;
   std::size_t n_max_ = 0;
   int max_blocks_ = 0;
-  std::size_t off_x_ = 0, off_y_ = 0, off_partials_ = 0, off_result_ = 0, bytes_ = 0;
+  ScratchPlan plan_;  // plan_scratch(n_max_, max_blocks_), reserved on gpu_
   course::PinnedBuffer<float> h_result_;
   float* d_h_result_ = nullptr;
   Stager stager_;
@@ -206,7 +312,7 @@ bool is_speed_of_light(const course::Version<HostDot>& version);
 /// page-locked host memory, pinned or registered (its bytes go by DMA; from pageable memory the row
 /// would be the pageable path, not the floor): one copy of each to the engine's device buffers by
 /// the copy engine, on the engine's stream, and nothing else: no staging, no kernel, no result.
-/// Returns NaN once both copies have landed. Throws TooLargeError for n > n_max.
+/// Returns NaN once both copies have landed. n > n_max: as require_fits decides (exercise 3).
 float link_floor(Engine& e, const float* x, const float* y, std::size_t n, PhaseEvents* clock);
 
 /// The check of the speed-of-light row, for the driver and the tests: requires x and y page-locked
@@ -216,12 +322,26 @@ float link_floor(Engine& e, const float* x, const float* y, std::size_t n, Phase
 /// every byte moved; rel_error is NaN (no result to compare).
 course::Verdict check_link_floor(Engine& e, const float* x, const float* y, std::size_t n);
 
-/// Exercise 3: what a call that does not fit e's plan (n > n_max) must do: throws TooLargeError
-/// naming n and n_max. Every host-array path calls it before it touches the GPU.
-void require_fits(const Engine& e, std::size_t n);
-/// The same rule as a function of n and the plan's n_max alone (what require_fits(e, n) asks with
-/// e.n_max()): no GPU needed, so the host tests call it ("ch07 n_max on the host: *").
-void require_fits(std::size_t n, std::size_t n_max);
+/// Exercise 3's decision: what a host-array call with n > n_max does. Either choice is defensible
+/// and the tests hold a build to the rules of the one it declares (over_n_max()); for both, the
+/// result is right or the error clear, nothing is read or written past a buffer, nothing leaks, and
+/// the context works afterwards.
+enum class OverNMax {
+  undecided,  ///< no decision yet (the stub): every n_max test fails and says so
+  refuse,     ///< TooLargeError naming n and n_max (the C API: DOTCOURSE_ERROR_TOO_LARGE); e unchanged
+  grow,       ///< the engine re-plans for a larger n_max (at least n), then computes
+};
+/// "undecided", "refuse" or "grow".
+const char* to_string(OverNMax decision);
+/// Exercise 3: the decision this build made.
+OverNMax over_n_max();
+/// Exercise 3, the rule as a function of two numbers (no GPU: the host tests call it, "ch07 n_max on
+/// the host: *"): the n_max a call of n elements needs on a plan for n_max. n <= n_max: n_max. n >
+/// n_max: refuse throws TooLargeError naming n and n_max; grow returns the new n_max, at least n.
+std::size_t n_max_for(std::size_t n, std::size_t n_max);
+/// What every host-array path calls before it touches the GPU: n_max_for(n, e.n_max()), then
+/// Engine::replan when that asks for more. Throws UsageError when n_max_for returns less than n.
+void require_fits(Engine& e, std::size_t n);
 
 /// The version the C API's dotcourse_dot uses for n elements: the fastest, reuse_staged, except
 /// for small n where waking threads costs more than it saves (reuse).

@@ -36,7 +36,7 @@ extern "C" {
 typedef enum dotcourse_status {
   DOTCOURSE_OK = 0,
   DOTCOURSE_ERROR_INVALID_ARGUMENT = 1, /**< a null pointer, or a value out of range */
-  DOTCOURSE_ERROR_TOO_LARGE = 2,        /**< n is larger than the context's n_max */
+  DOTCOURSE_ERROR_TOO_LARGE = 2,        /**< n is larger than the context's n_max (a build that refuses) */
   DOTCOURSE_ERROR_INVALID_HANDLE = 3,   /**< null, never created, or already destroyed */
   DOTCOURSE_ERROR_NO_GPU = 4,           /**< no usable CUDA device (or no such device id) */
   DOTCOURSE_ERROR_OUT_OF_MEMORY = 5,    /**< the device (or pinned host memory) is full */
@@ -68,13 +68,16 @@ DOTCOURSE_API dotcourse_status dotcourse_create(int device, size_t n_max, dotcou
  *  then), a call that starts after destroy gets DOTCOURSE_ERROR_INVALID_HANDLE. */
 DOTCOURSE_API dotcourse_status dotcourse_destroy(dotcourse_context* ctx);
 
-/** The n_max the context was created with. */
+/** The largest n the context is planned for: n_max as created, or more after a call past it grew
+ *  the plan (n > n_max is chapter 07's exercise 3: this build refuses it or grows, see below). */
 DOTCOURSE_API dotcourse_status dotcourse_n_max(const dotcourse_context* ctx, size_t* n_max);
 
 /** *result = x·y for two host arrays of n floats (any host memory: pageable or pinned). Copies
  *  included; returns when the result is on the host. n = 0 gives 0. Uses the fastest version;
  *  arrays inside ranges registered with dotcourse_host_register are copied without staging. Always
- *  the GPU (dotcourse_dot_ex chooses), except on a context of dotcourse_create_cpu: the CPU. */
+ *  the GPU (dotcourse_dot_ex chooses), except on a context of dotcourse_create_cpu: the CPU.
+ *  n > n_max: DOTCOURSE_ERROR_TOO_LARGE where the build refuses (the course's does), or the plan
+ *  grows to hold n and the dot is computed where it grows (chapter 07's exercise 3 decides). */
 DOTCOURSE_API dotcourse_status dotcourse_dot(dotcourse_context* ctx, const float* x, const float* y, size_t n,
                                              float* result);
 
@@ -203,8 +206,8 @@ DOTCOURSE_API dotcourse_status dotcourse_create_cpu(unsigned threads, dotcourse_
 /** *result = x·y for two host arrays of n floats, on the path opts->where asks for (opts NULL:
  *  AUTO). AUTO takes the context's plan for n and whether both arrays lie in registered ranges;
  *  GPU is dotcourse_dot's path; CPU the threaded CPU dot (double per thread, the threads' partials
- *  added in order: the same inputs give the same bits). n > n_max is DOTCOURSE_ERROR_TOO_LARGE
- *  except for CPU. `report` (may be NULL) says what was done. dotcourse_dot is this with GPU (or,
+ *  added in order: the same inputs give the same bits). n > n_max is as dotcourse_dot says
+ *  (except for CPU, which has no n_max). `report` (may be NULL) says what was done. dotcourse_dot is this with GPU (or,
  *  on a CPU-only context, CPU). */
 DOTCOURSE_API dotcourse_status dotcourse_dot_ex(dotcourse_context* ctx, const float* x, const float* y, size_t n,
                                                 const dotcourse_options* opts, float* result,

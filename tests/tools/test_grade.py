@@ -1347,3 +1347,23 @@ class TestSummary(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Choices(unittest.TestCase):
+    """A decision the exercise leaves open is named in the report (COURSE-CHOICE lines)."""
+
+    def test_the_report_names_the_choice_once(self):
+        m = chapter01()
+        line = "COURSE-CHOICE: ch07 exercise 3 (a call with n > n_max): grow\n"
+        tests = [result(n, "passed", line if k < 2 else "") for k, n in enumerate(INDEX)]
+        g = scoring.assemble([m], tests, None, tree="chapters")
+        self.assertEqual(g.choices, ["ch07 exercise 3 (a call with n > n_max): grow"])
+        md = report.render_markdown(g)
+        self.assertEqual(md.count("the tree's choice, ch07 exercise 3 (a call with n > n_max): grow"), 1)
+        self.assertIn("The tree's choice, ch07 exercise 3", report.gradescope_results(g)["output"])
+
+    def test_no_line_no_choice(self):
+        g = scoring.assemble([chapter01()], [result(n, "passed") for n in INDEX], None, tree="chapters")
+        self.assertEqual(g.choices, [])
+        self.assertNotIn("the tree's choice", report.render_markdown(g))
+

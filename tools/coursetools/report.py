@@ -63,11 +63,13 @@ def render_markdown(g: Grade) -> str:
     for note in g.notes:
         w(f"> {note}")
         w("")
-    if g.splice or g.seed is not None or g.cores or g.sanitizer or g.time_limit:
+    if g.splice or g.seed is not None or g.cores or g.sanitizer or g.time_limit or g.choices:
         w("## What was graded")
         w("")
         for line in g.splice:
             w(f"- {line}")
+        for line in g.choices:
+            w(f"- the tree's choice, {line} (the tests held it to that choice's rules)")
         if g.seed is not None:
             w(f"- grading seed: {g.seed} (COURSE_GRADING_SEED: every test input differs from the public one)")
         if g.cores:
@@ -229,6 +231,7 @@ def gradescope_results(g: Grade) -> dict:
     else:
         output.append(f"Correctness {pc:g} of {mc:g}; performance {pp:g} of {mp:g}.")
     output += g.splice
+    output += [f"The tree's choice, {c}." for c in g.choices]
     if g.build_failed:
         output.append(g.build_log_tail.rstrip())
     output += g.notes

@@ -11,6 +11,7 @@ from __future__ import annotations
 import fnmatch
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -225,6 +226,7 @@ class Grade:
     repeats: Dict[str, List[float]] = field(default_factory=dict)  # --repeat: item name -> values
     repeat_rules: Dict[str, Tuple[float, float, float]] = field(default_factory=dict)  # name -> zero_at, full_at, max points
     repeat_totals: List[float] = field(default_factory=list)  # --repeat: each run's performance points
+    choices: List[str] = field(default_factory=list)  # the tree's declared design choices (choices_of)
 
     def total(self, kind: Optional[str] = None, assessed_only: bool = False) -> Tuple[float, float]:
         items = [i for i in self.items if (kind is None or i.kind == kind)]
@@ -291,6 +293,23 @@ class Grade:
         return "".join(parts).strip()
 
 
+# A decision an exercise leaves open (chapter 07's exercise 3: refuse or grow) is declared in the
+# student's code; a host test reads it and prints one line, "COURSE-CHOICE: <what>: <choice>", which
+# the report repeats, so that whoever reads a grade knows which rules the tests held the tree to.
+CHOICE_LINE = re.compile(r"COURSE-CHOICE:[ \t]*(\S[^\r\n]*)")
+
+
+def choices_of(tests: Sequence[TestResult]) -> List[str]:
+    """Every COURSE-CHOICE line the tests printed, once each, in test order."""
+    seen: List[str] = []
+    for t in tests:
+        for m in CHOICE_LINE.finditer(t.output or ""):
+            text = m.group(1).strip()
+            if text not in seen:
+                seen.append(text)
+    return seen
+
+
 def number_items(manifests: Sequence[Manifest], items: List[Item], others: Sequence[Item] = ()) -> None:
     """Gives each item its number "C.K": C the chapter's number (0 when it has none), K its
     position in the chapter: correctness, then performance, then the tests not graded."""
@@ -324,7 +343,8 @@ def assemble(manifests: Sequence[Manifest], tests: Sequence[TestResult],
     number_items(manifests, items, others)
     g = Grade(tree=tree, tree_dir=tree_dir, build_dir=build_dir, manifests=list(manifests), items=items,
               others=others, gpu_skip_reason=None if expect_gpu else gpu_skip_reason(tests),
-              no_performance=run is None, cores=grader_cores() if cores is None else cores)
+              no_performance=run is None, cores=grader_cores() if cores is None else cores,
+              choices=choices_of(tests))
     if run is None:
         g.notes.append(f"Performance was not measured (--no-performance): the {left_out:g} points of "
                        "performance rules are left out of the totals.")
