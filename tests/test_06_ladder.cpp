@@ -11,8 +11,10 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -24,6 +26,7 @@
 #include "course/random.hpp"
 #include "course/reference.hpp"
 #include "dot.hpp"
+#include "support/block_player.hpp"
 #include "support/course_test.hpp"
 #include "support/index_check.hpp"
 
@@ -370,11 +373,29 @@ TEST_CASE("ch06 Workspace: bytes_for bounds what the constructor reserves", "[ch
   }
 }
 
+namespace {
+/// Version 11's forced finishing orders, one list for the GPU test below and the host player (`ch06
+/// v11 player: *`): no delay, then one block made to finish last (the first, the second, one in the
+/// middle, ...), then every block delayed by its distance from the end, so that block 0 finishes
+/// last. `ns` is the wait on the GPU; ch06::finish_delay_ns gives each block's, on both sides.
+struct ForcedOrder {
+  ch06::FinishOrder order;
+  unsigned block, ns;
+  std::string what;
+};
+std::vector<ForcedOrder> forced_orders() {
+  std::vector<ForcedOrder> orders = {{ch06::FinishOrder::none, 0, 0, "no delay"}};
+  for (unsigned b : {0u, 1u, 2u, 7u, 31u, 100u, 257u})
+    orders.push_back({ch06::FinishOrder::one_late, b, 30000, "block " + std::to_string(b) + " finishes last"});
+  orders.push_back({ch06::FinishOrder::reversed, 0, 400, "block b waits (grid - 1 - b) x 400 ns: block 0 last"});
+  return orders;
+}
+}  // namespace
+
 // The single pass's combine must not follow the order in which its blocks finish (issue 38, class
-// 6). Twenty runs that happen to finish alike prove nothing; here the order is forced: no delay,
-// then one block made to finish last (the first, the second, one in the middle, ...), then every
-// block delayed by its distance from the end, so that block 0 finishes last. The same bits, every
-// time. (force_finish_order is the chapter's test switch; the benchmark never sets it.)
+// 6). Twenty runs that happen to finish alike prove nothing; here the order is forced
+// (forced_orders()). The same bits, every time. (force_finish_order is the chapter's test switch;
+// the benchmark never sets it.)
 TEST_CASE("ch06 v11_single_pass: the same bits whichever block finishes last (forced orders)",
           "[ch06][gpu][exercise]") {
   COURSE_REQUIRE_GPU();
@@ -388,17 +409,8 @@ TEST_CASE("ch06 v11_single_pass: the same bits whichever block finishes last (fo
   struct Restore {  // the next test, and a failed REQUIRE, get the default order back
     ~Restore() { ch06::force_finish_order(ch06::FinishOrder::none); }
   } restore;
-  struct Order {
-    ch06::FinishOrder order;
-    unsigned block, ns;
-    std::string what;
-  };
-  std::vector<Order> orders = {{ch06::FinishOrder::none, 0, 0, "no delay"}};
-  for (unsigned b : {0u, 1u, 2u, 7u, 31u, 100u, 257u})
-    orders.push_back({ch06::FinishOrder::one_late, b, 30000, "block " + std::to_string(b) + " finishes last"});
-  orders.push_back({ch06::FinishOrder::reversed, 0, 400, "block b waits (grid - 1 - b) x 400 ns: block 0 last"});
   std::vector<std::pair<std::string, std::uint32_t>> seen;
-  for (const Order& o : orders) {
+  for (const ForcedOrder& o : forced_orders()) {
     ch06::force_finish_order(o.order, o.block, o.ns);
     const float got = run_once(*v, d.x, d.y, n, ws);
     expect_match(*v, got, in.ref, n, o.what);
@@ -494,8 +506,8 @@ TEST_CASE("ch06 wave_efficiency: the share of slot-time that holds a block", "[c
 // The index arithmetic of exercises 1–3, host only (no GPU needed, never skipped): the functions
 // of dot.hpp that versions 3, 4 and 8 call for their indices, called here with recorders and a
 // simulated warp (tests/support/index_check.hpp). Exercise 4 (the single pass) is a protocol, not
-// index arithmetic: its tests need a GPU, and the hole scan (`ch06 integrity`, no GPU) checks its
-// ticket's memory order.
+// index arithmetic: its host test is the grid player below (`ch06 v11 player: *`), and the hole scan
+// (`ch06 integrity`, no GPU) checks its ticket's memory order, which no run can be relied on to show.
 // ---------------------------------------------------------------------------------------------
 namespace {
 
@@ -639,4 +651,265 @@ TEST_CASE("ch06 index: warp_sum_steps on a simulated warp (exercise 3)", "[ch06]
                   "only through the shfl_down argument (not __shfl_down_sync: the tests run it on the host). See "
                   "warp_sum_steps (dot.hpp), README §Warp shuffles and §Exercise 3.");
   CHECK(problem.empty());
+}
+
+// ---- the kernels' holes without a GPU (issue 39: a host check for every hole) -----------------
+// Versions 3, 4, 8 and 11 do what their holes do in __host__ __device__ helpers; ch06::on_host runs
+// them, and a block player (tests/support/block_player.hpp) runs every thread of a simulated block,
+// one at a time between barriers, in several orders a GPU may take. Whole-number values: exact in
+// float, so a value lost or added twice shows exactly.
+namespace {
+
+using Player = course::test::BlockPlayer;
+constexpr Player::Order kOrders[] = {Player::Order::ascending, Player::Order::descending, Player::Order::shuffled};
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+float whole(std::uint64_t seed, std::uint64_t i) {
+  return static_cast<float>(static_cast<int>(course::mix64(seed, i) % 1999) - 999);
+}
+
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+std::string show(float v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+}  // namespace
+
+TEST_CASE("ch06 v3 player: the sequential tree on a simulated block, threads in any order (exercise 1)",
+          "[ch06][exercise][player][hole:dot.cu:1]") {
+  std::string first;
+  for (unsigned count : {1u, 2u, 32u, 64u, 256u, 1024u})
+    for (Player::Order order : kOrders) {
+      if (!first.empty()) break;
+      const std::uint64_t seed = course::test::seed(6150) + count;
+      std::vector<float> s(count + 64, kNaN);  // NaN past the block's values
+      float expected = 0.0f;
+      for (unsigned i = 0; i < count; ++i) expected += (s[i] = whole(seed, i));
+      Player player(count, order, seed);
+      const std::string problem = player.run(
+          [&](unsigned tid) { ch06::on_host::sequential_tree(s.data(), tid, count, [&] { player.sync_block(); }); });
+      const std::string where = "a block of " + std::to_string(count) + " threads, " + Player::name(order) + ": ";
+      if (!problem.empty())
+        first = where + problem;
+      else if (!same_bits(s[0], expected))
+        first = where + "s_data[0] = " + show(s[0]) + ", the block's sum is " + show(expected) +
+                (std::isnan(s[0]) ? " (NaN: a value at or past s_data[count] was read)" : "");
+    }
+  INFO(first << "\nHint: (the stub leaves s_data[0] as it was.) s_data[0] must end with every value once, "
+                "whatever order the threads run in between barriers: sequential_steps's adds in shared memory, "
+                "barrier() after every step, reached by every thread. See dot_kernel3, README §Steps 1–3.");
+  CHECK(first.empty());
+}
+
+TEST_CASE("ch06 v4 on the host: every thread's two products, nothing read past n (exercise 2)",
+          "[ch06][exercise][player][hole:dot.cu:2]") {
+  std::string first;
+  for (unsigned block_dim : {1u, 32u, 256u})
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{255}, std::size_t{256}, std::size_t{511},
+                          std::size_t{512}, std::size_t{513}, std::size_t{1000}, std::size_t{4099}}) {
+      if (!first.empty()) break;
+      const std::uint64_t seed = course::test::seed(6250) + n;
+      std::vector<float> x(n + 1100, kNaN), y(n + 1100, kNaN);  // NaN before and after [0, n)
+      double expected = 0.0;
+      for (std::size_t i = 0; i < n; ++i) {
+        x[64 + i] = whole(seed, i);
+        y[64 + i] = whole(seed + 1, i);
+        expected += static_cast<double>(x[64 + i]) * y[64 + i];
+      }
+      const std::size_t span = 2 * std::size_t{block_dim};
+      const std::size_t blocks = std::max<std::size_t>(1, (n + span - 1) / span);  // run_v4's grid
+      double total = 0.0;
+      for (std::size_t b = 0; b < blocks; ++b)
+        for (unsigned t = 0; t < block_dim; ++t)
+          total += ch06::on_host::first_add_share(x.data() + 64, y.data() + 64, n, static_cast<unsigned>(b), t,
+                                                  block_dim);
+      if (!(total == expected))
+        first = "blocks of " + std::to_string(block_dim) + " threads, n = " + std::to_string(n) + ": the threads' " +
+                "sums add to " + show(static_cast<float>(total)) + ", the dot product is " +
+                show(static_cast<float>(expected)) +
+                (std::isnan(total) ? " (NaN: an element outside [0, n) was read)" : "");
+    }
+  INFO(first << "\nHint: (the stub adds nothing.) Each thread adds x[i]·y[i] for exactly the indices "
+                "first_add_elements gives it: its two elements of its block's 2·block_dim, each below n. See "
+                "dot_kernel4, README §Steps 4–6.");
+  CHECK(first.empty());
+}
+
+TEST_CASE("ch06 v8 player: thread 0 ends with the block's total, for any Block (exercise 3)",
+          "[ch06][exercise][player][hole:dot.cu:3]") {
+  std::string first;
+  for (unsigned block : {32u, 96u, ch06::kBlock, 1024u})
+    for (Player::Order order : kOrders) {
+      if (!first.empty()) break;
+      const std::uint64_t seed = course::test::seed(6350) + block;
+      std::vector<float> value(block), out(block, kNaN);
+      std::vector<float> s_warp(block / ch06::kWarp + 32, kNaN);  // NaN past the block's warps
+      float expected = 0.0f;
+      for (unsigned i = 0; i < block; ++i) expected += (value[i] = whole(seed, i));
+      Player player(block, order, seed);
+      const std::string problem = player.run([&](unsigned tid) {
+        out[tid] = ch06::on_host::block_sum_by_shuffles(
+            block, value[tid], tid, s_warp.data(), [&](float v, unsigned offset) { return player.shfl_down(v, offset); },
+            [&] { player.sync_block(); });
+      });
+      const std::string where = "Block = " + std::to_string(block) + ", " + Player::name(order) + ": ";
+      if (!problem.empty())
+        first = where + problem;
+      else if (!same_bits(out[0], expected))
+        first = where + "thread 0 returns " + show(out[0]) + ", the block's total is " + show(expected) +
+                (std::isnan(out[0]) ? " (NaN: a warp total read before it was written, or past the block's warps)"
+                                    : "");
+    }
+  INFO(first << "\nHint: (the stub returns each thread's own value.) Every warp adds its 32 values with "
+                "warp_sum_steps (every lane in every shuffle), lane 0 of each warp writes s_warp[warp], barrier() "
+                "for the whole block, then warp 0 adds the Block / 32 warp totals (no more: s_warp holds only "
+                "those). See dot_kernel8, README §Warp shuffles.");
+  CHECK(first.empty());
+}
+
+namespace {
+
+/// One call of version 11 after its blocks' sums, played on the host: a grid of sums.size() blocks
+/// of `threads` threads, block b's total sums[b] (in thread 0; NaN in the others, which the kit's
+/// block_sum leaves unspecified). The blocks run one after another in `order`, each to its end: the
+/// order in which they finish. The partials start as NaN (as Workspace::poison leaves them), *result
+/// as a marked NaN, and `counter` as the last call left it. Returns "" or the first problem; no block
+/// but the last to finish may write *result.
+std::string play_single_pass(Player& player, unsigned threads, const std::vector<float>& sums,
+                             const std::vector<unsigned>& order, unsigned& counter, float& result) {
+  const unsigned grid = static_cast<unsigned>(sums.size());
+  std::vector<float> partials(grid + 64, kNaN);
+  float marker = 0.0f;
+  const std::uint32_t marker_bits = 0x7fc0beefu;
+  std::memcpy(&marker, &marker_bits, sizeof marker);
+  result = marker;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const unsigned b = order[k];
+    bool s_is_last = k % 2 == 0;  // shared memory holds what it held: either value
+    const std::string problem = player.run([&](unsigned tid) {
+      ch06::on_host::combine_if_last(
+          threads, tid == 0 ? sums[b] : kNaN, b, grid, tid, partials.data(), &counter, &result, s_is_last,
+          [&] { player.sync_block(); }, [&](float v) { return player.block_sum(v); },
+          [&](const float* p) {
+            if (p < partials.data() || p >= partials.data() + grid)
+              throw std::runtime_error("a load of partials[" + std::to_string(p - partials.data()) +
+                                       "], outside the grid's " + std::to_string(grid) + " partials");
+            return *p;
+          });
+    });
+    const std::string where = "block " + std::to_string(b) + " (number " + std::to_string(k + 1) + " of " +
+                              std::to_string(grid) + " to finish): ";
+    if (!problem.empty()) return where + problem;
+    if (k + 1 < order.size() && !same_bits(result, marker))
+      return where + "wrote *result = " + show(result) + " while " + std::to_string(grid - 1 - k) +
+             " block(s) had not finished: only the block that draws the last ticket may";
+  }
+  if (counter != 0)
+    return "after the call, *counter = " + std::to_string(counter) + ": the next call would start from it";
+  return "";
+}
+
+/// The blocks of a grid in the order the GPU test's forced order makes them finish (by their waits,
+/// ch06::finish_delay_ns; equal waits in index order).
+std::vector<unsigned> forced_finish_order(const ForcedOrder& o, unsigned grid) {
+  std::vector<unsigned> order(grid);
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](unsigned a, unsigned b) {
+    return ch06::finish_delay_ns(o.order, o.block, o.ns, a, grid) < ch06::finish_delay_ns(o.order, o.block, o.ns, b, grid);
+  });
+  return order;
+}
+
+}  // namespace
+
+TEST_CASE("ch06 v11 player: exactly the last block adds every partial, blocks finishing in any order (exercise 4)",
+          "[ch06][exercise][player][hole:dot.cu:4]") {
+  // Grids and the orders their blocks finish in: every order of 2 to 5 blocks; the GPU test's forced
+  // orders and random ones on 300 blocks of 32 threads (the last block's loop runs its four-way part
+  // and its tail); one random order on 1100 blocks of 256, the GPU's block size.
+  struct Grid {
+    unsigned blocks, threads;
+    std::vector<std::pair<std::string, std::vector<unsigned>>> orders;
+  };
+  std::vector<Grid> grids;
+  std::mt19937_64 rng(course::test::seed(6450));
+  for (unsigned blocks = 2; blocks <= 5; ++blocks) {
+    Grid g{blocks, 32, {}};
+    std::vector<unsigned> order(blocks);
+    std::iota(order.begin(), order.end(), 0u);
+    do {
+      std::string what = "blocks finishing in the order";
+      for (unsigned b : order) what += " " + std::to_string(b);
+      g.orders.emplace_back(what, order);
+    } while (std::next_permutation(order.begin(), order.end()));
+    grids.push_back(g);
+  }
+  Grid mid{300, 32, {}};
+  for (const ForcedOrder& o : forced_orders()) mid.orders.emplace_back(o.what, forced_finish_order(o, mid.blocks));
+  for (int r = 0; r < 4; ++r) {
+    std::vector<unsigned> order(mid.blocks);
+    std::iota(order.begin(), order.end(), 0u);
+    std::shuffle(order.begin(), order.end(), rng);
+    mid.orders.emplace_back("a random order (" + std::to_string(r + 1) + ")", order);
+  }
+  grids.push_back(mid);
+  Grid big{1100, ch06::kBlock, {}};
+  {
+    std::vector<unsigned> order(big.blocks);
+    std::iota(order.begin(), order.end(), 0u);
+    std::shuffle(order.begin(), order.end(), rng);
+    big.orders.emplace_back("a random order", order);
+  }
+  grids.push_back(big);
+
+  std::string first;
+  for (const Grid& g : grids) {
+    if (!first.empty()) break;
+    const std::uint64_t seed = course::test::seed(6460) + g.blocks;
+    // Whole numbers: the sum is exact in any order. Mixed magnitudes: rounding shows the order.
+    std::vector<float> exact(g.blocks), mixed(g.blocks);
+    float expected = 0.0f;
+    double reference = 0.0, magnitude = 0.0;
+    for (unsigned b = 0; b < g.blocks; ++b) {
+      expected += (exact[b] = whole(seed, b));
+      mixed[b] = std::ldexp(whole(seed + 1, b) + 0.3f, static_cast<int>(course::mix64(seed + 2, b) % 40) - 20);
+      reference += mixed[b];
+      magnitude += std::fabs(mixed[b]);
+    }
+    Player player(g.threads, Player::Order::shuffled, seed);
+    unsigned counter = 0;  // the Workspace's counter, zero before the first call
+    bool have_bits = false;
+    float mixed_bits = 0.0f;
+    std::string mixed_first;
+    for (const auto& [what, order] : g.orders) {
+      const std::string where = std::to_string(g.blocks) + " blocks of " + std::to_string(g.threads) + " threads, " +
+                                what + ": ";
+      float result = 0.0f;
+      std::string problem = play_single_pass(player, g.threads, exact, order, counter, result);
+      if (problem.empty() && !same_bits(result, expected))
+        problem = "*result = " + show(result) + ", the partials add to " + show(expected) +
+                  (std::isnan(result) ? " (NaN: a partial read before it was written, or none written)" : "");
+      if (problem.empty()) problem = play_single_pass(player, g.threads, mixed, order, counter, result);
+      if (problem.empty() && !(std::fabs(result - reference) <= 1e-5 * magnitude))
+        problem = "*result = " + show(result) + " on partials of mixed magnitudes, whose sum is " +
+                  show(static_cast<float>(reference));
+      if (problem.empty() && have_bits && !same_bits(result, mixed_bits))
+        problem = "*result = " + show(result) + ", and " + show(mixed_bits) + " when " + mixed_first +
+                  ": the partials must be added in an order fixed by the block indices, not by their finishing";
+      if (!problem.empty()) {
+        first = where + problem;
+        break;
+      }
+      if (!have_bits) mixed_first = what, mixed_bits = result, have_bits = true;
+    }
+  }
+  INFO(first << "\nHint: (the stub writes nothing.) Thread 0 of each block stores its partial and takes one ticket; "
+                "the block that draws the last one (and only it) adds every partial, in an order fixed by the block "
+                "indices, with all its threads (barrier() hands thread 0's verdict to the block), writes *result, and "
+                "sets *counter back to 0. The memory order of the ticket is the hole scan's (`ch06 integrity`). See "
+                "dot_kernel11, README §One launch.");
+  CHECK(first.empty());
 }

@@ -43,9 +43,8 @@
 namespace ch06 {
 namespace {
 
-// Every lane of the warp (kWarp, 32 lanes, is in dot.hpp). ([[maybe_unused]]: the student's file uses
-// it only once the v8 hole is filled.)
-[[maybe_unused]] constexpr unsigned kFullMask = 0xffffffffu;
+// Every lane of the warp (kWarp, 32 lanes, is in dot.hpp).
+constexpr unsigned kFullMask = 0xffffffffu;
 /// Versions 7 and 9 give each thread about log2(n) elements (Brent's theorem, the 2007 text's
 /// "algorithm cascading"): 32 elements per thread.
 constexpr std::size_t kPerThread = 32;
@@ -72,8 +71,7 @@ __constant__ FinishDelay c_finish_delay = {0, 0, 0};
 __device__ __forceinline__ void forced_finish_delay() {
   const FinishDelay d = c_finish_delay;
   if (d.order == 0) return;
-  const unsigned long long ns = d.order == 1 ? (blockIdx.x == d.block ? d.ns : 0u)
-                                             : static_cast<unsigned long long>(gridDim.x - 1 - blockIdx.x) * d.ns;
+  const unsigned long long ns = finish_delay_ns(static_cast<FinishOrder>(d.order), d.block, d.ns, blockIdx.x, gridDim.x);
   for (unsigned long long waited = 0; waited < ns; waited += 1000) __nanosleep(1000);
 }
 
@@ -124,18 +122,28 @@ __global__ void dot_kernel2(const float* x, const float* y, std::size_t n, float
 // upper quarter onto the lower quarter, ...: consecutive threads read consecutive words, one bank
 // each. Still slow: half the threads idle from the first step on, and every thread loads one
 // product only, so a block does little work for its launch and its eight barriers.
+// The tree runs in a __host__ __device__ helper that gets the block's barrier as an argument, so
+// that the host tests play it on a simulated block (`ch06 v3 player: *`, no GPU).
+COURSE_HOST_DEVICE_TEMPLATE
+template <class Barrier>
+COURSE_HOST_DEVICE inline void sequential_in_shared(float* s_data, unsigned tid, unsigned count, Barrier barrier) {
+  // [hole 1 begin]
+  // TODO(student): s_data[0] ends as the sum of s_data[0, count), added by the sequential
+  // addressing of sequential_steps (dot.hpp, exercise 1's other hole) in shared memory, each
+  // step behind barrier() (the block's barrier on the GPU) that every thread reaches: no race
+  // (racecheck). It runs on the host too: use the arguments only. Tests: `ch06 v3 player: *`
+  // (host), `ch06 v3_sequential: *` (GPU), after `ch06 index: sequential_steps *`. README §Steps 1–3.
+  (void)s_data, (void)tid, (void)count, (void)barrier;
+  // [hole 1 end]
+}
+
 __global__ void dot_kernel3(const float* x, const float* y, std::size_t n, float* partials) {
   __shared__ float s_data[kBlock];
   const unsigned tid = threadIdx.x;
   const std::size_t i = blockIdx.x * std::size_t{blockDim.x} + tid;
   s_data[tid] = i < n ? x[i] * y[i] : 0.0f;
   __syncthreads();
-  // [hole 1 begin]
-  // TODO(student): s_data[0] ends as the sum of the block's blockDim.x products, added by the
-  // sequential addressing of sequential_steps (dot.hpp, exercise 1's other hole), with no
-  // shared-memory race (racecheck) and no barrier that some threads skip. Tests:
-  // `ch06 v3_sequential: *` (GPU), after `ch06 index: sequential_steps *`. See README §Steps 1–3.
-  // [hole 1 end]
+  sequential_in_shared(s_data, tid, blockDim.x, [] { __syncthreads(); });
   if (tid == 0) partials[blockIdx.x] = s_data[0];
 }
 // [v3_kernel]
@@ -145,16 +153,25 @@ __global__ void dot_kernel3(const float* x, const float* y, std::size_t n, float
 // two products before the tree starts: half the blocks, and no thread idle at the first step.
 // Still slow: the tree's last five steps run in one warp, yet pay for __syncthreads() and the
 // loop's arithmetic as if the whole block took part.
+// A thread's first add is a __host__ __device__ helper: the host tests run it for every thread of
+// every block on host arrays (`ch06 v4 on the host: *`, no GPU).
+COURSE_HOST_DEVICE inline float first_add_share(const float* x, const float* y, std::size_t n, unsigned block,
+                                                unsigned tid, unsigned block_dim) {
+  float sum = 0.0f;
+  // [hole 2 begin]
+  // TODO(student): block `block` covers 2·block_dim elements; `sum` ends as the sum of x[i]·y[i]
+  // over thread tid's indices i from first_add_elements (dot.hpp, exercise 2's other hole): no
+  // read at or past n, 64-bit indices. Tests: `ch06 v4 on the host: *` (no GPU),
+  // `ch06 v4_first_add: *` (GPU, memcheck), after `ch06 index: first_add_elements *`. README §Steps 4–6.
+  (void)x, (void)y, (void)n, (void)block, (void)tid, (void)block_dim;
+  // [hole 2 end]
+  return sum;
+}
+
 __global__ void dot_kernel4(const float* x, const float* y, std::size_t n, float* partials) {
   __shared__ float s_data[kBlock];
   const unsigned tid = threadIdx.x;
-  // [hole 2 begin]
-  // TODO(student): this block covers 2·blockDim.x elements; `sum` ends as the sum of x[i]·y[i]
-  // over this thread's indices i from first_add_elements (dot.hpp, exercise 2's other hole):
-  // no read at or past n, 64-bit indices. Tests: `ch06 v4_first_add: *` (GPU, memcheck), after
-  // `ch06 index: first_add_elements *`. See README §Steps 4–6.
-  float sum = 0.0f;
-  // [hole 2 end]
+  const float sum = first_add_share(x, y, n, blockIdx.x, tid, blockDim.x);
   s_data[tid] = sum;
   __syncthreads();
   for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
@@ -274,16 +291,32 @@ __global__ void __launch_bounds__(Block) dot_kernel7(const float* x, const float
 // Version 8: warp shuffles. __shfl_down_sync reads a register of another lane of the warp: the
 // warp adds its 32 values in five steps with no shared memory and no barrier. Only the 8 warp
 // totals go through shared memory, with one __syncthreads(). Still slow: 4-byte loads.
+// The block's reduction is a __host__ __device__ helper that gets the warp's shuffle and the block's
+// barrier as arguments: the host tests play it on a simulated block (`ch06 v8 player: *`, no GPU).
+COURSE_HOST_DEVICE_TEMPLATE
+template <unsigned Block, class ShflDown, class Barrier>
+COURSE_HOST_DEVICE inline float block_sum_by_shuffles(float sum, unsigned tid, float* s_warp, ShflDown shfl_down,
+                                                      Barrier barrier) {
+  // [hole 3 begin]
+  // TODO(student): reduce `sum` over the block of Block threads with shuffles (warp_sum_steps,
+  // exercise 3's other hole, given shfl_down): thread tid == 0 returns the block's total, for any
+  // Block the static_assert allows. s_warp (shared, Block / 32 floats) carries one value per
+  // warp, behind barrier() (the block's barrier on the GPU); no race, same bits on every run. It
+  // runs on the host too: use the arguments only. Tests: `ch06 v8 player: *` (host),
+  // `ch06 v8_shuffle: *`, after `ch06 index: warp_sum_steps *`. See README §Warp shuffles.
+  (void)tid, (void)s_warp, (void)shfl_down, (void)barrier;
+  // [hole 3 end]
+  return sum;
+}
+
 template <unsigned Block>
 __global__ void __launch_bounds__(Block) dot_kernel8(const float* x, const float* y, std::size_t n, float* partials) {
   static_assert(Block % kWarp == 0 && Block <= kWarp * kWarp, "Block: a multiple of 32, at most 1024");
+  __shared__ float s_warp[Block / kWarp];
   float sum = thread_dot_pairs<Block>(x, y, n);
-  // [hole 3 begin]
-  // TODO(student): reduce `sum` over the block with shuffles (warp_sum_steps, exercise 3's other
-  // hole): thread 0 ends with the block's total, for any Block the static_assert allows. Shared
-  // memory carries one value per warp; no race under racecheck; same bits on every run.
-  // Tests: `ch06 v8_shuffle: *`, after `ch06 index: warp_sum_steps *`. See README §Warp shuffles.
-  // [hole 3 end]
+  sum = block_sum_by_shuffles<Block>(
+      sum, threadIdx.x, s_warp, [](float v, unsigned offset) { return __shfl_down_sync(kFullMask, v, offset); },
+      [] { __syncthreads(); });
   if (threadIdx.x == 0) partials[blockIdx.x] = sum;
 }
 // [v8_kernel]
@@ -335,6 +368,28 @@ __global__ void __launch_bounds__(Block) dot_kernel9(const float* __restrict__ x
 // the block that draws the last ticket knows every other partial is written, adds them all, and
 // sets the counter back to zero for the next call: no memset, no second launch. The last block
 // adds the partials in index order, whichever block it is, so the result is deterministic.
+// What a block does once its sum is known is a __host__ __device__ helper; the kernel passes the
+// block's barrier, its block sum and the partials' load (__ldcg), so that the host tests play whole
+// grids whose blocks finish in any order (`ch06 v11 player: *`, no GPU).
+COURSE_HOST_DEVICE_TEMPLATE
+template <unsigned Block, class Barrier, class BlockSum, class Load>
+COURSE_HOST_DEVICE inline void combine_if_last(float sum, unsigned block, unsigned grid, unsigned tid, float* partials,
+                                               unsigned* counter, float* result, bool& s_is_last, Barrier barrier,
+                                               BlockSum block_sum, Load load) {
+  // [hole 4 begin]
+  // TODO(student): thread 0 stores `sum` (block `block`'s total) as its partial. Exactly one block
+  // of the grid, the last to finish, then reads every partial (load(partials + b): on the GPU from
+  // L2) once all are visible to it (guaranteed by the C++ memory model, not by timing), adds them
+  // in a fixed order with all its threads (block_sum: valid in thread 0), writes *result and leaves
+  // *counter ready for the next call. s_is_last is shared by the block; barrier() is its
+  // barrier on the GPU. It runs on the host too: arguments and cuda::atomic_ref only. Tests:
+  // `ch06 v11 player: *` (host), `ch06 v11_single_pass: *`, `ch06 integrity: *` (the ticket's
+  // order). See README §One launch.
+  (void)sum, (void)block, (void)grid, (void)tid, (void)partials, (void)counter, (void)result;
+  (void)s_is_last, (void)barrier, (void)block_sum, (void)load;
+  // [hole 4 end]
+}
+
 template <unsigned Block>
 __global__ void __launch_bounds__(Block) dot_kernel11(const float* __restrict__ x, const float* __restrict__ y,
                                                      std::size_t n, float* __restrict__ partials,
@@ -347,13 +402,11 @@ __global__ void __launch_bounds__(Block) dot_kernel11(const float* __restrict__ 
     return;
   }
   forced_finish_delay();  // the tests' forced order of finishing; nothing unless a test asks
-  // [hole 4 begin]
-  // TODO(student): thread 0 stores `sum` (the block's total) as this block's partial. Exactly one
-  // block, the last to finish, then reads every partial once all are visible to it (guaranteed
-  // by the C++ memory model, not by timing), adds them in a fixed order with all its threads,
-  // writes *result and leaves *counter ready for the next call; no race under racecheck. Tests:
-  // `ch06 v11_single_pass: *`, `ch06 integrity: *` (the ticket's order). See README §One launch.
-  // [hole 4 end]
+  __shared__ bool s_is_last;
+  combine_if_last<Block>(
+      sum, blockIdx.x, gridDim.x, threadIdx.x, partials, counter, result, s_is_last, [] { __syncthreads(); },
+      [](float v) { return block_sum<Block>(v); },
+      [](const float* p) { return __ldcg(p); });  // L2, never a stale L1 line
 }
 // [v11_kernel]
 
@@ -750,6 +803,47 @@ void Workspace::poison(cudaStream_t stream) {
   // Tag 0xFFFFFFFF, which next_tag never hands out: a slot nobody wrote is never taken as written.
   CUDA_CHECK(cudaMemsetAsync(tagged(), 0xFF, tagged_capacity * sizeof(unsigned long long), stream));
 }
+
+// (The callables go in as host lambdas that refer to the std::functions: nothing of std::function is
+// copied into, or destroyed in, a __host__ __device__ function.)
+namespace on_host {
+void sequential_tree(float* s_data, unsigned tid, unsigned count, const Barrier& barrier) {
+  sequential_in_shared(s_data, tid, count, [&barrier] { barrier(); });
+}
+
+float first_add_share(const float* x, const float* y, std::size_t n, unsigned block, unsigned tid, unsigned block_dim) {
+  return ch06::first_add_share(x, y, n, block, tid, block_dim);
+}
+
+float block_sum_by_shuffles(unsigned block_threads, float sum, unsigned tid, float* s_warp, const ShflDown& shfl_down,
+                            const Barrier& barrier) {
+  const auto shfl = [&shfl_down](float v, unsigned offset) { return shfl_down(v, offset); };
+  const auto sync = [&barrier] { barrier(); };
+  switch (block_threads) {
+    case 32: return ch06::block_sum_by_shuffles<32>(sum, tid, s_warp, shfl, sync);
+    case 96: return ch06::block_sum_by_shuffles<96>(sum, tid, s_warp, shfl, sync);
+    case kBlock: return ch06::block_sum_by_shuffles<kBlock>(sum, tid, s_warp, shfl, sync);
+    case 1024: return ch06::block_sum_by_shuffles<1024>(sum, tid, s_warp, shfl, sync);
+    default: throw course::UsageError("on_host::block_sum_by_shuffles: blocks of 32, 96, 256 or 1024 threads");
+  }
+}
+
+void combine_if_last(unsigned block_threads, float sum, unsigned block, unsigned grid, unsigned tid, float* partials,
+                     unsigned* counter, float* result, bool& s_is_last, const Barrier& barrier,
+                     const BlockSum& block_sum, const Load& load_partial) {
+  const auto sync = [&barrier] { barrier(); };
+  const auto total = [&block_sum](float v) { return block_sum(v); };
+  const auto load = [&load_partial](const float* p) { return load_partial(p); };
+  switch (block_threads) {
+    case 32:
+      return ch06::combine_if_last<32>(sum, block, grid, tid, partials, counter, result, s_is_last, sync, total, load);
+    case kBlock:
+      return ch06::combine_if_last<kBlock>(sum, block, grid, tid, partials, counter, result, s_is_last, sync, total,
+                                           load);
+    default: throw course::UsageError("on_host::combine_if_last: blocks of 32 or 256 threads");
+  }
+}
+}  // namespace on_host
 
 // [wave_efficiency]
 // Exercise 5 (think): why version 10 launches exactly the blocks the SMs hold at once, and version

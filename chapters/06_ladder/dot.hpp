@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "course/context.hpp"
@@ -114,6 +115,16 @@ void run_empty(cudaStream_t stream);
 enum class FinishOrder : unsigned { none = 0, one_late = 1, reversed = 2 };
 void force_finish_order(FinishOrder order, unsigned block = 0, unsigned ns = 0);
 
+/// The wait of block `block` of a grid of `grid` under a forced order, in nanoseconds: the one
+/// definition of the orders, used by the kernel on the GPU and by the host player of version 11
+/// (`ch06 v11 player: *`), which runs the blocks in the order of their waits.
+COURSE_HOST_DEVICE inline unsigned long long finish_delay_ns(FinishOrder order, unsigned late_block, unsigned ns,
+                                                             unsigned block, unsigned grid) {
+  if (order == FinishOrder::none) return 0;
+  return order == FinishOrder::one_late ? (block == late_block ? ns : 0u)
+                                        : static_cast<unsigned long long>(grid - 1 - block) * ns;  // reversed
+}
+
 /// Not a dot product: the final version's loads on the final version's grid, each thread's sum,
 /// no reduction and no combine, one value written to d_result. Its time per call is the floor with
 /// memory latency (the launch, the first trip to DRAM, the bytes): the registry's speed_of_light row.
@@ -153,6 +164,7 @@ constexpr unsigned kWarp = 32;
 /// Exercise 1: version 3's tree over `count` values (a power of two, at most 1024), as thread
 /// `tid` takes part in it. add(to, from) adds value `from` into value `to`; barrier() is the
 /// block's barrier (__syncthreads() on the GPU, a step counter in the host tests).
+COURSE_HOST_DEVICE_TEMPLATE
 template <class Add, class Barrier>
 COURSE_HOST_DEVICE inline void sequential_steps(unsigned tid, unsigned count, Add add, Barrier barrier) {
   // [hole 1 begin]
@@ -188,6 +200,7 @@ COURSE_HOST_DEVICE inline void first_add_elements(unsigned block, unsigned tid, 
 /// every lane the value held by lane + offset (a lane past the warp's end gets its own back): on the
 /// GPU __shfl_down_sync(0xffffffff, value, offset), in the host tests a simulated warp whose values
 /// are all 32 lanes' at once. Every lane calls it; only lane 0's result is specified.
+COURSE_HOST_DEVICE_TEMPLATE
 template <class T, class ShflDown>
 COURSE_HOST_DEVICE inline T warp_sum_steps(T value, ShflDown shfl_down) {
   // [hole 3 begin]
@@ -200,6 +213,30 @@ COURSE_HOST_DEVICE inline T warp_sum_steps(T value, ShflDown shfl_down) {
   return value;
 }
 // [warp_sum_steps]
+
+/// The kernels' exercise code (dot.cu's holes 1–4) run on the host, without a GPU: the kernels call
+/// __host__ __device__ helpers for what their holes do, and these call the same helpers with the
+/// host tests' block player's barrier, shuffle and block sum (tests/support/block_player.hpp). One
+/// call is one thread's part.
+namespace on_host {
+using Barrier = std::function<void()>;                   ///< __syncthreads()
+using ShflDown = std::function<float(float, unsigned)>;  ///< __shfl_down_sync(0xffffffff, v, offset)
+using BlockSum = std::function<float(float)>;            ///< the kit's block_sum: the total in thread 0
+using Load = std::function<float(const float*)>;        ///< __ldcg(p): a partial, read from L2
+/// Version 3's tree: s_data[0] ends as the sum of s_data[0, count), count a power of two.
+void sequential_tree(float* s_data, unsigned tid, unsigned count, const Barrier& barrier);
+/// Version 4's load: thread tid of block `block` returns the sum of its two products (those below n).
+float first_add_share(const float* x, const float* y, std::size_t n, unsigned block, unsigned tid, unsigned block_dim);
+/// Version 8's block reduction for blocks of block_threads (32, 96, 256 or 1024) threads: thread 0
+/// returns the block's total; s_warp holds block_threads / 32 floats.
+float block_sum_by_shuffles(unsigned block_threads, float sum, unsigned tid, float* s_warp, const ShflDown& shfl_down,
+                            const Barrier& barrier);
+/// Version 11 after the block's sum, for blocks of block_threads (32 or 256) threads: block `block`
+/// of `grid` stores its partial, takes its ticket, and the last block writes *result.
+void combine_if_last(unsigned block_threads, float sum, unsigned block, unsigned grid, unsigned tid, float* partials,
+                     unsigned* counter, float* result, bool& s_is_last, const Barrier& barrier,
+                     const BlockSum& block_sum, const Load& load_partial);
+}  // namespace on_host
 
 /// Exercise 5 (think): a GPU holds at most `slots` blocks at once (SMs × resident blocks per SM,
 /// from the occupancy API); a grid of `blocks` blocks runs in *waves*, the next block starting when
