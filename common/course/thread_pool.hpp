@@ -78,6 +78,9 @@ class ThreadPool {
   /// How long an idle worker, and the caller of run() waiting for the last part, poll (yielding
   /// between looks) before they park.
   static constexpr int kPollUs = 500;
+  /// The name of every worker thread (Linux: /proc/self/task/*/comm), so that a test or a user can
+  /// count them.
+  static constexpr const char* kThreadName = "course-pool";
 
   /// `threads` threads in all, the caller included (1: everything runs on the caller). Throws
   /// std::system_error, naming how many threads it could start, when one cannot be started; the
@@ -235,6 +238,9 @@ class ThreadPool {
   // Idle: look, give the core away, look again, for kPollUs by the clock; then park. Every look is
   // followed by relax() (a yield): no worker holds a core that another thread is waiting for.
   void loop(unsigned t, std::size_t seen) {
+#if defined(__linux__)
+    pthread_setname_np(pthread_self(), kThreadName);  // what top -H and /proc/self/task/*/comm show
+#endif
     for (;;) {
       const auto t0 = hooks_.now();
       while (generation_.load(std::memory_order_acquire) == seen &&
