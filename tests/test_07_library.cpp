@@ -1529,7 +1529,8 @@ TEST_CASE("ch07 thread policy: contexts share one pool, never more threads than 
   const std::size_t after = thread_policy::other_thread_states().size();
   INFO("other threads of the process before the contexts: " << before << ", after: " << after
                         << "; CPUs of the mask: " << cpus
-                        << ". common/course/thread_pool.hpp process_pool(), library/src/host_auto.cpp HostAuto::pool()");
+                        << ". common/course/thread_pool.hpp process_pool(), "
+                           "library/src/host_auto.cpp HostAuto::pool()");
   // Every context's 16 parts run on the process's pool: at most cpus - 1 workers (the caller is
   // the last), however many contexts. Each context with a pool of its own had 3 x 15.
   CHECK(after <= before + (cpus - 1));
