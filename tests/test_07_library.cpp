@@ -1412,6 +1412,12 @@ TEST_CASE("ch07 speed_of_light: refuses pageable input and n > n_max, and the en
 // No timing here: a refused thread, an affinity mask, a fake clock and counters.
 
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <future>
 #include <system_error>
 
 #include "course/thread_pool.hpp"
@@ -1476,8 +1482,9 @@ TEST_CASE("ch07 thread policy: idle workers yield on every look, then park, by t
     CHECK(wait_parked() == threads - 1);
   }
   // Each idle period costs each worker at most kPollUs + 1 relaxes (the fake clock shared by all
-  // workers only makes it fewer): 4 idle periods of 3 workers.
-  CHECK(relaxes.load() <= 4L * (threads - 1) * (course::ThreadPool::kPollUs + 1));
+  // workers only makes it fewer): 4 idle periods of 3 workers; and each run's caller, waiting for
+  // the workers' parts, as many again at most before it parks: 3 runs.
+  CHECK(relaxes.load() <= (4L * (threads - 1) + 3) * (course::ThreadPool::kPollUs + 1));
   CHECK(relaxes.load() > 0);
 }
 
@@ -1531,6 +1538,163 @@ TEST_CASE("ch07 thread policy: calibrate times each candidate in a block of its 
       CHECK(s.candidate == k);
       CHECK(s.timed == (r > 0));
     }
+}
+
+// The process's threads, seen from outside: /proc/self/task lists them, and the state of each
+// ('S': asleep; a thread that polls is 'R') says whether it keeps a core. Every thread but the
+// caller, named or not (the pool's workers are named ThreadPool::kThreadName, for top -H).
+namespace thread_policy {
+std::vector<char> other_thread_states() {
+  std::vector<char> states;
+  std::error_code ec;
+  const std::string self = std::to_string(static_cast<long>(syscall(SYS_gettid)));
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    if (task.path().filename() == self) continue;
+    std::ifstream stat(task.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const std::size_t paren = line.rfind(')');
+    states.push_back(paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : '?');
+  }
+  return states;
+}
+}  // namespace thread_policy
+
+TEST_CASE("ch07 thread policy: contexts share one pool, never more threads than the CPUs, and idle it parks",
+          "[ch07][thread_pool]") {
+  cpu_set_t saved;
+  CPU_ZERO(&saved);
+  REQUIRE(sched_getaffinity(0, sizeof saved, &saved) == 0);
+  // Two CPUs where there are two (the CI machine has), like taskset -c 0,1; the contexts below ask
+  // for 16 threads each, as bench_host.py's do.
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  int kept = 0;
+  for (int c = 0; c < CPU_SETSIZE && kept < 2; ++c)
+    if (CPU_ISSET(c, &saved)) {
+      CPU_SET(c, &mask);
+      ++kept;
+    }
+  REQUIRE(sched_setaffinity(0, sizeof mask, &mask) == 0);
+  const unsigned cpus = course::usable_cpus();
+  const std::size_t before = thread_policy::other_thread_states().size();
+  std::vector<dotcourse_context*> contexts;
+  for (int i = 0; i < 3; ++i) {
+    dotcourse_context* ctx = nullptr;
+    REQUIRE(dotcourse_create_cpu(16, &ctx) == DOTCOURSE_OK);
+    contexts.push_back(ctx);
+  }
+  std::vector<float> x(std::size_t{1} << 17), y(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = static_cast<float>(i % 13) - 6.0f;
+    y[i] = static_cast<float>(i % 7) * 0.5f;
+  }
+  std::vector<float> results;
+  for (int round = 0; round < 20; ++round)
+    for (dotcourse_context* ctx : contexts) {
+      float r = 0.0f;
+      CHECK(dotcourse_dot(ctx, x.data(), y.data(), x.size(), &r) == DOTCOURSE_OK);
+      results.push_back(r);
+    }
+  const std::size_t after = thread_policy::other_thread_states().size();
+  INFO("other threads of the process before the contexts: " << before << ", after: " << after
+                        << "; CPUs of the mask: " << cpus
+                        << ". common/course/thread_pool.hpp process_pool(), "
+                           "library/src/host_auto.cpp HostAuto::pool()");
+  // Every context's 16 parts run on the process's pool: at most cpus - 1 workers (the caller is
+  // the last), however many contexts. Each context with a pool of its own had 3 x 15.
+  CHECK(after <= before + (cpus - 1));
+  // The same parts give the same bits, whichever context and however few threads run them.
+  for (float r : results) CHECK(r == results.front());
+  // Idle, the workers park (after kPollUs of polling): none keeps a core. Real time only bounds a
+  // failure here; it decides nothing.
+  std::vector<char> states;
+  for (int i = 0; i < 2000; ++i) {
+    states = thread_policy::other_thread_states();
+    if (std::all_of(states.begin(), states.end(), [](char c) { return c == 'S'; })) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  INFO("states of the process's other threads: " << std::string(states.begin(), states.end()));
+  CHECK(std::all_of(states.begin(), states.end(), [](char c) { return c == 'S'; }));
+  for (dotcourse_context* ctx : contexts) dotcourse_destroy(ctx);
+  REQUIRE(sched_setaffinity(0, sizeof saved, &saved) == 0);
+}
+
+TEST_CASE("ch07 thread policy: the caller of run() waits for a slow part by polling, then parks",
+          "[ch07][thread_pool]") {
+  // A fake clock that moves 1 us per relax; the caller's relaxes are counted apart from the workers'.
+  std::atomic<long> fake_us{0}, caller_relaxes{0};
+  std::atomic<std::thread::id> caller{};
+  course::PoolHooks hooks;
+  hooks.relax = [&] {
+    if (std::this_thread::get_id() == caller.load()) ++caller_relaxes;
+    ++fake_us;
+    std::this_thread::yield();
+  };
+  hooks.now = [&] { return std::chrono::steady_clock::time_point(std::chrono::microseconds(fake_us.load())); };
+  course::ThreadPool pool(2, hooks);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> parts{0};
+  std::thread runner([&] {
+    caller = std::this_thread::get_id();
+    pool.run([&](unsigned part) {
+      if (part == 1) released.wait();  // the worker's part lasts until the test lets it end
+      ++parts;
+    });
+  });
+  // Real time only bounds a failure (a caller that never parks): it decides nothing.
+  for (int i = 0; i < 20000 && !pool.caller_parked(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  INFO("common/course/thread_pool.hpp run(): the caller polls kPollUs by the clock, then parks on done_");
+  CHECK(pool.caller_parked());
+  const long polled = caller_relaxes.load();
+  CHECK(polled > 0);
+  CHECK(polled <= course::ThreadPool::kPollUs + 1);
+  release.set_value();
+  runner.join();
+  CHECK(parts.load() == 2);
+  CHECK(caller_relaxes.load() == polled);  // parked: no relax (no spin) after it
+  CHECK_FALSE(pool.caller_parked());
+}
+
+TEST_CASE("ch07 thread policy: a view runs its own number of parts on fewer threads, nested and concurrent runs",
+          "[ch07][thread_pool]") {
+  course::ThreadPool pool(3);
+  course::ThreadPool view(pool, 8);
+  CHECK(view.size() == 8);
+  CHECK(view.threads() == 3);
+  CHECK(&view.owner() == &pool);
+  std::vector<std::thread::id> ran(8);
+  std::vector<int> times(8, 0);
+  view.run([&](unsigned p) {
+    ran[p] = std::this_thread::get_id();
+    ++times[p];  // one part per slot: each written by one thread
+  });
+  INFO("part p runs on thread p mod threads(), once");
+  for (unsigned p = 0; p < 8; ++p) {
+    CHECK(times[p] == 1);
+    CHECK(ran[p] == ran[p % 3]);
+  }
+  CHECK(ran[0] == std::this_thread::get_id());
+  CHECK(ran[1] != ran[0]);
+  // A run() from inside a part (the split path stages from part 0) runs its parts in place.
+  std::atomic<int> inner{0};
+  pool.run([&](unsigned part) {
+    if (part == 0) view.run([&](unsigned) { ++inner; });
+  });
+  CHECK(inner.load() == 8);
+  // Two threads sharing the pool take turns.
+  std::atomic<long> total{0};
+  auto many = [&] {
+    for (int i = 0; i < 200; ++i) view.run([&](unsigned p) { total += p + 1; });
+  };
+  std::thread a(many), b(many);
+  a.join();
+  b.join();
+  CHECK(total.load() == 2L * 200 * 36);
+  // The process's pool grows on demand, never beyond the CPUs of the mask.
+  CHECK(course::process_pool(1).threads() >= 1);
+  CHECK(course::process_pool(1u << 20).threads() <= course::usable_cpus());
 }
 
 // Exercise 3 without a GPU (issue 39): the decision and the rule, n_max_for(n, n_max), are functions

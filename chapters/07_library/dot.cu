@@ -231,48 +231,17 @@ EngineView Engine::view() {
 
 // ---- The staged copy: pinned chunks, several host threads ------------------------------------
 
-namespace {
-// How long a thread polls before it sleeps: long enough to catch the next call of a loop of calls,
-// short enough that an idle library does not keep cores busy. Between looks it yields: the staging
-// threads of one call must not hold the cores the CPU dot's threads of the next call start on.
-constexpr auto kSpin = std::chrono::microseconds(200);
-
-template <class Ready>
-bool spin_until(Ready ready) {
-  const auto until = std::chrono::steady_clock::now() + kSpin;
-  while (!ready()) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
-}  // namespace
-
 Stager::Stager(course::Context& gpu, int threads, std::size_t chunk)
     : gpu_(gpu), chunk_(std::max<std::size_t>(chunk, 1024)) {
   gpu_.activate();  // the slots' events and pinned chunks belong to this device
   slots_.resize(static_cast<std::size_t>(std::max(1, threads)));
   for (Slot& s : slots_)
     for (auto& c : s.chunk) c = course::PinnedBuffer<float>(chunk_);
-  try {
-    for (int w = 1; w < threads; ++w) workers_.emplace_back([this, w] { worker_loop(w); });
-  } catch (...) {
-    stop_workers();  // a joinable std::thread destroyed unjoined would end the process
-    throw;
-  }
+  // The parts run on the process's pool, which has no more threads than the process has CPUs;
+  // started (or grown) here, so that a thread that cannot be made fails the engine, not a call.
+  pool_threads_ = std::min(static_cast<unsigned>(slots_.size()), course::usable_cpus());
+  if (pool_threads_ > 1) course::process_pool(pool_threads_);
 }
-
-void Stager::stop_workers() noexcept {
-  {
-    std::lock_guard<std::mutex> guard(mutex_);
-    stop_ = true;
-  }
-  wake_.notify_all();
-  for (auto& t : workers_) t.join();
-  workers_.clear();
-}
-
-Stager::~Stager() { stop_workers(); }
 
 // [stager_work]
 // Worker w takes pieces w, w + used, w + 2·used, ...: it waits until the copy that last used its
@@ -292,65 +261,24 @@ void Stager::work(int w, const std::vector<Piece>& pieces, int used) {
 }
 // [stager_work]
 
-void Stager::worker_loop(int w) {
-  unsigned long long seen = 0;
-  bool activated = false;
-  for (;;) {
-    const std::vector<Piece>* job = nullptr;
-    int used = 0;
-    spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
-    {
-      std::unique_lock<std::mutex> guard(mutex_);
-      wake_.wait(guard, [&] { return stop_ || generation_.load() != seen; });
-      if (stop_) return;
-      seen = generation_.load();
-      job = job_;
-      used = job_used_;
-    }
-    std::exception_ptr error;
-    if (w < used) {
-      try {
-        if (!activated) gpu_.activate();  // the current device is per host thread
-        activated = true;
-        work(w, *job, used);
-      } catch (...) {
-        error = std::current_exception();
-      }
-    }
-    {
-      std::lock_guard<std::mutex> guard(mutex_);
-      if (error && !error_) error_ = error;
-      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) done_.notify_one();
-    }
-  }
-}
-
 void Stager::run(const std::vector<Piece>& pieces) {
   const int used = static_cast<int>(std::min<std::size_t>(slots_.size(), pieces.size()));
   if (used <= 1) {
     work(0, pieces, 1);
     return;
   }
-  {
-    std::lock_guard<std::mutex> guard(mutex_);
-    job_ = &pieces;
-    job_used_ = used;
-    pending_.store(static_cast<int>(workers_.size()));
-    error_ = nullptr;
-    generation_.fetch_add(1, std::memory_order_release);
-  }
-  wake_.notify_all();
-  std::exception_ptr error;
-  try {
-    work(0, pieces, used);
-  } catch (...) {
-    error = std::current_exception();
-  }
-  spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; });
-  std::unique_lock<std::mutex> guard(mutex_);
-  done_.wait(guard, [&] { return pending_.load() == 0; });  // nobody reads the caller's arrays after this
-  if (!error) error = error_;
-  if (error) std::rethrow_exception(error);
+  const int device = gpu_.device();
+  const std::thread::id caller = std::this_thread::get_id();
+  // Returns when every part is done: nobody reads the caller's arrays after this.
+  course::process_pool(pool_threads_).run(static_cast<unsigned>(used), [&](unsigned w) {
+    // The current device is per host thread: a pool thread may last have staged for another one.
+    thread_local int current = -1;
+    if (std::this_thread::get_id() != caller && current != device) {
+      gpu_.activate();
+      current = device;
+    }
+    work(static_cast<int>(w), pieces, used);
+  });
 }
 
 // ---- Phase events ------------------------------------------------------------------------------

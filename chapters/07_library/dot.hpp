@@ -52,14 +52,16 @@ class TooLargeError : public course::UsageError {
   using course::UsageError::UsageError;
 };
 
-/// The pinned staging buffers and the host threads of reuse_staged. Worker w owns two pinned
-/// chunks and an event per chunk; run() hands every worker its share of a list of chunks and
-/// returns when all of them are enqueued (and therefore read from the caller's memory).
+/// The pinned staging buffers of reuse_staged and the parts that fill them. Part w owns two pinned
+/// chunks and an event per chunk; run() hands every part its share of a list of chunks and returns
+/// when all of them are enqueued (and therefore read from the caller's memory). The parts run on
+/// the process's thread pool (course::process_pool), shared with the library's CPU dot and with
+/// every other context: a process never has more staging threads than CPUs.
 class Stager {
  public:
-  /// `threads` host threads (the caller's included), each with two pinned chunks of `chunk` floats.
+  /// `threads` parts (the caller's thread runs part 0), each with two pinned chunks of `chunk`
+  /// floats. Starts (or grows) the process's pool; throws std::system_error when it cannot.
   Stager(course::Context& gpu, int threads, std::size_t chunk = kChunk);
-  ~Stager();
   Stager(const Stager&) = delete;
   Stager& operator=(const Stager&) = delete;
 
@@ -69,9 +71,9 @@ class Stager {
     float* dst;
     std::size_t count;
   };
-  /// Copies every piece to the device through the pinned chunks, on the context's stream, with up
-  /// to threads() threads (the caller's thread is one of them). Returns once every host read is
-  /// done and every copy is enqueued; the copies may still be in flight.
+  /// Copies every piece to the device through the pinned chunks, on the context's stream, in up to
+  /// threads() parts (the caller's thread runs the first). Returns once every host read is done and
+  /// every copy is enqueued; the copies may still be in flight.
   void run(const std::vector<Piece>& pieces);
   int threads() const noexcept { return static_cast<int>(slots_.size()); }
   /// Floats per pinned chunk: the size of the pieces run() expects.
@@ -84,24 +86,11 @@ class Stager {
     int next = 0;
   };
   void work(int w, const std::vector<Piece>& pieces, int used);
-  void worker_loop(int w);
-  void stop_workers() noexcept;
 
   course::Context& gpu_;
   std::size_t chunk_;
   std::vector<Slot> slots_;
-  std::vector<std::thread> workers_;  // workers_[w - 1] serves slot w; the caller serves slot 0
-  std::mutex mutex_;
-  std::condition_variable wake_, done_;
-  const std::vector<Piece>* job_ = nullptr;
-  int job_used_ = 0;
-  // Atomics as well as the mutex: workers spin on generation_ for a moment before they sleep, and
-  // the caller on pending_, because waking a sleeping thread costs tens of microseconds, as much
-  // as copying a chunk.
-  std::atomic<unsigned long long> generation_{0};
-  std::atomic<int> pending_{0};
-  bool stop_ = false;
-  std::exception_ptr error_;
+  unsigned pool_threads_ = 1;  // threads wanted of the process's pool: min(threads, CPUs)
 };
 
 /// Events recorded on a stream at the boundaries of a call's phases, for the phase breakdown.

@@ -84,6 +84,20 @@ def read_bandwidth(pool, threads, x, y, reps):
     return samples
 
 
+def process_threads():
+    """The process's threads and how many are the library's pool (issue 41: one pool per process,
+    no more threads than the CPUs of the affinity mask), from /proc/self/task."""
+    names = []
+    for tid in os.listdir("/proc/self/task") if os.path.isdir("/proc/self/task") else []:
+        try:
+            names.append(pathlib.Path(f"/proc/self/task/{tid}/comm").read_text().strip())
+        except OSError:
+            pass
+    pool = sum(name == "course-pool" for name in names)
+    return (f"{len(names)} threads in the process, {pool} of them the library's pool (course-pool, the caller "
+            f"is one more); {len(os.sched_getaffinity(0))} CPUs in the affinity mask")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=pathlib.Path, default=pathlib.Path(os.environ.get("OUT", ".")))
@@ -276,6 +290,7 @@ def main():
               f"{t['unit']} (limit {t['limit']:.4f})  {t['note']}")
     print(f"bench_host: wrote {args.out}/07_library_host*.csv; {len(targets) - len(failed)} of {len(targets)} "
           "targets met")
+    print(f"bench_host: {process_threads()}")
     cpu.close()
     gpu.close()
     default.close()

@@ -101,14 +101,22 @@ Choice choose(const dotcourse_plan& plan, std::size_t n, bool registered) {
 }
 // [choose]
 
-HostAuto::HostAuto(unsigned threads) : threads_(threads != 0 ? threads : default_threads()), plan_(default_plan()) {
+HostAuto::HostAuto(unsigned threads)
+    : threads_(threads != 0 ? threads : default_threads()),
+      pool_threads_(std::min(threads_, course::usable_cpus())),
+      plan_(default_plan()) {
   plan_.cpu_threads = threads_;
 }
 
+// [host_auto_pool]
+// threads_ parts (the same bits on every host for the same threads_), on at most as many threads as
+// the process has CPUs. The view follows the process's pool (a new one after fork()).
 course::ThreadPool& HostAuto::pool() {
-  if (!pool_) pool_ = std::make_unique<course::ThreadPool>(threads_);
+  course::ThreadPool& shared = course::process_pool(pool_threads_);
+  if (!pool_ || &pool_->owner() != &shared) pool_ = std::make_unique<course::ThreadPool>(shared, threads_);
   return *pool_;
 }
+// [host_auto_pool]
 
 void HostAuto::set_plan(const dotcourse_plan& plan) {
   check_plan(plan);
