@@ -40,7 +40,29 @@ import statistics
 import sys
 import time
 
-import numpy as np
+
+def _blas_threads(argv):
+    """--blas-threads, read before NumPy is imported (OpenBLAS reads its variables when it loads)."""
+    for i, a in enumerate(argv):
+        if a == "--blas-threads" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--blas-threads="):
+            return a.split("=", 1)[1]
+    return "1"
+
+
+# NumPy's OpenBLAS starts a thread per CPU, and they keep polling for a while after each call: on
+# the 16-core H200 host, a 16-thread CPU dot timed right after numpy.dot took 3.80 ms at 2^18 with
+# them and 0.041 ms with OPENBLAS_NUM_THREADS=1 (the library's auto at 2^20: 2.48 against 0.21 ms),
+# while numpy.dot of float32 vectors took the same time either way (0.0747 and 0.0758 ms at 2^18,
+# 1.92 and 1.60 ms at 2^22): it does not use them. The default, 1, times every peer on a quiet host;
+# --blas-threads 0 leaves OpenBLAS as it is (a variable already set in the environment always wins).
+BLAS_THREADS = _blas_threads(sys.argv[1:])
+if BLAS_THREADS != "0":
+    for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, BLAS_THREADS)
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))  # the dotcourse package
 import dotcourse  # noqa: E402
@@ -105,6 +127,9 @@ def main():
     p.add_argument("--max-log2", type=int, default=28)
     p.add_argument("--threads", type=int, default=16, help="threads of the cpu16 peer and the read bandwidth")
     p.add_argument("--reps-scale", type=float, default=1.0, help="multiply every rep count (quick runs: 0.2)")
+    p.add_argument("--blas-threads", default="1", metavar="N",
+                   help="OpenBLAS/MKL threads of NumPy (default 1: their idle polling slows every other peer, "
+                        "and numpy.dot of vectors does not use them); 0 leaves them as they are")
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     sizes = [1 << k for k in range(args.min_log2, args.max_log2 + 1, 2)]
@@ -290,7 +315,7 @@ def main():
               f"{t['unit']} (limit {t['limit']:.4f})  {t['note']}")
     print(f"bench_host: wrote {args.out}/07_library_host*.csv; {len(targets) - len(failed)} of {len(targets)} "
           "targets met")
-    print(f"bench_host: {process_threads()}")
+    print(f"bench_host: {process_threads()}; OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}")
     cpu.close()
     gpu.close()
     default.close()
