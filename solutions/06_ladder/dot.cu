@@ -172,13 +172,9 @@ COURSE_HOST_DEVICE inline float first_add_share(const float* x, const float* y, 
 __global__ void dot_kernel4(const float* x, const float* y, std::size_t n, float* partials) {
   __shared__ float s_data[kBlock];
   const unsigned tid = threadIdx.x;
-  const float sum = first_add_share(x, y, n, blockIdx.x, tid, blockDim.x);
-  s_data[tid] = sum;
+  s_data[tid] = first_add_share(x, y, n, blockIdx.x, tid, blockDim.x);
   __syncthreads();
-  for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
-    if (tid < s) s_data[tid] += s_data[tid + s];
-    __syncthreads();
-  }
+  sequential_in_shared(s_data, tid, blockDim.x, [] { __syncthreads(); });  // version 3's tree
   if (tid == 0) partials[blockIdx.x] = s_data[0];
 }
 // [v4_kernel]
@@ -209,10 +205,7 @@ __device__ __forceinline__ void warp_reduce_shared(float* s_data, unsigned tid) 
 __global__ void dot_kernel5(const float* x, const float* y, std::size_t n, float* partials) {
   __shared__ float s_data[kBlock];
   const unsigned tid = threadIdx.x;
-  const std::size_t i = blockIdx.x * (2 * std::size_t{blockDim.x}) + tid;
-  float sum = i < n ? x[i] * y[i] : 0.0f;
-  if (i + blockDim.x < n) sum += x[i + blockDim.x] * y[i + blockDim.x];
-  s_data[tid] = sum;
+  s_data[tid] = first_add_share(x, y, n, blockIdx.x, tid, blockDim.x);  // version 4's first add
   __syncthreads();
   for (unsigned s = blockDim.x / 2; s > kWarp; s /= 2) {
     if (tid < s) s_data[tid] += s_data[tid + s];
