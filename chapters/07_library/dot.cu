@@ -110,13 +110,12 @@ course::Context make_context(int device) {
 ScratchPlan plan_scratch(std::size_t n_max, int max_blocks) {
   ScratchPlan plan;
   // [hole 1 begin]
-  // TODO(student): exercise 1a, the plan. What must hold for the plan returned: d_x and d_y
-  // (n_max floats each), d_partials (one float per block of any grid launch_dot may use: dot.hpp
-  // says how many) and d_result (one float) are disjoint regions of ONE arena of plan.bytes bytes,
-  // each inside it and starting on a 16-byte boundary (launch_dot's float4 loads); bytes == 0
-  // means "not planned". course::ScratchLayout (common/course/context.hpp) does the arithmetic.
-  // Tests: "ch07 plan on the host: *" (no GPU); with a GPU, "ch07 context: *" and every test
-  // that computes a dot.
+  // TODO(student): exercise 1a, the plan (a design: README §Version 2 asks what each call
+  // needs). What must hold for the plan returned: every region a call of up to n_max elements
+  // reads or writes on the device, for any grid launch_dot may use, is a region of ONE arena of
+  // plan.bytes bytes, inside it, disjoint from the others, large enough, and aligned for
+  // launch_dot's vector loads; bytes == 0 means "not planned". Tests: "ch07 plan on the host: *"
+  // (no GPU); with a GPU, "ch07 context: *" and every test that computes a dot.
   (void)n_max;
   (void)max_blocks;
   // [hole 1 end]
