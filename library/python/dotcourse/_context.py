@@ -398,32 +398,42 @@ class Context:
 
     def _measure_numpy_below(self) -> int:
         """The smallest n from which a call into the library (where="cpu") beats NumPy's own dot at
-        every size measured (2^8 to 2^20, medians of calls taken in turns). Each call gets fresh
-        copies of its arrays, made outside the timed region, as a program that makes new arrays
-        does: the copy also lets the CPU dot's threads fall asleep between calls, as they do in use."""
+        every size measured (2^8 to 2^20, medians of calls taken in turns). NumPy's dot is timed as
+        "auto" would run it, through this context's dot (the route costs a few hundred nanoseconds,
+        as much as NumPy's whole dot at small n: timed bare, NumPy won by less than its route cost
+        and the plan sent small calls the slower way). Each call gets fresh copies of its arrays,
+        made outside the timed region, as a program that makes new arrays does: the copy also lets
+        the CPU dot's threads fall asleep between calls, as they do in use."""
         np = A.numpy()
         rng = np.random.default_rng(26)
         sizes = [1 << k for k in range(8, 21)]
         wins = []
-        for n in sizes:
-            x = rng.standard_normal(n).astype(np.float32)
-            y = rng.standard_normal(n).astype(np.float32)
-            reps = max(15, min(301, (1 << 22) // n))
-            t_np, t_lib = [], []
-            clock = time.perf_counter
-            for r in range(reps + 5):
-                a, b = x.copy(), y.copy()
-                t0 = clock()
-                np.dot(a, b)
-                t1 = clock()
-                a, b = x.copy(), y.copy()
-                t2 = clock()
-                self.dot(a, b, where="cpu")
-                t3 = clock()
-                if r >= 5:
-                    t_np.append(t1 - t0)
-                    t_lib.append(t3 - t2)
-            wins.append(statistics.median(t_lib) < statistics.median(t_np))
+        saved = self._numpy_below
+        self._numpy_below = SIZE_MAX  # "auto" takes NumPy's route at every n while this measures it
+        self._sync_fast()
+        try:
+            for n in sizes:
+                x = rng.standard_normal(n).astype(np.float32)
+                y = rng.standard_normal(n).astype(np.float32)
+                reps = max(15, min(301, (1 << 22) // n))
+                t_np, t_lib = [], []
+                clock = time.perf_counter
+                for r in range(reps + 5):
+                    a, b = x.copy(), y.copy()
+                    t0 = clock()
+                    self.dot(a, b)
+                    t1 = clock()
+                    a, b = x.copy(), y.copy()
+                    t2 = clock()
+                    self.dot(a, b, where="cpu")
+                    t3 = clock()
+                    if r >= 5:
+                        t_np.append(t1 - t0)
+                        t_lib.append(t3 - t2)
+                wins.append(statistics.median(t_lib) < statistics.median(t_np))
+        finally:
+            self._numpy_below = saved
+            self._sync_fast()
         below = sizes[-1] * 2
         for n, win in zip(reversed(sizes), reversed(wins)):
             if not win:

@@ -234,8 +234,27 @@ def test_set_plan_round_trip(cpu):
 # ---- the calibration cache -----------------------------------------------------------------------
 
 def test_calibrate_on_the_cpu_saves_numpy_below_and_a_new_context_loads_it(cpu, cache):
-    plan = cpu.calibrate()
+    # NumPy's side is timed along the route "auto" takes to it (through the context's dot), not as
+    # a bare numpy.dot: that route costs as much as NumPy's whole dot at small n.
+    routes = []
+    measured_dot = cpu.dot
+
+    def spy(x, y, where="auto"):
+        r = measured_dot(x, y, where=where)
+        routes.append((where, cpu.last_call.path))
+        return r
+
+    cpu.dot = spy
+    try:
+        plan = cpu.calibrate()
+    finally:
+        del cpu.dot
+    assert ("auto", "numpy") in routes and ("cpu", "cpu") in routes
+    assert {path for where, path in routes if where == "auto"} == {"numpy"}
     assert 0 <= plan["numpy_below"] <= 1 << 21
+    x, y, _, _ = inputs(1 << 21, 3)
+    cpu.dot(x, y)
+    assert cpu.last_call.path == "cpu", "after the calibration, numpy_below is the measured one again"
     data = json.loads(cache.read_text())
     assert data["host"] == socket.gethostname() and data["device"] == "" and data["version"] == 1
     assert data["numpy_below"] == plan["numpy_below"] and data["cpu_threads"] == 4
