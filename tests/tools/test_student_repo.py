@@ -70,3 +70,21 @@ class SnippetMarkers(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class StudentBanner(unittest.TestCase):
+    def test_the_banner_names_no_solutions_file(self):
+        text = "// Generated from solutions/06_ladder/dot.cu by tools/make_exercises.py. Fill the TODO(student) holes\nbody\n"
+        out = msr.student_banner(text)
+        self.assertNotIn("solutions/", out)
+        self.assertTrue(out.startswith("// Generated from the course's solution by tools/make_exercises.py. Fill"))
+        self.assertTrue(out.endswith("\nbody\n"))
+
+    def test_every_generated_file_of_the_course_loses_it(self):
+        me = msr.load_make_exercises()
+        for rel, text in me.course_files(ROOT).items():
+            self.assertNotIn("solutions/", msr.student_banner(text).partition("\n")[0], rel)
+
+    def test_other_files_are_left_alone(self):
+        self.assertEqual(msr.student_banner("#pragma once\n"), "#pragma once\n")
+
