@@ -305,8 +305,8 @@ def main():
 
     for name, data in (("07_library_host.csv", rows), ("07_library_host_read.csv", read_rows),
                        ("07_library_host_device.csv", device_rows), ("07_library_host_call.csv", call_rows),
-                       ("07_library_host_targets.csv", targets)):
-        write_csv(args.out / name, data)
+                       ("07_library_host_targets.csv", [dict(t, passed=int(bool(t["passed"]))) for t in targets])):
+        write_csv(args.out / name, data)  # booleans as 1/0 (tests/tools/test_csv_conventions.py)
     if not pathlib.Path(os.environ["DOTCOURSE_CALIBRATION"]).is_file():
         (args.out / "07_library_host_plan.json").write_text(json.dumps(plan, indent=1) + "\n")
     failed = [t for t in targets if not t["passed"]]
