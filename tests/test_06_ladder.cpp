@@ -465,7 +465,7 @@ const bool registered_follow = [] {
 // Exercise 5 (think): the waves of a grid. Host only (no GPU). Checked against the slot-time a
 // run occupies, worked out here by counting waves one by one for small grids (no formula shared
 // with the solution), and at grids past 2^31 slot-waves (a 32-bit product wraps) for large ones.
-TEST_CASE("ch06 wave_efficiency: the share of slot-time that holds a block", "[ch06][exercise][hole:dot.cu:5]") {
+TEST_CASE("ch06 wave_efficiency: the share of slot-time that holds a block", "[ch06][exercise][hole:dot.cu:3]") {
   std::size_t wrong = 0;
   std::string first;
   auto check = [&](std::size_t blocks, std::size_t slots, double expected) {
@@ -679,7 +679,7 @@ std::string show(float v) {
 }  // namespace
 
 TEST_CASE("ch06 v3 player: the sequential tree on a simulated block, threads in any order (exercise 1)",
-          "[ch06][exercise][player][hole:dot.cu:1]") {
+          "[ch06][exercise][player][hole:dot.hpp:1]") {
   std::string first;
   for (unsigned count : {1u, 2u, 32u, 64u, 256u, 1024u})
     for (Player::Order order : kOrders) {
@@ -705,7 +705,7 @@ TEST_CASE("ch06 v3 player: the sequential tree on a simulated block, threads in 
 }
 
 TEST_CASE("ch06 v4 on the host: every thread's two products, nothing read past n (exercise 2)",
-          "[ch06][exercise][player][hole:dot.cu:2]") {
+          "[ch06][exercise][player][hole:dot.hpp:2]") {
   std::string first;
   for (unsigned block_dim : {1u, 32u, 256u})
     for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{255}, std::size_t{256}, std::size_t{511},
@@ -739,7 +739,7 @@ TEST_CASE("ch06 v4 on the host: every thread's two products, nothing read past n
 }
 
 TEST_CASE("ch06 v8 player: thread 0 ends with the block's total, for any Block (exercise 3)",
-          "[ch06][exercise][player][hole:dot.cu:3]") {
+          "[ch06][exercise][player][hole:dot.cu:1]") {
   std::string first;
   for (unsigned block : {32u, 96u, ch06::kBlock, 1024u})
     for (Player::Order order : kOrders) {
@@ -826,7 +826,7 @@ std::vector<unsigned> forced_finish_order(const ForcedOrder& o, unsigned grid) {
 }  // namespace
 
 TEST_CASE("ch06 v11 player: exactly the last block adds every partial, blocks finishing in any order (exercise 4)",
-          "[ch06][exercise][player][hole:dot.cu:4]") {
+          "[ch06][exercise][player][hole:dot.cu:2]") {
   // Grids and the orders their blocks finish in: every order of 2 to 5 blocks; the GPU test's forced
   // orders and random ones on 300 blocks of 32 threads (the last block's loop runs its four-way part
   // and its tail); one random order on 1100 blocks of 256, the GPU's block size.

@@ -123,18 +123,12 @@ __global__ void dot_kernel2(const float* x, const float* y, std::size_t n, float
 // each. Still slow: half the threads idle from the first step on, and every thread loads one
 // product only, so a block does little work for its launch and its eight barriers.
 // The tree runs in a __host__ __device__ helper that gets the block's barrier as an argument, so
-// that the host tests play it on a simulated block (`ch06 v3 player: *`, no GPU).
+// that the host tests play it on a simulated block (`ch06 v3 player: *`, no GPU). Its steps are
+// exercise 1's hole, sequential_steps (dot.hpp).
 COURSE_HOST_DEVICE_TEMPLATE
 template <class Barrier>
 COURSE_HOST_DEVICE inline void sequential_in_shared(float* s_data, unsigned tid, unsigned count, Barrier barrier) {
-  // [hole 1 begin]
-  // TODO(student): s_data[0] ends as the sum of s_data[0, count), added by the sequential
-  // addressing of sequential_steps (dot.hpp, exercise 1's other hole) in shared memory, each
-  // step behind barrier() (the block's barrier on the GPU) that every thread reaches: no race
-  // (racecheck). It runs on the host too: use the arguments only. Tests: `ch06 v3 player: *`
-  // (host), `ch06 v3_sequential: *` (GPU), after `ch06 index: sequential_steps *`. README §Steps 1–3.
-  (void)s_data, (void)tid, (void)count, (void)barrier;
-  // [hole 1 end]
+  sequential_steps(tid, count, [&](unsigned to, unsigned from) { s_data[to] += s_data[from]; }, barrier);
 }
 
 __global__ void dot_kernel3(const float* x, const float* y, std::size_t n, float* partials) {
@@ -154,17 +148,12 @@ __global__ void dot_kernel3(const float* x, const float* y, std::size_t n, float
 // Still slow: the tree's last five steps run in one warp, yet pay for __syncthreads() and the
 // loop's arithmetic as if the whole block took part.
 // A thread's first add is a __host__ __device__ helper: the host tests run it for every thread of
-// every block on host arrays (`ch06 v4 on the host: *`, no GPU).
+// every block on host arrays (`ch06 v4 on the host: *`, no GPU). Its indices are exercise 2's hole,
+// first_add_elements (dot.hpp).
 COURSE_HOST_DEVICE inline float first_add_share(const float* x, const float* y, std::size_t n, unsigned block,
                                                 unsigned tid, unsigned block_dim) {
   float sum = 0.0f;
-  // [hole 2 begin]
-  // TODO(student): block `block` covers 2·block_dim elements; `sum` ends as the sum of x[i]·y[i]
-  // over thread tid's indices i from first_add_elements (dot.hpp, exercise 2's other hole): no
-  // read at or past n, 64-bit indices. Tests: `ch06 v4 on the host: *` (no GPU),
-  // `ch06 v4_first_add: *` (GPU, memcheck), after `ch06 index: first_add_elements *`. README §Steps 4–6.
-  (void)x, (void)y, (void)n, (void)block, (void)tid, (void)block_dim;
-  // [hole 2 end]
+  first_add_elements(block, tid, block_dim, n, [&](std::size_t i) { sum += x[i] * y[i]; });
   return sum;
 }
 
@@ -290,7 +279,7 @@ COURSE_HOST_DEVICE_TEMPLATE
 template <unsigned Block, class ShflDown, class Barrier>
 COURSE_HOST_DEVICE inline float block_sum_by_shuffles(float sum, unsigned tid, float* s_warp, ShflDown shfl_down,
                                                       Barrier barrier) {
-  // [hole 3 begin]
+  // [hole 1 begin]
   // TODO(student): reduce `sum` over the block of Block threads with shuffles (warp_sum_steps,
   // exercise 3's other hole, given shfl_down): thread tid == 0 returns the block's total, for any
   // Block the static_assert allows. s_warp (shared, Block / 32 floats) carries one value per
@@ -298,7 +287,7 @@ COURSE_HOST_DEVICE inline float block_sum_by_shuffles(float sum, unsigned tid, f
   // runs on the host too: use the arguments only. Tests: `ch06 v8 player: *` (host),
   // `ch06 v8_shuffle: *`, after `ch06 index: warp_sum_steps *`. See README §Warp shuffles.
   (void)tid, (void)s_warp, (void)shfl_down, (void)barrier;
-  // [hole 3 end]
+  // [hole 1 end]
   return sum;
 }
 
@@ -369,7 +358,7 @@ template <unsigned Block, class Barrier, class BlockSum, class Load>
 COURSE_HOST_DEVICE inline void combine_if_last(float sum, unsigned block, unsigned grid, unsigned tid, float* partials,
                                                unsigned* counter, float* result, bool& s_is_last, Barrier barrier,
                                                BlockSum block_sum, Load load) {
-  // [hole 4 begin]
+  // [hole 2 begin]
   // TODO(student): thread 0 stores `sum` (block `block`'s total) as its partial. Exactly one block
   // of the grid, the last to finish, then reads every partial (load(partials + b): on the GPU from
   // L2) once all are visible to it (guaranteed by the C++ memory model, not by timing), adds them
@@ -380,7 +369,7 @@ COURSE_HOST_DEVICE inline void combine_if_last(float sum, unsigned block, unsign
   // order). See README §One launch.
   (void)sum, (void)block, (void)grid, (void)tid, (void)partials, (void)counter, (void)result;
   (void)s_is_last, (void)barrier, (void)block_sum, (void)load;
-  // [hole 4 end]
+  // [hole 2 end]
 }
 
 template <unsigned Block>
@@ -843,12 +832,12 @@ void combine_if_last(unsigned block_threads, float sum, unsigned block, unsigned
 // 11 several times that. Nothing below gives the formula away: picture the slots over time.
 double wave_efficiency(std::size_t blocks, std::size_t slots) {
   if (blocks == 0 || slots == 0) throw course::UsageError("wave_efficiency: blocks and slots must be at least 1");
-  // [hole 5 begin]
+  // [hole 3 begin]
   // TODO(student): how many waves does the run take, and how many slot-waves does it occupy?
   // Test: ch06 wave_efficiency: * (host only).
   (void)blocks, (void)slots;
   return -1.0;
-  // [hole 5 end]
+  // [hole 3 end]
 }
 // [wave_efficiency]
 

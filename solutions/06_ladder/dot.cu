@@ -120,20 +120,12 @@ __global__ void dot_kernel2(const float* x, const float* y, std::size_t n, float
 // each. Still slow: half the threads idle from the first step on, and every thread loads one
 // product only, so a block does little work for its launch and its eight barriers.
 // The tree runs in a __host__ __device__ helper that gets the block's barrier as an argument, so
-// that the host tests play it on a simulated block (`ch06 v3 player: *`, no GPU).
+// that the host tests play it on a simulated block (`ch06 v3 player: *`, no GPU). Its steps are
+// exercise 1's hole, sequential_steps (dot.hpp).
 COURSE_HOST_DEVICE_TEMPLATE
 template <class Barrier>
 COURSE_HOST_DEVICE inline void sequential_in_shared(float* s_data, unsigned tid, unsigned count, Barrier barrier) {
-  // BEGIN SOLUTION
   sequential_steps(tid, count, [&](unsigned to, unsigned from) { s_data[to] += s_data[from]; }, barrier);
-  // STUB
-  //> // TODO(student): s_data[0] ends as the sum of s_data[0, count), added by the sequential
-  //> // addressing of sequential_steps (dot.hpp, exercise 1's other hole) in shared memory, each
-  //> // step behind barrier() (the block's barrier on the GPU) that every thread reaches: no race
-  //> // (racecheck). It runs on the host too: use the arguments only. Tests: `ch06 v3 player: *`
-  //> // (host), `ch06 v3_sequential: *` (GPU), after `ch06 index: sequential_steps *`. README §Steps 1–3.
-  //> (void)s_data, (void)tid, (void)count, (void)barrier;
-  // END SOLUTION
 }
 
 __global__ void dot_kernel3(const float* x, const float* y, std::size_t n, float* partials) {
@@ -153,19 +145,12 @@ __global__ void dot_kernel3(const float* x, const float* y, std::size_t n, float
 // Still slow: the tree's last five steps run in one warp, yet pay for __syncthreads() and the
 // loop's arithmetic as if the whole block took part.
 // A thread's first add is a __host__ __device__ helper: the host tests run it for every thread of
-// every block on host arrays (`ch06 v4 on the host: *`, no GPU).
+// every block on host arrays (`ch06 v4 on the host: *`, no GPU). Its indices are exercise 2's hole,
+// first_add_elements (dot.hpp).
 COURSE_HOST_DEVICE inline float first_add_share(const float* x, const float* y, std::size_t n, unsigned block,
                                                 unsigned tid, unsigned block_dim) {
   float sum = 0.0f;
-  // BEGIN SOLUTION
   first_add_elements(block, tid, block_dim, n, [&](std::size_t i) { sum += x[i] * y[i]; });
-  // STUB
-  //> // TODO(student): block `block` covers 2·block_dim elements; `sum` ends as the sum of x[i]·y[i]
-  //> // over thread tid's indices i from first_add_elements (dot.hpp, exercise 2's other hole): no
-  //> // read at or past n, 64-bit indices. Tests: `ch06 v4 on the host: *` (no GPU),
-  //> // `ch06 v4_first_add: *` (GPU, memcheck), after `ch06 index: first_add_elements *`. README §Steps 4–6.
-  //> (void)x, (void)y, (void)n, (void)block, (void)tid, (void)block_dim;
-  // END SOLUTION
   return sum;
 }
 
