@@ -593,9 +593,10 @@ bool covers(const std::map<const char*, std::size_t>& ranges, const void* p, std
   // TODO(student): exercise 4 (think). Return whether [p, p + bytes) lies entirely inside ONE of
   // `ranges` (each entry: a range's first byte -> its length in bytes; no two of them overlap,
   // but two may touch). A null p or bytes == 0 is inside none. Engine::is_registered asks this
-  // on every dot_host call, so the answer must not cost a walk over the whole map. Tests (host
-  // only): "ch07 covers: a range inside one registration, and none that leaves it", "ch07
-  // covers: agrees with a linear scan on random registrations".
+  // on every dot_host call, so the answer must not cost a walk over the whole map (no loop: the
+  // hole scan, "ch07 integrity: *"). Tests (host only): "ch07 covers: a range inside one
+  // registration, and none that leaves it", "ch07 covers: agrees with a linear scan on random
+  // registrations".
   (void)ranges;
   (void)p;
   (void)bytes;

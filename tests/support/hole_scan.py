@@ -168,6 +168,17 @@ PARTIALS = r"\bpartials\b"
 PARTIALS_WHY = ("the workspace's partials read in a hole that comes before the block's partial is written: what is "
                 "there is the last call's (the benchmark does not reset the workspace between calls), a cache")
 
+# A lookup answered with a walk (issue 40: the test's oracle is a linear scan, and a copy of it
+# passes every answer check): chapter 07's covers runs on every dot_host call, so its TODO asks
+# that the answer not cost a walk over the map. No runtime test can see the cost without timing
+# it; a loop or a linear algorithm in the hole is what this rule refuses. The sorted map's own
+# lookups (upper_bound, lower_bound, find) are the exercise.
+WALK = (r"\bfor\b|\bwhile\b|\bgoto\b|\bstd::(?:find_if|any_of|all_of|none_of|for_each|count_if|accumulate|"
+        r"distance|advance)\b|\+\+|--")
+WALK_WHY = ("a loop or a linear algorithm in the lookup: covers runs on every call, so it must find the one range "
+            "that can hold p through the map's own ordered lookup, not walk the registrations (chapter 07's "
+            "README, Exercise 4)")
+
 # (chapter, file, hole) -> (class, a function of the hole's code giving [(offset, what, why)]), or a list
 # of those.
 HOLE_RULES = {
@@ -182,6 +193,7 @@ HOLE_RULES = {
                                  ("workspace_cache", denied(PARTIALS, PARTIALS_WHY))],
     **{("05_many_blocks", "dot.cu", k): ("workspace_cache", denied(PARTIALS, PARTIALS_WHY)) for k in (1, 2, 3, 4)},
     ("06_ladder", "dot.cu", 2): ("memory_order", ticket_order),
+    ("07_library", "dot.cu", 4): ("linear_walk", denied(WALK, WALK_WHY)),
 }
 
 
