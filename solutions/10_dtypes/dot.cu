@@ -219,7 +219,8 @@ struct Promote {
   //> // the pair (X, Y), for every pair of input types (X, Y in bool, int8, __half, __nv_bfloat16,
   //> // float, double), decided at compile time. Checked for every pair of the registry by
   //> // "ch10 promotion: every pair accumulates in the type the rule gives" (host only); the pair
-  //> // tests then hold each pair to the error bound of that accumulator.
+  //> // tests then hold each pair to the error bound of that accumulator. The 64-bit integer is
+  //> // `long long`, as in thread_dot_i8 (std::int64_t is `long` on Linux: another type).
   //> using type = X;
   // END SOLUTION
 };
