@@ -45,30 +45,6 @@ class EventTimer {
   cudaEvent_t stop_ = nullptr;
 };
 
-/// Runs `work()` `warmup` times untimed, then `reps` times, each between its own pair of events
-/// on `stream`. Returns the `reps` samples in milliseconds (the warm-up never enters them).
-///
-/// All runs are enqueued before the host waits once at the end, so the GPU never idles waiting
-/// for the host between samples: for a kernel of a few microseconds, a wait after every run would
-/// add the launch latency to each sample. (Work that synchronizes by itself still works.)
-template <class Work>
-std::vector<double> time_gpu_ms(Work&& work, int warmup, int reps, cudaStream_t stream) {
-  for (int i = 0; i < warmup; ++i) work();
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::vector<EventTimer> timers;
-  timers.reserve(reps > 0 ? static_cast<std::size_t>(reps) : 0u);
-  for (int i = 0; i < reps; ++i) timers.emplace_back(stream);
-  for (auto& timer : timers) {
-    timer.start();
-    work();
-    timer.record_stop();
-  }
-  std::vector<double> samples;
-  samples.reserve(timers.size());
-  for (auto& timer : timers) samples.push_back(timer.elapsed_ms());
-  return samples;
-}
-
 /// time_gpu_ms with a hook: `between(i)` runs before call i (i counts from 0, the warm-up calls
 /// included), outside every pair of events, and may enqueue work on `stream` (a change of the input
 /// the next call reads, course::TimedInputChange); the host never waits for the GPU in between, so
@@ -94,6 +70,17 @@ std::vector<double> time_gpu_ms(Work&& work, int warmup, int reps, cudaStream_t 
   samples.reserve(timers.size());
   for (auto& timer : timers) samples.push_back(timer.elapsed_ms());
   return samples;
+}
+
+/// Runs `work()` `warmup` times untimed, then `reps` times, each between its own pair of events
+/// on `stream`. Returns the `reps` samples in milliseconds (the warm-up never enters them).
+///
+/// All runs are enqueued before the host waits once at the end, so the GPU never idles waiting
+/// for the host between samples: for a kernel of a few microseconds, a wait after every run would
+/// add the launch latency to each sample. (Work that synchronizes by itself still works.)
+template <class Work>
+std::vector<double> time_gpu_ms(Work&& work, int warmup, int reps, cudaStream_t stream) {
+  return time_gpu_ms(std::forward<Work>(work), warmup, reps, stream, [](std::size_t) {});
 }
 
 /// Like time_gpu_ms, but each run is timed alone: the host waits for the GPU before every run, so
