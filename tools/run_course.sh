@@ -137,12 +137,20 @@ for ch in "${chapters[@]}"; do
       status=1
     fi
     # Chapter 07 is also called from Python and Go: their CSVs go beside its own.
-    if [ "$ch" = 07_library ]; then library/bench/run_callers.sh build/$preset results/local || status=1; fi
+    if [ "$ch" = 07_library ] && ! library/bench/run_callers.sh build/$preset results/local; then
+      result[$ch]="ran, a caller failed"
+      status=1
+    fi
     # Chapter 10 is also timed from Python (dotcourse's typed path beside PyTorch and CuPy, one run).
     if [ "$ch" = 10_dtypes ]; then
       if "$python" -c 'import numpy, torch' >/dev/null 2>&1; then
-        DOTCOURSE_LIB=build/$preset/lib/libdotcourse.so "$python" library/bench/bench_dtypes.py \
-          --csv results/local/10_dtypes_python.csv || status=1
+        lib=build/$preset/lib/libdotcourse.so
+        if ! core=$(library/python/build_core.sh "$lib" "$python") ||
+           ! DOTCOURSE_LIB=$lib DOTCOURSE_CORE=$core "$python" library/bench/bench_dtypes.py \
+               --csv results/local/10_dtypes_python.csv; then
+          result[$ch]="ran, its Python benchmark failed"
+          status=1
+        fi
       else
         echo "run_course: no Python with NumPy and PyTorch: 10_dtypes_python.csv not written"
       fi

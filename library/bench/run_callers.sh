@@ -15,7 +15,13 @@ for p in "${DOTCOURSE_PYTHON:-}" python3 "$root/.venv/bin/python"; do
   [ -n "$p" ] && "$p" -c 'import numpy' >/dev/null 2>&1 && { python=$p; break; }
 done
 if [ -n "$python" ]; then
-  "$python" "$root/library/bench/bench_peers.py" --out "$out" || status=1
+  # The package's compiled extension for this build and this Python (seconds once built).
+  if core=$("$root/library/python/build_core.sh" "$DOTCOURSE_LIB" "$python"); then
+    DOTCOURSE_CORE=$core "$python" "$root/library/bench/bench_peers.py" --out "$out" || status=1
+  else
+    echo "run_callers: no dotcourse._core for $python (above): 07_library_peers.csv and 07_library_program_python.csv not written"
+    status=1
+  fi
 else
   echo "run_callers: no Python with NumPy: 07_library_peers.csv and 07_library_program_python.csv not written"
 fi

@@ -30,24 +30,7 @@ fi
 "$python" -c 'import nanobind' >/dev/null 2>&1 ||
   { echo "COURSE-SKIP: $python has no nanobind, needed to build dotcourse._core (pip install nanobind)"; exit 0; }
 # The extension for this Python, next to the library's build (one per interpreter version).
-tag=$("$python" -c 'import sys; print("%d%d" % sys.version_info[:2])')
-core_build=$(cd "$(dirname "$DOTCOURSE_LIB")/.." && pwd)/python-core-build-$tag
-generator=()
-command -v ninja >/dev/null && generator=(-G Ninja)
-# ch07.python and ch07.python_cpu may start together (ctest -j): one builds, the other waits for
-# the lock (flock, util-linux) and then finds the extension up to date.
-mkdir -p "$(dirname "$core_build")"
-exec 9>"$core_build.lock"
-flock 9
-if ! { cmake -S "$here" -B "$core_build" "${generator[@]}" -DPython_EXECUTABLE="$(command -v "$python")" \
-         -DCMAKE_LIBRARY_OUTPUT_DIRECTORY="$core_build/out" >"$core_build.log" 2>&1 &&
-       cmake --build "$core_build" >>"$core_build.log" 2>&1; }; then
-  tail -n 30 "$core_build.log"
-  echo "run_pytest: building dotcourse._core failed (log: $core_build.log)" >&2
-  exit 1
-fi
-flock -u 9
-DOTCOURSE_CORE=$(ls "$core_build"/out/_core*.so | head -n 1)
+DOTCOURSE_CORE=$("$here/build_core.sh" "$DOTCOURSE_LIB" "$python") || exit 1
 export DOTCOURSE_CORE
 log=$(mktemp)
 "$python" -m pytest -q -rs -p no:cacheprovider "$here/tests" "$@" 2>&1 | tee "$log"
