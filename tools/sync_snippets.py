@@ -27,10 +27,10 @@ document. Every key has one line there and every line is used (a key may mark se
 A number's line must match exactly one row; with over="k=v;..." it is divided by the same column of
 another row (a speed-up). Values with spaces are quoted: config="float, iters=64". A CSV named
 ../h200/X.csv is read from the folder beside the results folder (results/reference/h200/X.csv):
-a sentence that says where a second card differs syncs that card's number the same way.
-In snippets taken from solutions/, the solution-region markers are
-dropped and the stubs left out. A region tagged inside the snippet's own (`// [inner]` twice) is left
-out as one line: its own snippet prints it, once.
+a sentence that says where a second card differs syncs that card's number the same way. In
+snippets taken from solutions/, the solution-region markers are dropped and the stubs left out. A
+region tagged inside the snippet's own (`// [inner]` twice) is left out as one line: its own
+snippet prints it, once.
 
   <!-- cards: 06_ladder_targets.csv by=n fmt=.2f -->
   (one Markdown table of the same CSV from each reference card: value and verdict per card)
