@@ -7,7 +7,7 @@ Markdown (*.md):
   - images: `![a plot](../../results/reference/h100/plots/X.png)` resolves on GitHub but not from
     build/docs/html/. A local image becomes `![a plot](X.png)`; Doxygen then finds X.png in
     IMAGE_PATH and copies it into the site. (A new image folder goes into IMAGE_PATH.)
-  - the markers of tools/sync_snippets.py (`<!--n:3-->2759<!--/n--> GB/s`, `<!-- snippet: ... -->`)
+  - the markers of tools/sync_snippets.py (`<!--n:3-->2759<!--/n--> GB/s`, `<!-- snippet: ... -->`, tables)
     are dropped: Doxygen swallowed the space after them ("2759GB/s"); the numbers block at the end
     of a document (`<!-- numbers ...` to `-->`) becomes blank lines.
   - fenced code in `cuda` (GitHub highlights it; Doxygen knows no such language) is shown as `cpp`.
@@ -42,11 +42,11 @@ import re
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from sync_snippets import NUM_BLOCK, NUM_CLOSE, NUM_OPEN  # noqa: E402  (one definition of the markers)
+from sync_snippets import BLOCK_NAMES, NUM_BLOCK, NUM_CLOSE, NUM_OPEN  # noqa: E402  (one definition of the markers)
 
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+.{}-]*)\s*$")
 END_NUM_BLOCK = re.compile(NUM_BLOCK.pattern + r"\s*\Z", NUM_BLOCK.flags)
-SYNC_MARKER = re.compile(r"<!-- /?(?:snippet|table)(?::[^>]*?)? -->|" + NUM_OPEN + "|" + NUM_CLOSE)
+SYNC_MARKER = re.compile(r"<!-- /?(?:" + "|".join(BLOCK_NAMES) + r")(?::[^>]*?)? -->|" + NUM_OPEN + "|" + NUM_CLOSE)
 IMAGE = re.compile(r"(!\[[^\]]*\]\()([^)\s]+)((?:\s+\"[^\"]*\")?\))")
 OPTION = re.compile(r"(^|[\s(\[/])(--[a-zA-Z][\w-]*(?:[= ][A-Z][\w|]*)?)")
 CODE_SPAN = re.compile(r"(?<!\\)(`+)(.+?)(?<!`)\1(?!`)")

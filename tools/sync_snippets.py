@@ -25,19 +25,45 @@ marked where the sentence shows it by a short key, so that the raw Markdown stil
 its source is the key's line in the document's one `<!-- numbers ... -->` block, at the end of the
 document. Every key has one line there and every line is used (a key may mark several places).
 A number's line must match exactly one row; with over="k=v;..." it is divided by the same column of
-another row (a speed-up). Values with spaces are quoted: config="float, iters=64". In snippets taken from solutions/, the solution-region markers are
-dropped and the stubs left out. A region tagged inside the snippet's own (`// [inner]` twice) is left
-out as one line: its own snippet prints it, once.
+another row (a speed-up). Values with spaces are quoted: config="float, iters=64". A CSV named
+../h200/X.csv is read from the folder beside the results folder (results/reference/h200/X.csv):
+a sentence that says where a second card differs syncs that card's number the same way. In
+snippets taken from solutions/, the solution-region markers are dropped and the stubs left out. A
+region tagged inside the snippet's own (`// [inner]` twice) is left out as one line: its own
+snippet prints it, once.
+
+  <!-- cards: 06_ladder_targets.csv by=n fmt=.2f -->
+  (one Markdown table of the same CSV from each reference card: value and verdict per card)
+  <!-- /cards -->
 
   <!-- negatives -->
   (a Markdown table of tests/negative/*/case.json: case, class of bug, the tests that catch it)
   <!-- /negatives -->
+
+A cards table joins one CSV (a chapter's targets) across the reference cards, the folders beside
+the results folder: cards=h100,h200 by default (chapter 11: cards=h200x2,h200). A column per card,
+headed by the GPU that its run_metadata.json names for the chapter (the CSV's name starts with the
+chapter), never by the folder. Rows join on the columns target, pair and n that the CSV has; each
+cell is the value (value=COL, default `value`; fmt=SPEC, default .3g) and the verdict of the
+met (or passed) column: "met", "unmet", or the row's note where the verdict is empty (a one-GPU card
+on a two-GPU target: "needs 2 GPUs"); "—" where the card has no such row. Options:
+  by=n           one column per n instead of a row per n, and a row per target and card (chapter
+                 06: 48 rows become 14 of 10 sizes, H100 above H200 for each target)
+  show=goal,...  columns shown once, before the cards, as short as they go (fmt g; values that
+                 differ: "a / b", in card order)
+  loose=target   numbers in that column ignored when joining (chapter 11's targets name the GPU
+                 count and the size measured: "2 GPU(s)" on one card is "1 GPU(s)" on the other);
+                 the name shown is the first card's
+An integer that is a power of two from 2^10 up shows as 2^k (a size). A CSV missing on a card, a
+folder without run_metadata.json or the chapter, and two rows of one card with the same key are
+errors.
 
   tools/sync_snippets.py           rewrite the text
   tools/sync_snippets.py --check   exit 1 when any text disagrees with its sources (CI)
 """
 import argparse
 import csv
+import json
 import pathlib
 import re
 import shlex
@@ -52,6 +78,8 @@ NUM_BLOCK = re.compile(r"<!-- numbers\b[^\n]*\n(.*?)^-->[ \t]*$", re.S | re.M)
 NUM_LINE = re.compile(r"^([\w.-]+): (\S.*)$")
 OLD_NUM = re.compile(r"<!-- /?num\b")
 TABLE = re.compile(r"(<!-- table: ([^>]*?) -->\n)(.*?)(<!-- /table -->)", re.S)
+CARDS = re.compile(r"(<!-- cards: ([^>]*?) -->\n)(.*?)(<!-- /cards -->)", re.S)
+BLOCK_NAMES = ("snippet", "table", "cards")  # the markers of a synced block (tools/doxygen_filter.py drops them)
 NEGATIVES = re.compile(r"(<!-- negatives -->\n)(.*?)(<!-- /negatives -->)", re.S)
 LANG = {".cu": "cuda", ".cuh": "cuda", ".cpp": "cpp", ".hpp": "cpp", ".h": "cpp", ".py": "python",
         ".cmake": "cmake", ".txt": "cmake", ".sh": "bash"}
@@ -117,14 +145,15 @@ def parse_spec(spec):
 
 
 def load_csv(results, name, cache):
-    if name not in cache:
+    key = (str(results), name)
+    if key not in cache:
         path = results / name
         if not path.is_file():
             raise SyncError(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path} does not exist "
                             "(run the chapter on a GPU with --csv, or fix the marker)")
         with path.open(newline="") as f:
-            cache[name] = list(csv.DictReader(f))
-    return cache[name]
+            cache[key] = list(csv.DictReader(f))
+    return cache[key]
 
 
 def same(a, b):
@@ -193,6 +222,131 @@ def render_table(spec, results, cache):
     for r in rows:
         out.append("| " + " | ".join(fmt(r[c], fmts.get(c, ".4g")) if c not in ("version", "config") else r[c]
                                       for c in cols) + " |")
+    return "\n".join(out) + "\n"
+
+
+def pow2(value):
+    """'2^k' for an integer power of two from 2^10 up (a size), else None."""
+    try:
+        v = float(value)
+    except ValueError:
+        return None
+    if v >= 1024 and v == int(v) and int(v) & (int(v) - 1) == 0:
+        return f"2^{int(v).bit_length() - 1}"
+    return None
+
+
+def card_name(folder, csv_name):
+    """The GPU of a reference card's run, for the chapter whose name the CSV starts with."""
+    meta_path = folder / "run_metadata.json"
+    if not meta_path.is_file():
+        raise SyncError(f"cards: {folder.name}/run_metadata.json does not exist")
+    try:
+        chapters = json.loads(meta_path.read_text()).get("chapters", {})
+    except (ValueError, AttributeError) as e:
+        raise SyncError(f"cards: {folder.name}/run_metadata.json: {e}")
+    mine = [c for c in chapters if csv_name.startswith(c)]
+    if not mine:
+        raise SyncError(f"cards: {folder.name}/run_metadata.json has no chapter for {csv_name}")
+    gpu = chapters[max(mine, key=len)].get("gpu")
+    if not gpu:
+        raise SyncError(f"cards: {folder.name}/run_metadata.json names no gpu for {max(mine, key=len)}")
+    return gpu
+
+
+def render_cards(spec, results, cache):
+    """One CSV from each reference card, joined by its key columns: value and verdict per card."""
+    name, fields = parse_spec(spec)
+    folders = [results.parent / c for c in fields.pop("cards", "h100,h200").split(",") if c]
+    value_col = fields.pop("value", "value")
+    spec_fmt = fields.pop("fmt", ".3g")
+    by = fields.pop("by", None)
+    show = [c for c in fields.pop("show", "").split(",") if c]
+    loose = fields.pop("loose", None)
+    if fields:
+        raise SyncError(f"cards '{spec}': unknown option(s) {', '.join(fields)}")
+    if len(folders) < 2:
+        raise SyncError(f"cards '{spec}': a cards table needs two cards or more")
+
+    def number(v):
+        return pow2(v) or fmt(v, spec_fmt)
+
+    cards = []  # (header, {key: row})
+    key_cols = None
+    for folder in folders:
+        rows = load_csv(folder, name, cache)
+        if not rows:
+            raise SyncError(f"cards '{spec}': {folder.name}/{name} has no rows")
+        cols = list(rows[0])
+        met_col = "met" if "met" in cols else "passed" if "passed" in cols else None
+        for c in [value_col, by] + show:
+            if c and c not in cols:
+                raise SyncError(f"cards '{spec}': {folder.name}/{name} has no column '{c}'")
+        keys = [c for c in ("target", "pair", "n") if c in cols and c != by] + ([by] if by else [])
+        if key_cols is None:
+            key_cols = keys
+        elif keys != key_cols:
+            raise SyncError(f"cards '{spec}': {folder.name}/{name} is keyed by {keys}, not {key_cols}")
+        table = {}
+        for r in rows:
+            key = tuple(re.sub(r"\d+(\.\d+)?", "#", r[c]) if c == loose else
+                        (str(float(r[c])) if c in ("n", by) and pow2(r[c]) else r[c]) for c in keys)
+            if key in table:
+                raise SyncError(f"cards '{spec}': two rows of {folder.name}/{name} have the key {key}")
+            verdict = {"1": "met", "0": "unmet"}.get(r.get(met_col, "").strip() if met_col else "", "")
+            if not verdict and (r.get("note") or "").strip():
+                verdict = f"({r['note'].strip()})"
+            table[key] = (r, f"{number(r[value_col])} {verdict}".strip())
+        cards.append((card_name(folder, name), table))
+
+    order = []  # keys in the order of the first card that has them
+    for _, table in cards:
+        order += [k for k in table if k not in order]
+
+    def shown(key, col):
+        vals = []
+        for _, table in cards:
+            if key in table:
+                v = table[key][0][col]
+                v = pow2(v) or fmt(v, "g")
+                if v not in vals:
+                    vals.append(v)
+        return " / ".join(vals)
+
+    def label(key, col):  # the name from the first card that has the row
+        for _, table in cards:
+            if key in table:
+                v = table[key][0][col]
+                return pow2(v) or v if col == "n" else v
+        return "—"
+
+    row_cols = [c for c in key_cols if c != by]
+    if by is None:
+        head = row_cols + show + [h for h, _ in cards]
+        out = ["| " + " | ".join(head) + " |", "|" + "|".join(" --- " for _ in head) + "|"]
+        for key in order:
+            cells = [label(key, c) for c in row_cols] + [shown(key, c) for c in show]
+            cells += [table[key][1] if key in table else "—" for _, table in cards]
+            out.append("| " + " | ".join(x.replace("|", "/") for x in cells) + " |")
+        return "\n".join(out) + "\n"
+    columns = []  # the values of `by`, in order
+    rows_of = []  # the row keys without `by`
+    for key in order:
+        if key[-1] not in columns:
+            columns.append(key[-1])
+        if key[:-1] not in rows_of:
+            rows_of.append(key[:-1])
+    first = {}  # a full key for each column, to name it
+    for key in order:
+        first.setdefault(key[-1], key)
+    head = row_cols + ["card"] + [label(first[c], by) for c in columns]
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join(" --- " for _ in head) + "|"]
+    for rk in rows_of:
+        for header, table in cards:
+            any_key = next(k for k in order if k[:-1] == rk)
+            cells = [label(any_key, c) for c in row_cols] + [header]
+            cells += [table[rk + (c,)][1] if rk + (c,) in table else "—" for c in columns]
+            out.append("| " + " | ".join(x.replace("|", "/") for x in cells) + " |")
     return "\n".join(out) + "\n"
 
 
@@ -267,6 +421,7 @@ def sync_text(text, results, cache):
     text = SNIPPET.sub(snippet, text)
     text = sync_numbers(text, results, cache)
     text = TABLE.sub(lambda m: m.group(1) + render_table(m.group(2), results, cache) + m.group(4), text)
+    text = CARDS.sub(lambda m: m.group(1) + render_cards(m.group(2), results, cache) + m.group(4), text)
     text = NEGATIVES.sub(lambda m: m.group(1) + render_negatives() + m.group(3), text)
     return text
 

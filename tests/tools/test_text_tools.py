@@ -1,5 +1,6 @@
 """Tests of tools/make_exercises.py and tools/sync_snippets.py: no GPU, no build."""
 import importlib.util
+import json
 import pathlib
 import tempfile
 import unittest
@@ -159,6 +160,94 @@ class SyncSnippets(unittest.TestCase):
     def test_snippet_marker_must_appear_twice(self):
         with self.assertRaises(ss.SyncError):
             ss.extract("README.md", "no-such-tag")
+
+
+class SyncCards(unittest.TestCase):
+    """The cards table: one targets CSV from each reference card folder, side by side."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.base = pathlib.Path(self.tmp.name)
+        self.card("h100", "NVIDIA H100 80GB HBM3", "target,n,value,threshold,met\n"
+                  "t <= 1,1024,0.5,1,1\nt <= 1,2048,1.06,1,0\nroof,268435456,99.8,90,1\n")
+        self.card("h200", "NVIDIA H200", "target,n,value,threshold,met\n"
+                  "t <= 1,1024,0.4,1,1\nt <= 1,2048,0.8,1,1\n")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def card(self, folder, gpu, rows, name="06_x_targets.csv", chapter="06_x"):
+        d = self.base / folder
+        d.mkdir(exist_ok=True)
+        (d / name).write_text(rows)
+        (d / "run_metadata.json").write_text(json.dumps({"chapters": {chapter: {"gpu": gpu}}}))
+
+    def render(self, text, cache=None):
+        return ss.sync_text(text, self.base / "h100", {} if cache is None else cache)
+
+    def cards(self, options=""):
+        return self.render(f"<!-- cards: 06_x_targets.csv{options} -->\nSTALE\n<!-- /cards -->\n")
+
+    def test_rows_join_by_target_and_n_headed_by_each_cards_gpu(self):
+        out = self.cards(" show=threshold fmt=.2f")
+        self.assertNotIn("STALE", out)
+        self.assertIn("| target | n | threshold | NVIDIA H100 80GB HBM3 | NVIDIA H200 |", out)
+        self.assertIn("| t <= 1 | 2^10 | 1 | 0.50 met | 0.40 met |", out)
+        self.assertIn("| t <= 1 | 2^11 | 1 | 1.06 unmet | 0.80 met |", out)
+        self.assertIn("| roof | 2^28 | 90 | 99.80 met | — |", out)  # missing on one card
+
+    def test_by_n_makes_a_column_per_size_and_a_row_per_target_and_card(self):
+        out = self.cards(" by=n fmt=.2f").splitlines()
+        self.assertEqual(out[1], "| target | card | 2^10 | 2^11 | 2^28 |")
+        self.assertEqual(out[3:7], ["| t <= 1 | NVIDIA H100 80GB HBM3 | 0.50 met | 1.06 unmet | — |",
+                                    "| t <= 1 | NVIDIA H200 | 0.40 met | 0.80 met | — |",
+                                    "| roof | NVIDIA H100 80GB HBM3 | — | — | 99.80 met |",
+                                    "| roof | NVIDIA H200 | — | — | — |"])
+
+    def test_a_changed_value_on_a_card_makes_check_fail(self):
+        synced = self.cards(" fmt=.2f")
+        self.assertEqual(self.render(synced), synced)  # what --check compares: nothing to change
+        self.card("h200", "NVIDIA H200", "target,n,value,threshold,met\nt <= 1,1024,0.4,1,1\nt <= 1,2048,1.2,1,0\n")
+        again = self.render(synced)
+        self.assertNotEqual(again, synced)
+        self.assertIn("| t <= 1 | 2^11 | 1.06 unmet | 1.20 unmet |", again)
+
+    def test_a_two_gpu_target_on_one_gpu_shows_its_note_and_loose_joins_the_names(self):
+        rows = "target,value,goal,met,note\n"
+        self.card("h200x2", "2 × NVIDIA H200 (NV18)", rows + '"scaling: 2 GPU(s) / 1 GPU",1.98,1.9,1,\n',
+                  name="11_m_targets.csv", chapter="11_m")
+        self.card("h200", "NVIDIA H200", rows + '"scaling: 1 GPU(s) / 1 GPU",1,1.9,,needs 2 GPUs\n',
+                  name="11_m_targets.csv", chapter="11_m")
+        doc = "<!-- cards: 11_m_targets.csv cards=h200x2,h200 loose=target -->\n<!-- /cards -->\n"
+        out = self.render(doc)
+        self.assertIn("| target | 2 × NVIDIA H200 (NV18) | NVIDIA H200 |", out)
+        self.assertIn("| scaling: 2 GPU(s) / 1 GPU | 1.98 met | 1 (needs 2 GPUs) |", out)
+        strict = self.render(doc.replace(" loose=target", ""))  # without it, the names do not join
+        self.assertIn("| scaling: 2 GPU(s) / 1 GPU | 1.98 met | — |", strict)
+        self.assertIn("| scaling: 1 GPU(s) / 1 GPU | — | 1 (needs 2 GPUs) |", strict)
+
+    def test_errors(self):
+        with self.assertRaisesRegex(ss.SyncError, "h300/06_x_targets.csv does not exist"):
+            self.cards(" cards=h100,h300")
+        with self.assertRaisesRegex(ss.SyncError, "unknown option"):
+            self.cards(" colour=red")
+        with self.assertRaisesRegex(ss.SyncError, "no column 'nope'"):
+            self.cards(" value=nope")
+        with self.assertRaisesRegex(ss.SyncError, "two cards or more"):
+            self.cards(" cards=h100")
+        (self.base / "h200" / "run_metadata.json").write_text(json.dumps({"chapters": {"07_y": {"gpu": "X"}}}))
+        with self.assertRaisesRegex(ss.SyncError, "h200/run_metadata.json has no chapter for 06_x_targets.csv"):
+            self.cards()
+        self.card("h200", "NVIDIA H200", "target,n,value,met\nt,1024,1,1\nt,1024,2,1\n")
+        with self.assertRaisesRegex(ss.SyncError, "two rows of h200/06_x_targets.csv"):
+            self.cards()
+
+    def test_a_number_line_may_read_a_second_card(self):
+        block = "<!-- numbers (tools/sync_snippets.py)\n1: ../h200/06_x_targets.csv target=\"t <= 1\" n=2048 col=value\n-->\n"
+        cache = {}
+        self.assertIn("<!--n:1-->0.8<!--/n-->", self.render("<!--n:1-->?<!--/n-->\n" + block, cache))
+        # the cache is per folder: the same CSV name on the first card is another file
+        self.assertIn("<!--n:1-->1.06<!--/n-->", self.render("<!--n:1-->?<!--/n-->\n" + block.replace("../h200/", ""), cache))
 
 
 if __name__ == "__main__":
