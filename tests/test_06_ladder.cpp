@@ -9,9 +9,11 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
+#include <queue>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -462,43 +464,108 @@ const bool registered_follow = [] {
 }();
 }  // namespace
 
-// Exercise 5 (think): the waves of a grid. Host only (no GPU). Checked against the slot-time a
-// run occupies, worked out here by counting waves one by one for small grids (no formula shared
-// with the solution), and at grids past 2^31 slot-waves (a 32-bit product wraps) for large ones.
+// Exercise 5 (think): the waves of a grid. Host only (no GPU). Three kinds of check, none of which
+// computes the answer the way the exercise asks for: examples worked out by hand (the arithmetic is
+// in the comment above the table), a simulation of the slots one block at a time for small grids
+// (it cannot reach the table's grids past 2^31 blocks), and properties any right answer has.
+namespace {
+
+// Slot by slot: every block takes one unit of time on the slot that frees first (a min-heap of the
+// slots' free times). Returns the time the last block ends; the slot-time of the run is that times
+// `slots`, and `blocks` units of it hold a block.
+std::size_t slots_simulated_end(std::size_t blocks, std::size_t slots) {
+  std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>> free_at;
+  for (std::size_t s = 0; s < slots; ++s) free_at.push(0);
+  std::size_t end = 0;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t start = free_at.top();
+    free_at.pop();
+    free_at.push(start + 1);
+    end = std::max(end, start + 1);
+  }
+  return end;
+}
+
+}  // namespace
+
 TEST_CASE("ch06 wave_efficiency: the share of slot-time that holds a block", "[ch06][exercise][hole:dot.cu:3]") {
   std::size_t wrong = 0;
   std::string first;
-  auto check = [&](std::size_t blocks, std::size_t slots, double expected) {
-    const double got = ch06::wave_efficiency(blocks, slots);
-    if (!(std::fabs(got - expected) <= 1e-12 * expected) && wrong++ == 0)
+  auto note = [&](std::size_t blocks, std::size_t slots, double got, const std::string& why) {
+    if (wrong++ == 0)
       first = "wave_efficiency(blocks = " + std::to_string(blocks) + ", slots = " + std::to_string(slots) +
-              ") returned " + std::to_string(got) + ", expected " + std::to_string(expected);
+              ") returned " + std::to_string(got) + ": " + why;
   };
-  // Small grids: run the waves. Each wave starts min(slots, remaining) blocks and lasts one block-time.
+  auto expect = [&](std::size_t blocks, std::size_t slots, double expected) {
+    const double got = ch06::wave_efficiency(blocks, slots);
+    if (!(std::fabs(got - expected) <= 1e-12 * expected))
+      note(blocks, slots, got, "expected " + std::to_string(expected));
+  };
+  // Worked by hand. 5 blocks on 4 slots: 4 run, then 1 runs while 3 slots idle; 2 units of time x 4
+  // slots = 8 slot-units, 5 of them busy: 5/8. 7 on 3: 3, 3, then 1: 9 slot-units, 7 busy. 8449
+  // blocks on 1056 slots (132 SMs x 8): 8 x 1056 = 8448, so 8 full rounds and one with 1 block:
+  // 9 x 1056 = 9504 slot-units. 2^31 - 1 = 2147483647 blocks on 1056: 1056 x 2033601 = 2147482656
+  // leaves 991 blocks for round 2033602, so 2033602 x 1056 = 2147483712 slot-units. 2^32 + 1 blocks
+  // on 2^32 slots: two rounds, 2^33 slot-units (in 32 bits, 2^32 is 0). 2^33 blocks on 3 slots:
+  // 3 x 2863311530 = 8589934590 leaves 2, so 2863311531 rounds, 8589934593 slot-units. 2^40 =
+  // 1099511627776 blocks on 1000003 slots: 1000003 x 1099508 = 1099511298524 leaves 329252, so
+  // 1099509 rounds, 1099512298527 slot-units.
+  const struct {
+    std::size_t blocks, slots;
+    double expected;
+  } worked[] = {
+      {1, 1, 1.0},
+      {4, 4, 1.0},
+      {3, 8, 3.0 / 8.0},
+      {5, 4, 5.0 / 8.0},
+      {7, 3, 7.0 / 9.0},
+      {8449, 1056, 8449.0 / 9504.0},
+      {2147483647, 1056, 2147483647.0 / 2147483712.0},
+      {(std::size_t{1} << 32) + 1, std::size_t{1} << 32, 4294967297.0 / 8589934592.0},
+      {std::size_t{1} << 33, 3, 8589934592.0 / 8589934593.0},
+      {std::size_t{1} << 40, 1000003, 1099511627776.0 / 1099512298527.0},
+  };
+  for (const auto& w : worked) expect(w.blocks, w.slots, w.expected);
+  // Small grids: the slot-by-slot simulation.
   for (std::size_t slots = 1; slots <= 40; ++slots)
-    for (std::size_t blocks = 1; blocks <= 300; ++blocks) {
-      std::size_t remaining = blocks, slot_time = 0;
-      while (remaining > 0) {
-        remaining -= std::min(remaining, slots);
-        slot_time += slots;
-      }
-      check(blocks, slots, static_cast<double>(blocks) / static_cast<double>(slot_time));
-    }
-  // Large grids: a machine of 132 SMs x 8, a grid of 2^31 - 1 blocks, and grids from the grading seed.
-  // The expected value here uses the fact checked above: full waves, then one part-full wave.
-  std::vector<std::pair<std::size_t, std::size_t>> big = {{0x7fffffffu, 1056}, {0x7fffffffu, 3145729},
-                                                           {1056 * 8 + 1, 1056}, {std::size_t{1} << 40, 1000003}};
+    for (std::size_t blocks = 1; blocks <= 300; ++blocks)
+      expect(blocks, slots,
+             static_cast<double>(blocks) / (static_cast<double>(slots_simulated_end(blocks, slots)) * static_cast<double>(slots)));
+  // Properties, on grids from the grading seed up to 2^40 blocks. Whatever the grid: a share in
+  // (0, 1]; the slot-time it implies, blocks / share, is a whole number of rounds of `slots`, enough
+  // for every block and with less than one round to spare; the same share when blocks and slots
+  // are both scaled by k; and one block more never lowers it unless it opens a round.
   std::mt19937_64 rng(course::test::seed(606));
-  for (int k = 0; k < 20; ++k) big.emplace_back(1 + rng() % (std::size_t{1} << 40), 1 + rng() % 100000);
-  for (const auto& [blocks, slots] : big) {
-    const std::size_t full = blocks / slots, part = blocks % slots;
-    const double slot_waves = static_cast<double>(full + (part ? 1 : 0)) * static_cast<double>(slots);
-    check(blocks, slots, static_cast<double>(blocks) / slot_waves);
+  for (int k = 0; k < 200; ++k) {
+    const std::size_t slots = 1 + rng() % 100000;
+    const std::size_t blocks = 1 + rng() % ((k % 2 == 0) ? 5 * slots : (std::size_t{1} << 40));
+    const double got = ch06::wave_efficiency(blocks, slots);
+    if (!(got > 0.0 && got <= 1.0)) {
+      note(blocks, slots, got, "a share of the slot-time must lie in (0, 1]");
+      continue;
+    }
+    const double slot_time = std::round(static_cast<double>(blocks) / got);
+    const double rounds = slot_time / static_cast<double>(slots);
+    if (std::fabs(static_cast<double>(blocks) / got - slot_time) > 1e-6 * slot_time || rounds != std::floor(rounds) ||
+        slot_time < static_cast<double>(blocks) || slot_time >= static_cast<double>(blocks) + static_cast<double>(slots))
+      note(blocks, slots, got,
+           "blocks / share = " + std::to_string(static_cast<double>(blocks) / got) +
+               " slot-units, which is not a whole number of rounds of every slot that holds the blocks with less "
+               "than one round to spare");
+    const std::size_t scale = 1 + rng() % 7;
+    const double scaled = ch06::wave_efficiency(scale * blocks, scale * slots);
+    if (!(std::fabs(scaled - got) <= 1e-12 * got))
+      note(blocks, slots, got, "but " + std::to_string(scale) + " times the blocks on " + std::to_string(scale) +
+                                   " times the slots gives " + std::to_string(scaled) + " (the same picture, scaled)");
+    const double one_more = ch06::wave_efficiency(blocks + 1, slots);
+    if (blocks % slots != 0 && !(one_more > got))
+      note(blocks, slots, got, "but one block more gives " + std::to_string(one_more) +
+                                   ", no higher, though it fills a slot that idled");
   }
   INFO(wrong << " wrong answers; the first: " << first
-             << ".\nHint: -1 is the unfilled stub. Every wave lasts as long as a full one, however few blocks it "
-                "holds; how many waves does a grid of `blocks` need? Compute in std::size_t or double, never int. "
-                "See wave_efficiency, README §Exercise 5.");
+             << ".\nHint: -1 is the unfilled stub. Picture the slots over time, as README §Exercise 5 asks: "
+                "which slots idle, and for how long? Grids past 2^32 blocks must not wrap: std::size_t or "
+                "double, never int. See wave_efficiency.");
   CHECK(wrong == 0);
 }
 
@@ -569,10 +636,9 @@ std::string check_first_add_thread(unsigned block, unsigned tid, unsigned block_
 }
 
 const char* kFirstAddHint =
-    "\nHint: (the stub visits nothing.) Block b covers the 2 * block_dim elements from 2 * b * block_dim on; "
-    "thread tid must visit exactly its two of them (tid and tid + block_dim past that start), each once and "
-    "only if it is below n, with no intermediate that wraps in 32 bits. See first_add_elements (dot.hpp), "
-    "README §Steps 4–6 and §Exercise 2.";
+    "\nHint: (the stub visits nothing.) Thread tid of block b must visit exactly its two elements of the "
+    "layout the comment above first_add_elements (dot.hpp) states, each once and only if it is below n, with "
+    "no intermediate that wraps in 32 bits. See README §Steps 4–6 and §Exercise 2.";
 
 }  // namespace
 
@@ -763,10 +829,11 @@ TEST_CASE("ch06 v8 player: thread 0 ends with the block's total, for any Block (
                 (std::isnan(out[0]) ? " (NaN: a warp total read before it was written, or past the block's warps)"
                                     : "");
     }
-  INFO(first << "\nHint: (the stub returns each thread's own value.) Every warp adds its 32 values with "
-                "warp_sum_steps (every lane in every shuffle), lane 0 of each warp writes s_warp[warp], barrier() "
-                "for the whole block, then warp 0 adds the Block / 32 warp totals (no more: s_warp holds only "
-                "those). See dot_kernel8, README §Warp shuffles.");
+  INFO(first << "\nHint: (the stub returns each thread's own value.) Thread 0 must return the sum of the Block "
+                "values, each once, whatever order the threads run in between barriers: every s_warp slot read "
+                "must have been written before a barrier() that every thread reaches, and no slot past the "
+                "block's Block / 32 may be read (NaN above). See the TODO of block_sum_by_shuffles, README "
+                "§Warp shuffles.");
   CHECK(first.empty());
 }
 
@@ -906,10 +973,9 @@ TEST_CASE("ch06 v11 player: exactly the last block adds every partial, blocks fi
       if (!have_bits) mixed_first = what, mixed_bits = result, have_bits = true;
     }
   }
-  INFO(first << "\nHint: (the stub writes nothing.) Thread 0 of each block stores its partial and takes one ticket; "
-                "the block that draws the last one (and only it) adds every partial, in an order fixed by the block "
-                "indices, with all its threads (barrier() hands thread 0's verdict to the block), writes *result, and "
-                "sets *counter back to 0. The memory order of the ticket is the hole scan's (`ch06 integrity`). See "
-                "dot_kernel11, README §One launch.");
+  INFO(first << "\nHint: (the stub writes nothing.) Exactly one block, the last to finish, may write *result: "
+                "the sum of every block's partial, in an order the block indices fix, whatever order the blocks "
+                "finish in; and the next call must find *counter as this one did. The memory order of the ticket "
+                "is the hole scan's (`ch06 integrity`). See the TODO of combine_if_last, README §One launch.");
   CHECK(first.empty());
 }

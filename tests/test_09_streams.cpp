@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <set>
 #include <sstream>
@@ -453,53 +454,89 @@ TEST_CASE("ch09 speed_of_light: refuses pageable input and n > n_max by name", "
   CHECK(verdict.ok);
 }
 
-// Exercise 3 (think): how long a chunked pipeline takes. Host only (no GPU). Checked against a
-// simulation operation by operation: each engine takes the chunks in order, one at a time; chunk
-// k's kernel starts once its copy in and the engine's previous kernel are done, and so on.
+// Exercise 3 (think): how long a chunked pipeline takes. Host only (no GPU). Checked against
+// examples worked out by hand (the arithmetic is in the comment above the table), and against the
+// three engines played on a grid of ticks, for pipelines whose every operation lasts a whole number
+// of ticks: the engines' times and the latency are whole numbers of a unit u (10 µs here), and with
+// `chunks` chunks one tick is u / chunks, so that an operation lasts latency·chunks + engine ticks.
 namespace {
 
-double simulate_pipeline_ms(const double engine_ms[3], std::size_t chunks, double latency_us) {
-  double engine_free[3] = {0.0, 0.0, 0.0};
-  for (std::size_t k = 0; k < chunks; ++k) {
-    double ready = 0.0;  // chunk k's previous operation is done
-    for (int e = 0; e < 3; ++e) {
-      const double start = std::max(ready, engine_free[e]);
-      engine_free[e] = start + latency_us / 1000.0 + engine_ms[e] / static_cast<double>(chunks);
-      ready = engine_free[e];
+constexpr double kUnitMs = 0.01;  // u
+constexpr std::size_t kIdle = std::numeric_limits<std::size_t>::max();
+
+/// The tick at which the last copy out ends, the engines played tick by tick. Engine e (copy in,
+/// kernel, copy out) takes the chunks in order, one at a time, each for op_ticks[e] ticks; it may
+/// start chunk k once it is idle and (but for the copy in) the engine before it has finished chunk
+/// k. At each tick, operations start and end until nothing changes (one may take no time), then
+/// every busy engine works one tick.
+std::size_t pipeline_ticks(const std::size_t op_ticks[3], std::size_t chunks) {
+  std::size_t started[3] = {0, 0, 0}, finished[3] = {0, 0, 0}, working[3] = {kIdle, kIdle, kIdle}, left[3] = {0, 0, 0};
+  for (std::size_t tick = 0;; ++tick) {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (int e = 0; e < 3; ++e) {
+        if (working[e] == kIdle && started[e] < chunks && (e == 0 || finished[e - 1] > started[e])) {
+          working[e] = started[e]++;
+          left[e] = op_ticks[e];
+          changed = true;
+        }
+        if (working[e] != kIdle && left[e] == 0) {
+          working[e] = kIdle;
+          ++finished[e];
+          changed = true;
+        }
+      }
     }
+    if (finished[2] == chunks) return tick;
+    for (int e = 0; e < 3; ++e)
+      if (working[e] != kIdle) --left[e];
   }
-  return engine_free[2];
 }
 
+/// A job on the grid: each engine's time for the whole input, and the latency, in units u.
 struct PipelineCase {
-  double engine_ms[3];
-  double latency_us;
+  std::size_t engine_units[3];
+  std::size_t latency_units;
+  double engine_ms(int e) const { return static_cast<double>(engine_units[e]) * kUnitMs; }
+  double latency_us() const { return static_cast<double>(latency_units) * kUnitMs * 1000.0; }
+  /// The simulated wall time in ms.
+  double simulated_ms(std::size_t chunks) const {
+    std::size_t op[3];
+    for (int e = 0; e < 3; ++e) op[e] = latency_units * chunks + engine_units[e];
+    return static_cast<double>(pipeline_ticks(op, chunks)) * kUnitMs / static_cast<double>(chunks);
+  }
+  double predicted_ms(std::size_t chunks) const {
+    return ch09::pipeline_ms(engine_ms(0), engine_ms(1), engine_ms(2), chunks, latency_us());
+  }
 };
 
 std::vector<PipelineCase> pipeline_cases() {
   std::vector<PipelineCase> cases = {
-      {{2.0, 0.5, 1.0}, 4.0},      // the copy in the busiest
-      {{10.0, 0.0, 0.0}, 0.0},     // one engine, no latency
-      {{1.0, 1.0, 1.0}, 10.0},     // three equal engines
-      {{0.0, 0.0, 0.0}, 5.0},      // latency only
-      {{0.05, 2.0, 0.05}, 1.0},    // the kernel the busiest
-      {{0.01, 0.01, 0.5}, 100.0},  // the copy back the busiest, a large latency
+      {{200, 50, 100}, 1},  // the copy in the busiest
+      {{1000, 0, 0}, 0},    // one engine, no latency
+      {{100, 100, 100}, 1}, // three equal engines
+      {{0, 0, 0}, 1},       // latency only
+      {{5, 200, 5}, 1},     // the kernel the busiest
+      {{1, 1, 50}, 6},      // the copy back the busiest, a large latency
   };
   std::mt19937_64 rng(course::test::seed(909));
   for (int k = 0; k < 60; ++k) {
     PipelineCase c{};
-    for (double& t : c.engine_ms) t = (rng() % 5 == 0) ? 0.0 : static_cast<double>(rng() % 200000) / 10000.0;
-    c.latency_us = (rng() % 4 == 0) ? 0.0 : static_cast<double>(rng() % 50000) / 1000.0;
+    for (std::size_t& t : c.engine_units) t = (rng() % 5 == 0) ? 0 : rng() % 41;
+    c.latency_units = (rng() % 4 == 0) ? 0 : 1 + rng() % 6;
     cases.push_back(c);
   }
   return cases;
 }
 
-std::string describe(const PipelineCase& c, std::size_t chunks) {
+std::string describe(double h2d_ms, double kernel_ms, double d2h_ms, std::size_t chunks, double latency_us) {
   std::ostringstream s;
-  s << "pipeline_ms(h2d_ms = " << c.engine_ms[0] << ", kernel_ms = " << c.engine_ms[1] << ", d2h_ms = " << c.engine_ms[2]
-    << ", chunks = " << chunks << ", latency_us = " << c.latency_us << ")";
+  s << "pipeline_ms(h2d_ms = " << h2d_ms << ", kernel_ms = " << kernel_ms << ", d2h_ms = " << d2h_ms
+    << ", chunks = " << chunks << ", latency_us = " << latency_us << ")";
   return s.str();
+}
+std::string describe(const PipelineCase& c, std::size_t chunks) {
+  return describe(c.engine_ms(0), c.engine_ms(1), c.engine_ms(2), chunks, c.latency_us());
 }
 
 }  // namespace
@@ -507,17 +544,43 @@ std::string describe(const PipelineCase& c, std::size_t chunks) {
 TEST_CASE("ch09 pipeline_ms: matches an operation-by-operation simulation of three engines", "[ch09][exercise][think][hole:dot.cu:3]") {
   std::size_t wrong = 0, total = 0;
   std::string first;
-  for (const PipelineCase& c : pipeline_cases())
-    for (std::size_t chunks = 1; chunks <= 64; ++chunks) {
-      const double expected = simulate_pipeline_ms(c.engine_ms, chunks, c.latency_us);
-      const double got = ch09::pipeline_ms(c.engine_ms[0], c.engine_ms[1], c.engine_ms[2], chunks, c.latency_us);
-      ++total;
-      if (!(std::fabs(got - expected) <= 1e-9 * expected) && wrong++ == 0) {
-        std::ostringstream s;
-        s << describe(c, chunks) << " returned " << got << " ms; the simulation finishes at " << expected << " ms";
-        first = s.str();
-      }
+  auto judge = [&](double got, double expected, const std::string& call, const char* source) {
+    ++total;
+    if (!(std::fabs(got - expected) <= 1e-9 * expected) && wrong++ == 0) {
+      std::ostringstream s;
+      s << call << " returned " << got << " ms; " << source << " " << expected << " ms";
+      first = s.str();
     }
+  };
+  // Worked by hand. An operation lasts the latency plus its engine's time / chunks.
+  //  - One engine of 10 ms, no latency, 5 chunks: the other two take no time, so 5 × 2 = 10 ms:
+  //    chunks buy nothing when there is nothing to overlap.
+  //  - 2, 0.5 and 1 ms, 4 µs latency, 4 chunks: operations of 0.504, 0.129 and 0.254 ms. The first
+  //    chunk passes all three (0.887 ms); the copy in, the busiest, hands over a chunk every
+  //    0.504 ms, so the last leaves the copy out 3 × 0.504 later: 2.399 ms.
+  //  - Three engines of 1 ms, 10 µs latency: 1 chunk, 3 × 1.01 = 3.03 ms; 10 chunks, operations of
+  //    0.11 ms, 0.33 + 9 × 0.11 = 1.32 ms.
+  //  - No work, 5 µs latency, 3 chunks: 3 operations for the first chunk, then one more latency per
+  //    chunk: 0.015 + 0.010 = 0.025 ms.
+  //  - 0.05, 2 and 0.05 ms, 1 µs latency, 8 chunks: operations of 0.00725, 0.251 and 0.00725 ms:
+  //    0.2655 + 7 × 0.251 = 2.0225 ms.
+  //  - Three engines of 1 ms, no latency, a million chunks: 3 µs for the first chunk, then a
+  //    microsecond per chunk: 1.000002 ms (a simulation would play three million operations).
+  const struct {
+    double h2d, kernel, d2h;
+    std::size_t chunks;
+    double latency_us, expected_ms;
+  } worked[] = {
+      {10.0, 0.0, 0.0, 5, 0.0, 10.0},  {2.0, 0.5, 1.0, 4, 4.0, 2.399},       {1.0, 1.0, 1.0, 1, 10.0, 3.03},
+      {1.0, 1.0, 1.0, 10, 10.0, 1.32}, {0.0, 0.0, 0.0, 3, 5.0, 0.025},       {0.05, 2.0, 0.05, 8, 1.0, 2.0225},
+      {1.0, 1.0, 1.0, 1000000, 0.0, 1.000002},
+  };
+  for (const auto& w : worked)
+    judge(ch09::pipeline_ms(w.h2d, w.kernel, w.d2h, w.chunks, w.latency_us), w.expected_ms,
+          describe(w.h2d, w.kernel, w.d2h, w.chunks, w.latency_us), "worked by hand:");
+  for (const PipelineCase& c : pipeline_cases())
+    for (std::size_t chunks = 1; chunks <= 64; ++chunks)
+      judge(c.predicted_ms(chunks), c.simulated_ms(chunks), describe(c, chunks), "the simulation finishes at");
   INFO(wrong << " of " << total << " predictions wrong; the first: " << first
              << ".\nHint: -1 is the unfilled stub. Draw the three engines' timelines for three chunks: when does "
                 "the first chunk's copy back start, and what keeps the last one waiting? Every operation pays the "
@@ -533,14 +596,13 @@ TEST_CASE("ch09 pipeline_ms: its best chunk count is the simulation's", "[ch09][
   std::string first;
   for (const PipelineCase& c : pipeline_cases()) {
     std::size_t best_predicted = 1, best_simulated = 1;
-    double predicted_min = 0.0, simulated_min = 0.0;
+    double predicted_min = 0.0, simulated_min = 0.0, at_predicted = 0.0;
     for (std::size_t chunks = 1; chunks <= 64; ++chunks) {
-      const double p = ch09::pipeline_ms(c.engine_ms[0], c.engine_ms[1], c.engine_ms[2], chunks, c.latency_us);
-      const double s = simulate_pipeline_ms(c.engine_ms, chunks, c.latency_us);
-      if (chunks == 1 || p < predicted_min) predicted_min = p, best_predicted = chunks;
+      const double p = c.predicted_ms(chunks);
+      const double s = c.simulated_ms(chunks);
+      if (chunks == 1 || p < predicted_min) predicted_min = p, best_predicted = chunks, at_predicted = s;
       if (chunks == 1 || s < simulated_min) simulated_min = s, best_simulated = chunks;
     }
-    const double at_predicted = simulate_pipeline_ms(c.engine_ms, best_predicted, c.latency_us);
     ++total;
     if (!(at_predicted <= simulated_min * (1 + 1e-9)) && wrong++ == 0) {
       std::ostringstream s;

@@ -182,35 +182,44 @@ __device__ __forceinline__ void warp_reduce_shared(float* s_data, unsigned tid) 
 }
 // [warp_reduce_shared]
 
+// [fold_to_64]
+// Version 3's tree (exercise 1's sequential_steps) while more than 64 of `count` values are left,
+// played on rows of 64 words: value c of the tree is row c, and thread tid, in row tid / 64, adds
+// the word as many rows on as its add says into its own word. With `count` known at compile time
+// the compiler unrolls the steps and decides every comparison.
+__device__ __forceinline__ void fold_to_64(float* s_data, unsigned tid, unsigned count) {
+  constexpr unsigned kRow = 2 * kWarp;
+  sequential_steps(
+      tid / kRow, count / kRow,
+      [&](unsigned to, unsigned from) { s_data[tid] += s_data[tid + (from - to) * kRow]; },
+      [] { __syncthreads(); });
+}
+// [fold_to_64]
+
 // [v5_kernel]
-// Version 5: unroll the last warp. The loop stops when 64 values are left; warp 0 finishes with
+// Version 5: unroll the last warp. The tree stops when 64 values are left; warp 0 finishes with
 // warp_reduce_shared: no block-wide barrier for the last six steps, no idle warps waiting at them.
-// Still slow: the loop over s is still a loop (counter, compare, branch) with blockDim.x unknown
-// to the compiler.
+// Still slow: the steps are still a loop (counter, compare, branch) with blockDim.x unknown to
+// the compiler.
 __global__ void dot_kernel5(const float* x, const float* y, std::size_t n, float* partials) {
   __shared__ float s_data[kBlock];
   const unsigned tid = threadIdx.x;
   s_data[tid] = first_add_share(x, y, n, blockIdx.x, tid, blockDim.x);  // version 4's first add
   __syncthreads();
-  for (unsigned s = blockDim.x / 2; s > kWarp; s /= 2) {
-    if (tid < s) s_data[tid] += s_data[tid + s];
-    __syncthreads();
-  }
+  fold_to_64(s_data, tid, blockDim.x);
   if (tid < kWarp) warp_reduce_shared(s_data, tid);
   if (tid == 0) partials[blockIdx.x] = s_data[0];
 }
 // [v5_kernel]
 
 // [block_tree_unrolled]
-// The tree of version 5 with the block size known at compile time: every `if (Block >= ...)` is
-// decided by the compiler, so what remains is straight-line code with no loop at all.
+// The tree of version 5 with the block size known at compile time: the number of steps and every
+// step's comparison are decided by the compiler, so what remains is straight-line code with no
+// loop at all (`cuobjdump -sass`: no branch back).
 template <unsigned Block>
 __device__ __forceinline__ void block_tree_unrolled(float* s_data, unsigned tid) {
   static_assert(Block >= 64 && Block <= 1024 && (Block & (Block - 1)) == 0, "Block: a power of two in [64, 1024]");
-  if (Block >= 1024) { if (tid < 512) s_data[tid] += s_data[tid + 512]; __syncthreads(); }
-  if (Block >= 512) { if (tid < 256) s_data[tid] += s_data[tid + 256]; __syncthreads(); }
-  if (Block >= 256) { if (tid < 128) s_data[tid] += s_data[tid + 128]; __syncthreads(); }
-  if (Block >= 128) { if (tid < 64) s_data[tid] += s_data[tid + 64]; __syncthreads(); }
+  fold_to_64(s_data, tid, Block);
   if (tid < kWarp) warp_reduce_shared(s_data, tid);
 }
 // [block_tree_unrolled]
@@ -223,10 +232,7 @@ template <unsigned Block>
 __global__ void __launch_bounds__(Block) dot_kernel6(const float* x, const float* y, std::size_t n, float* partials) {
   __shared__ float s_data[Block];
   const unsigned tid = threadIdx.x;
-  const std::size_t i = blockIdx.x * (2 * std::size_t{Block}) + tid;
-  float sum = i < n ? x[i] * y[i] : 0.0f;
-  if (i + Block < n) sum += x[i + Block] * y[i + Block];
-  s_data[tid] = sum;
+  s_data[tid] = first_add_share(x, y, n, blockIdx.x, tid, Block);  // version 4's first add
   __syncthreads();
   block_tree_unrolled<Block>(s_data, tid);
   if (tid == 0) partials[blockIdx.x] = s_data[0];

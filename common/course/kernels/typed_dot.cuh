@@ -5,9 +5,11 @@
 /// library of chapter 07 (dotcourse_dot_typed).
 ///
 /// Chapter 06's tagged single pass (tagged_pass.cuh) with each input read at its own width. This
-/// copy has none of chapter 10's exercise answers beyond the widening loop: int8 · int8 takes the
-/// same loop as every other pair (exact in a 64-bit total), not chapter 10's four-products-per-
-/// instruction path (its exercise 3).
+/// copy holds answers to chapter 10's exercises 1 and 2: its thread_dot is exercise 1's thread loop
+/// (with its split into head, packs and tail) and TypedAcc is exercise 2's promotion rule. Calling
+/// them from a hole is refused by the hole scan (`ch10 integrity`); reading them is not prevented.
+/// Only exercise 3 is absent: int8 · int8 takes the same loop as every other pair (exact in a
+/// 64-bit total), not chapter 10's four-products-per-instruction path.
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
