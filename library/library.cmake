@@ -1,7 +1,8 @@
 # libdotcourse in the course build: included from the top-level CMakeLists.txt after chapter 07's
 # course_chapter line (this file is the course's, never the student's: it is not generated from
-# solutions/). The library compiles the tree's copies of the lesson's files (chapters/07_library or
-# solutions/07_library: c_api.cpp, dotcourse.h, dot.cu/hpp) and the course's own src/.
+# solutions/). The library is this folder's (include/dotcourse/dotcourse.h, src/: the C ABI and the
+# rest, no hole in any) over the engine of the tree's chapter 07 (chapters/07_library or
+# solutions/07_library: dot.cu/hpp, with the exercises), which it reaches through src/engine.hpp.
 #
 #   dotcourse            libdotcourse.so in build/<preset>/lib: the C ABI (dotcourse.h) over the
 #                        chapter's engine (07_library_lib); only dotcourse_* is exported; installed
@@ -23,26 +24,28 @@ set(library_dir "${CMAKE_CURRENT_LIST_DIR}")
 # library's own CMake project (packaging/CMakeLists.txt: pip, the sdist, a C user without the course).
 include("${library_dir}/packaging/dotcourse_target.cmake")
 dotcourse_add_library(TREE "${ch07_tree}" ENGINE 07_library_lib)
+get_target_property(dotcourse_header dotcourse DOTCOURSE_HEADER)  # library/include/dotcourse/dotcourse.h
 dotcourse_install()  # cmake --install build/<preset> --component dotcourse [--prefix DIR]
 
 # The driver (the C++ motivating program) and the tests call the C API too.
 target_link_libraries(07_library PRIVATE dotcourse)
 if(TARGET test_07_library)
   target_link_libraries(test_07_library PRIVATE dotcourse)
-  # The tests of the library's own parts that need no export (calibration_order, host_auto.hpp).
-  target_include_directories(test_07_library PRIVATE "${library_dir}/src")
+  # The tests of the library's own parts that need no export (calibration_order, host_auto.hpp, which
+  # includes the seam's "07_library/dot.hpp" from the tree's root).
+  target_include_directories(test_07_library PRIVATE "${library_dir}/src" "${COURSE_TREE_DIR}")
   # What dotcourse_version() must return: the one version (packaging/version.cmake), never a copy.
   target_compile_definitions(test_07_library PRIVATE "DOTCOURSE_EXPECTED_VERSION=\"${DOTCOURSE_VERSION}\"")
 endif()
 
 if(COURSE_BUILD_TESTS)
   add_test(NAME ch07.exports
-           COMMAND "${CMAKE_COMMAND}" -DLIB=$<TARGET_FILE:dotcourse> -DHEADER=${ch07_tree}/dotcourse.h
+           COMMAND "${CMAKE_COMMAND}" -DLIB=$<TARGET_FILE:dotcourse> -DHEADER=${dotcourse_header}
                    -P "${library_dir}/check_exports.cmake")
   set_tests_properties(ch07.exports PROPERTIES LABELS ch07)
   # The check itself: a function the header declares and the library lacks must fail it.
   add_test(NAME ch07.exports_catches_missing
-           COMMAND "${CMAKE_COMMAND}" -DLIB=$<TARGET_FILE:dotcourse> -DHEADER=${ch07_tree}/dotcourse.h
+           COMMAND "${CMAKE_COMMAND}" -DLIB=$<TARGET_FILE:dotcourse> -DHEADER=${dotcourse_header}
                    -DEXTRA_DECLARED=dotcourse_not_in_the_library -P "${library_dir}/check_exports.cmake")
   set_tests_properties(ch07.exports_catches_missing PROPERTIES LABELS ch07
                        PASS_REGULAR_EXPRESSION "does not export these functions of dotcourse.h:[ \t\r\n]*dotcourse_not_in_the_library")

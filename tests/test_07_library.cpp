@@ -31,7 +31,7 @@
 #include "course/buffer.hpp"
 #include "course/check.hpp"
 #include "course/device.hpp"
-#include "dotcourse.h"
+#include "dotcourse/dotcourse.h"
 #include "dot.hpp"
 #include "support/course_test.hpp"
 

@@ -50,7 +50,7 @@
 #include "course/stream.hpp"
 #include "course/table.hpp"
 #include "course/timer.hpp"
-#include "dotcourse.h"
+#include "dotcourse/dotcourse.h"
 #include "dot.hpp"
 
 namespace {

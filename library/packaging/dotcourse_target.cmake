@@ -2,13 +2,15 @@
 # and the library's own CMake project (packaging/CMakeLists.txt, which pip and the sdist build).
 #
 #   dotcourse_add_library(TREE dir ENGINE target)
-#       the target `dotcourse`: the C ABI (TREE/c_api.cpp and TREE/dotcourse.h, the lesson's files of
-#       chapters/07_library or solutions/07_library; src/typed.cu and src/host_auto.cpp, the library's
-#       own) over the chapter's engine (ENGINE, a static library of TREE/dot.cu); only
-#       dotcourse_* is exported; its version is DOTCOURSE_VERSION (version.cmake); the build tree
-#       gets lib/pkgconfig/dotcourse.pc too
+#       the target `dotcourse`: the public header (include/dotcourse/dotcourse.h), the C ABI
+#       (src/c_api.cpp) and the library's other parts (src/), all of library/, over chapter 07's
+#       engine: ENGINE, a static library of TREE/dot.cu, where TREE is a tree's 07_library folder
+#       (chapters/ or solutions/). The library reaches the chapter through one header,
+#       src/engine.hpp, which includes "07_library/dot.hpp" from TREE's parent. Only dotcourse_* is
+#       exported; its version is DOTCOURSE_VERSION (version.cmake); the build tree gets
+#       lib/pkgconfig/dotcourse.pc too
 #   dotcourse_install()
-#       cmake --install (COMPONENT dotcourse): include/dotcourse.h, lib/libdotcourse.so,
+#       cmake --install (COMPONENT dotcourse): include/dotcourse/dotcourse.h, lib/libdotcourse.so,
 #       lib/cmake/dotcourse/ (find_package(dotcourse) -> dotcourse::dotcourse), lib/pkgconfig/dotcourse.pc
 #   dotcourse_install_python(DESTINATION dir)
 #       the wheel: libdotcourse.so into the Python package, rpath $ORIGIN (COMPONENT dotcourse_python)
@@ -20,22 +22,28 @@ set(DOTCOURSE_PACKAGING_DIR "${CMAKE_CURRENT_LIST_DIR}")
 function(dotcourse_add_library)
   cmake_parse_arguments(PARSE_ARGV 0 DC "" "TREE;ENGINE" "")
   get_filename_component(library_dir "${DOTCOURSE_PACKAGING_DIR}/.." ABSOLUTE)
-  add_library(dotcourse SHARED "${DC_TREE}/c_api.cpp" "${library_dir}/src/host_auto.cpp" "${library_dir}/src/typed.cu"
-                               "${library_dir}/src/typed_cpu.cpp" "${library_dir}/src/cublas_lazy.cpp")
+  get_filename_component(tree_name "${DC_TREE}" NAME)
+  if(NOT tree_name STREQUAL "07_library" OR NOT EXISTS "${DC_TREE}/dot.hpp")
+    message(FATAL_ERROR "dotcourse: TREE='${DC_TREE}' must be a tree's 07_library folder, with dot.cu and dot.hpp "
+                        "(library/src/engine.hpp includes \"07_library/dot.hpp\")")
+  endif()
+  get_filename_component(tree_root "${DC_TREE}" DIRECTORY)
+  add_library(dotcourse SHARED "${library_dir}/src/c_api.cpp" "${library_dir}/src/host_auto.cpp"
+                               "${library_dir}/src/typed.cu" "${library_dir}/src/typed_cpu.cpp"
+                               "${library_dir}/src/cublas_lazy.cpp")
   target_link_libraries(dotcourse PRIVATE ${DC_ENGINE} ${CMAKE_DL_LIBS})
-  # src/ holds the parts no exercise touches (host_auto.hpp, typed.hpp, for c_api.cpp); they include
-  # the tree's dot.hpp and dotcourse.h, which the engine's include folder gives.
-  target_include_directories(dotcourse PRIVATE "${library_dir}/src")
-  # In the build tree the whole chapter folder (dot.hpp for the driver and the tests); installed,
-  # only dotcourse.h.
-  target_include_directories(dotcourse INTERFACE "$<BUILD_INTERFACE:${DC_TREE}>"
-                                                 "$<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>")
+  # The public header by its path, <dotcourse/dotcourse.h>, in the build tree and installed alike.
+  target_include_directories(dotcourse PUBLIC "$<BUILD_INTERFACE:${library_dir}/include>"
+                                              "$<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>")
+  # The library's own headers (src/) and the seam's "07_library/dot.hpp" (the tree's root): the
+  # library's alone, never its users'.
+  target_include_directories(dotcourse PRIVATE "${library_dir}/src" "${tree_root}")
   target_compile_definitions(dotcourse PRIVATE DOTCOURSE_BUILDING "DOTCOURSE_VERSION_STRING=\"${DOTCOURSE_VERSION}\"")
   set_target_properties(dotcourse PROPERTIES
     CXX_VISIBILITY_PRESET hidden
     CUDA_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON
-    DOTCOURSE_HEADER "${DC_TREE}/dotcourse.h"
+    DOTCOURSE_HEADER "${library_dir}/include/dotcourse/dotcourse.h"
     LIBRARY_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/lib")
   # -fvisibility=hidden covers this file; the static libraries inside were compiled without it, so
   # the linker hides their symbols too (--exclude-libs), and the version script keeps only dotcourse_*.
@@ -50,7 +58,7 @@ function(dotcourse_add_library)
   # The build tree's pkg-config file (Go's `#cgo pkg-config: dotcourse` against a build, not an install).
   set(pc_prefix "${CMAKE_BINARY_DIR}")
   set(pc_libdir "${CMAKE_BINARY_DIR}/lib")
-  set(pc_includedir "${DC_TREE}")
+  set(pc_includedir "${library_dir}/include")
   configure_file("${DOTCOURSE_PACKAGING_DIR}/dotcourse.pc.in" "${CMAKE_BINARY_DIR}/lib/pkgconfig/dotcourse.pc" @ONLY)
 endfunction()
 
@@ -64,7 +72,7 @@ function(dotcourse_install)
   set_target_properties(dotcourse PROPERTIES INSTALL_RPATH "${CUDAToolkit_LIBRARY_DIR}" PUBLIC_HEADER "${header}")
   install(TARGETS dotcourse EXPORT dotcourseTargets
           LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT dotcourse
-          PUBLIC_HEADER DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}" COMPONENT dotcourse)
+          PUBLIC_HEADER DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/dotcourse" COMPONENT dotcourse)
   install(EXPORT dotcourseTargets NAMESPACE dotcourse:: DESTINATION "${cmake_dir}" COMPONENT dotcourse)
   configure_package_config_file("${DOTCOURSE_PACKAGING_DIR}/dotcourseConfig.cmake.in"
                                 "${CMAKE_BINARY_DIR}/packaging/dotcourseConfig.cmake" INSTALL_DESTINATION "${cmake_dir}")

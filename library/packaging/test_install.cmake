@@ -27,7 +27,7 @@ run("${CMAKE_COMMAND}" --install "${BUILD_DIR}" --component dotcourse --prefix "
 file(GLOB_RECURSE installed RELATIVE "${prefix}" "${prefix}/*")
 list(SORT installed)
 message(STATUS "installed: ${installed}")
-foreach(f include/dotcourse.h lib/cmake/dotcourse/dotcourseConfig.cmake lib/cmake/dotcourse/dotcourseConfigVersion.cmake
+foreach(f include/dotcourse/dotcourse.h lib/cmake/dotcourse/dotcourseConfig.cmake lib/cmake/dotcourse/dotcourseConfigVersion.cmake
           lib/cmake/dotcourse/dotcourseTargets.cmake)
   if(NOT EXISTS "${prefix}/${f}")
     message(FATAL_ERROR "cmake --install did not install ${f} (installed: ${installed})")

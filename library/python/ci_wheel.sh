@@ -45,6 +45,14 @@ if [ -z "$wheel" ]; then
   listing=$(tar tzf "$sdist") || fail "cannot list $sdist"
   grep -q "_vendor/library/packaging/CMakeLists.txt" <<<"$listing" ||
     fail "the sdist lacks the CMake project (_vendor/library/packaging)"
+  # One defined tree: the library (its header and C ABI) and chapter 07's engine from solutions/,
+  # nothing else of any tree (the wheel built from this sdist below proves nothing is missing).
+  for f in library/include/dotcourse/dotcourse.h library/src/c_api.cpp library/src/engine.hpp \
+           solutions/07_library/dot.cu solutions/07_library/dot.hpp; do
+    grep -q "/_vendor/$f\$" <<<"$listing" || fail "the sdist lacks _vendor/$f"
+  done
+  other=$(grep -E "/_vendor/(chapters|solutions)/" <<<"$listing" | grep -vE "/_vendor/solutions/(07_library/(dot\.cu|dot\.hpp)?)?\$" || true)
+  [ -z "$other" ] || fail "the sdist carries more of a tree than solutions/07_library/dot.cu, dot.hpp: $other"
   echo "ci_wheel: built $(basename "$sdist") and $(basename "$wheel")"
 fi
 [ -f "$wheel" ] || fail "no wheel at $wheel"

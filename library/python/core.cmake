@@ -1,5 +1,5 @@
 # The Python package's compiled extension, dotcourse._core (src/core.cpp, nanobind), as a target:
-#   dotcourse_add_python_core(INCLUDE dir)   the module `_core`, which includes INCLUDE/dotcourse.h
+#   dotcourse_add_python_core(INCLUDE dir)   the module `_core`, which includes INCLUDE/dotcourse/dotcourse.h
 # It needs no CUDA and does not link libdotcourse: it opens the library at run time (dlopen of the
 # path the package chooses), so one build serves the wheel and every build of the course.
 # Included by the wheel's build (packaging/CMakeLists.txt under scikit-build-core) and by the small

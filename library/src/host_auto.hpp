@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "course/thread_pool.hpp"
-#include "dotcourse.h"
-#include "dot.hpp"
+#include "dotcourse/dotcourse.h"
+#include "engine.hpp"
 
 namespace ch07 {
 

@@ -24,7 +24,7 @@
 #include "course/check.hpp"
 #include "course/kernels/typed_dot.cuh"
 #include "course/pinned.hpp"
-#include "dotcourse.h"
+#include "dotcourse/dotcourse.h"
 #include "typed.hpp"
 
 namespace ch07 {

@@ -6,8 +6,8 @@
 #include <functional>
 
 #include "course/thread_pool.hpp"
-#include "dotcourse.h"
-#include "dot.hpp"
+#include "dotcourse/dotcourse.h"
+#include "engine.hpp"
 #include "host_auto.hpp"
 
 namespace ch07 {

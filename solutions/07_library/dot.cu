@@ -8,8 +8,9 @@
 //   reuse_staged    also keeps pinned staging chunks; host threads copy the input into them   07_library --kernel reuse_staged
 //                   while the previous chunk is on its way to the GPU
 // The device part of every version is the course's final kernel idea: a deterministic two-pass
-// dot with float4 loads (launch_dot). The C API (c_api.cpp, dotcourse.h) calls these; it never
-// calls speed_of_light, which is the driver's measuring stick, not a way to compute a dot.
+// dot with float4 loads (launch_dot). The C API (library/src/c_api.cpp) calls these through its one
+// seam, library/src/engine.hpp; it never calls speed_of_light, which is the driver's measuring
+// stick, not a way to compute a dot.
 
 #include <algorithm>
 #include <chrono>

@@ -2,6 +2,8 @@
 /// \file
 /// \brief Chapter 07: the course's dot product as a library: the engine behind dotcourse.h.
 ///
+/// libdotcourse (library/) includes this header through one seam, library/src/engine.hpp, which
+/// lists what the library calls; everything else here is the lesson's.
 /// An Engine is what a dotcourse_context holds: one course::Context (device, stream, scratch
 /// arena) with the device buffers for n_max elements, a pinned result, and the pinned staging
 /// buffers and host threads of the staged copy. Every version of the host-array dot takes an
@@ -153,7 +155,7 @@ struct EngineView {
 /// memory, on e.stream; returns the result. dot_reuse calls it with the engine's StreamOps.
 float reuse_steps(StreamOps& ops, const EngineView& e, const float* x, const float* y, std::size_t n);
 
-/// The C API's table of live handles (c_api.cpp): every handle created and not yet destroyed,
+/// The C API's table of live handles (library/src/c_api.cpp): every handle created and not yet destroyed,
 /// each with the one owner the table keeps. A call takes a copy of the owner (acquire) and holds it
 /// until it returns, so a destroy on another thread never frees a context under a call. A template
 /// so that the host tests fill it with a fake context ("ch07 handles on the host: *"); c_api.cpp

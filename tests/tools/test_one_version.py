@@ -65,10 +65,8 @@ class OneVersion(unittest.TestCase):
         target = text("library/packaging/dotcourse_target.cmake")
         self.assertIn('"DOTCOURSE_VERSION_STRING=\\"${DOTCOURSE_VERSION}\\""', target)
         self.assertIn('"DOTCOURSE_EXPECTED_VERSION=\\"${DOTCOURSE_VERSION}\\""', text("library/library.cmake"))
-        for tree in ("solutions", "chapters"):
-            c_api = text(f"{tree}/07_library/c_api.cpp")
-            self.assertRegex(c_api, r"dotcourse_version\(void\)\s*\{\s*return DOTCOURSE_VERSION_STRING;\s*\}",
-                             f"{tree}/07_library/c_api.cpp")
+        self.assertRegex(text("library/src/c_api.cpp"),
+                         r"dotcourse_version\(void\)\s*\{\s*return DOTCOURSE_VERSION_STRING;\s*\}", "library/src/c_api.cpp")
         self.assertIn("dotcourse_version()) == DOTCOURSE_EXPECTED_VERSION", text("tests/test_07_library.cpp"))
 
     def test_the_python_package_reads_it(self):

@@ -15,7 +15,7 @@
 // the pointers, and it does not: its staging threads have read every element before dotcourse_dot
 // returns. Nothing else crosses: the context is C memory that Go only holds the address of.
 //
-// Building: the package finds dotcourse.h and libdotcourse.so through pkg-config (dotcourse.pc,
+// Building: the package finds dotcourse/dotcourse.h and libdotcourse.so through pkg-config (dotcourse.pc,
 // installed by `cmake --install`, or written into a build's lib/pkgconfig/). When `go build` says
 // "Package dotcourse was not found in the pkg-config search path", point PKG_CONFIG_PATH at the
 // folder holding dotcourse.pc, for example
@@ -28,7 +28,7 @@ package dotcourse
 /*
 #cgo pkg-config: dotcourse
 #include <stdio.h>
-#include "dotcourse.h"
+#include "dotcourse/dotcourse.h"
 
 // The library keeps the last error's message per OS thread, and a goroutine may move to another
 // thread between two cgo calls: so the message is fetched in the same C call as the failure.

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dotcourse.h"
+#include <dotcourse/dotcourse.h>
 
 int run_consumer(int argc, char** argv) {
   if (argc != 2) {

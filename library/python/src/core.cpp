@@ -24,7 +24,7 @@
 #include <tuple>
 #include <vector>
 
-#include "dotcourse.h"
+#include "dotcourse/dotcourse.h"
 
 namespace nb = nanobind;
 

@@ -82,8 +82,8 @@ def test_docstrings_are_numpydoc_and_not_float32_only():
 
 
 def test_status_enum_matches_the_header():
-    # The header is chapter 07's lesson file (chapters/07_library/dotcourse.h, library/'s sibling).
-    header = pathlib.Path(__file__).resolve().parents[3] / "chapters" / "07_library" / "dotcourse.h"
+    # The library's public header (library/include/dotcourse/dotcourse.h, beside python/).
+    header = pathlib.Path(__file__).resolve().parents[2] / "include" / "dotcourse" / "dotcourse.h"
     if not header.is_file():
         pytest.skip("dotcourse.h is not in the repository around the tests (installed package)")
     text = header.read_text()

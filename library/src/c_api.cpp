@@ -1,4 +1,5 @@
-// Chapter 07 — the C ABI of libdotcourse.so (dotcourse.h).
+// libdotcourse — the C ABI (dotcourse/dotcourse.h) over chapter 07's engine (engine.hpp, the seam).
+// Chapter 07 teaches it; no exercise is in it, so it lives once, here in the library.
 //
 // A boundary: every function catches every exception and turns it into a status code and a
 // message (no C++ exception may unwind through a C, Python or Go caller), checks what C can
@@ -18,9 +19,9 @@
 #include <utility>
 
 #include "course/check.hpp"
-#include "dotcourse.h"
+#include "dotcourse/dotcourse.h"
+#include "engine.hpp"
 #include "host_auto.hpp"
-#include "dot.hpp"
 #include "typed.hpp"
 
 // A GPU context: an Engine, and the CPU side (library/src/host_auto.hpp) for dotcourse_dot_ex. A
@@ -42,7 +43,7 @@ namespace {
 thread_local std::string t_last_error;
 
 // [live_handles]
-// Every live handle, with the one owner the library keeps of it (ch07::Handles, dot.hpp), so that
+// Every live handle, with the one owner the library keeps of it (ch07::Handles, the chapter's dot.hpp), so that
 // a destroyed (or never created) handle is refused instead of used. A call takes a copy of the owner
 // (acquire), so a destroy on another thread only removes the table's copy: the context dies when
 // the last call that holds it returns, never under a call. A process-wide table is right here:
@@ -197,7 +198,7 @@ DOTCOURSE_API dotcourse_status dotcourse_destroy(dotcourse_context* ctx) {
     t_last_error.clear();
     return DOTCOURSE_OK;
   }
-  // The table hands over its reference (exercise 1b: Handles::retire in dot.hpp).
+  // The table hands over its reference (exercise 1b: Handles::retire in the chapter's dot.hpp).
   Owner doomed;
   try {
     doomed = live().retire(ctx);
