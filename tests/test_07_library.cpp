@@ -1707,7 +1707,7 @@ TEST_CASE("ch07 thread policy: a view runs its own number of parts on fewer thre
 
 // Exercise 3 without a GPU (issue 39): the decision and the rule, n_max_for(n, n_max), are functions
 // of two numbers; the first test prints the decision for the grader's report (COURSE-CHOICE).
-TEST_CASE("ch07 n_max on the host: the build declares its decision, refuse or grow", "[ch07][exercise][hole:dot.cu:2]") {
+TEST_CASE("ch07 n_max on the host: the build declares its decision, refuse or grow", "[ch07][exercise][hole:dot.cu:3]") {
   const ch07::OverNMax decision = ch07::over_n_max();
   std::cout << "COURSE-CHOICE: ch07 exercise 3 (a call with n > n_max): " << ch07::to_string(decision) << std::endl;
   INFO("over_n_max() says " << ch07::to_string(decision) << decision_hint());
@@ -1715,7 +1715,7 @@ TEST_CASE("ch07 n_max on the host: the build declares its decision, refuse or gr
 }
 
 TEST_CASE("ch07 n_max on the host: n_max_for keeps the plan up to n_max and refuses or grows past it, as declared",
-          "[ch07][exercise][hole:dot.cu:2]") {
+          "[ch07][exercise][hole:dot.cu:3]") {
   const ch07::OverNMax decision = ch07::over_n_max();
   const std::string hint = decision_hint();
   const std::size_t big = std::size_t{1} << 40;
@@ -2016,7 +2016,7 @@ std::string joined(const std::vector<std::string>& lines) {
 
 // Exercise 2 without a GPU: the steps of the reused dot, recorded.
 TEST_CASE("ch07 reuse on the host: copies, kernel, copy back and one wait, in order, on the engine's stream",
-          "[ch07][exercise][hole:dot.cu:3]") {
+          "[ch07][exercise][hole:dot.cu:2]") {
   const std::size_t n = 1000;
   PlayedStream played(n);
   const auto in = course::test::make_dot_inputs(n, 3);
@@ -2044,7 +2044,7 @@ TEST_CASE("ch07 reuse on the host: copies, kernel, copy back and one wait, in or
 }
 
 TEST_CASE("ch07 reuse on the host: a played stream gives this call's dot, new values in the same arrays too",
-          "[ch07][exercise][hole:dot.cu:3]") {
+          "[ch07][exercise][hole:dot.cu:2]") {
   for (std::size_t n : {std::size_t{1}, std::size_t{3}, std::size_t{1000}, std::size_t{4097}}) {
     PlayedStream played(n + 5);
     auto in = course::test::make_dot_inputs(n, 40 + n);

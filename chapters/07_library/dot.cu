@@ -24,7 +24,6 @@
 #include <limits>
 #include <string>
 
-
 #include "course/check.hpp"
 #include "course/kernels/two_pass.cuh"
 #include "course/pinned.hpp"
@@ -111,7 +110,7 @@ course::Context make_context(int device) {
 ScratchPlan plan_scratch(std::size_t n_max, int max_blocks) {
   ScratchPlan plan;
   // [hole 1 begin]
-  // TODO(student): exercise 1a, the plan (a design: README §Version 2 asks what each call
+  // TODO(student): exercise 1a, the plan (a design: README §Exercise 1 asks what each call
   // needs). What must hold for the plan returned: every region a call of up to n_max elements
   // reads or writes on the device, for any grid launch_dot may use, is a region of ONE arena of
   // plan.bytes bytes, inside it, disjoint from the others, large enough, and aligned for
@@ -297,51 +296,11 @@ std::vector<double> PhaseEvents::phase_ms() {
 
 // ---- The versions ------------------------------------------------------------------------------
 
-// [require_fits]
-// Exercise 3: a call the plan does not cover. Every host-array path calls require_fits first
-// (dot_reuse, dot_reuse_staged, dot_host), before it touches the GPU. The rule needs only n and the
-// plan's n_max, so it is a function of the two numbers, which the host tests call without a GPU.
-const char* to_string(OverNMax decision) {
-  switch (decision) {
-    case OverNMax::refuse: return "refuse";
-    case OverNMax::grow: return "grow";
-    case OverNMax::undecided: break;
-  }
-  return "undecided";
-}
-
-// [hole 2 begin]
-// TODO(student): exercise 3. Decide what a call with n > n_max does, and say so in over_n_max():
-// OverNMax::refuse or OverNMax::grow (dot.hpp). Then n_max_for(n, n_max) returns the n_max the
-// call needs: n_max itself when n <= n_max; past it, refuse throws ch07::TooLargeError whose
-// message names n and n_max (the C API: DOTCOURSE_ERROR_TOO_LARGE), grow returns the new n_max,
-// at least n (Engine::replan then re-plans). For either: the result right or the error clear,
-// nothing past a buffer, nothing leaked, the context usable afterwards. Tests: "ch07 n_max on the
-// host: *" (no GPU; they read your decision and check its rules), with a GPU "ch07 n_max: *".
-OverNMax over_n_max() { return OverNMax::undecided; }
-
-std::size_t n_max_for(std::size_t n, std::size_t n_max) {
-  (void)n;
-  return n_max;
-}
-// [hole 2 end]
-
-void require_fits(Engine& e, std::size_t n) {
-  const std::size_t need = n_max_for(n, e.n_max());
-  // A rule that lets a call past its plan would read and write past the buffers: refused here.
-  if (need < n)
-    throw course::UsageError("n_max_for(n = " + std::to_string(n) + ", n_max = " + std::to_string(e.n_max()) +
-                             ") returned " + std::to_string(need) + ", less than n: the call would run past the "
-                             "plan (exercise 3: refuse with TooLargeError, or grow to at least n)");
-  if (need > e.n_max()) e.replan(need);
-}
-// [require_fits]
-
 // [reuse_steps]
 // Exercise 2, the steps of the reused dot through StreamOps: the engine's make the CUDA calls
 // (CudaStreamOps, below); the host tests' record them and play them in stream order.
 float reuse_steps(StreamOps& ops, const EngineView& e, const float* x, const float* y, std::size_t n) {
-  // [hole 3 begin]
+  // [hole 2 begin]
   // TODO(student): exercise 2. Return the dot of this call's x and y (n >= 1 floats each,
   // pageable host memory) through `ops` only, in the engine's planned memory `e`: no allocation,
   // no CUDA call of your own. What must hold: every step is on e.stream, in an order that makes
@@ -357,9 +316,49 @@ float reuse_steps(StreamOps& ops, const EngineView& e, const float* x, const flo
   (void)y;
   (void)n;
   return std::numeric_limits<float>::quiet_NaN();
-  // [hole 3 end]
+  // [hole 2 end]
 }
 // [reuse_steps]
+
+// [require_fits]
+// Exercise 3: a call the plan does not cover. Every host-array path calls require_fits first
+// (dot_reuse, dot_reuse_staged, dot_host), before it touches the GPU. The rule needs only n and the
+// plan's n_max, so it is a function of the two numbers, which the host tests call without a GPU.
+const char* to_string(OverNMax decision) {
+  switch (decision) {
+    case OverNMax::refuse: return "refuse";
+    case OverNMax::grow: return "grow";
+    case OverNMax::undecided: break;
+  }
+  return "undecided";
+}
+
+// [hole 3 begin]
+// TODO(student): exercise 3. Decide what a call with n > n_max does, and say so in over_n_max():
+// OverNMax::refuse or OverNMax::grow (dot.hpp). Then n_max_for(n, n_max) returns the n_max the
+// call needs: n_max itself when n <= n_max; past it, refuse throws ch07::TooLargeError whose
+// message names n and n_max (the C API: DOTCOURSE_ERROR_TOO_LARGE), grow returns the new n_max,
+// at least n (Engine::replan then re-plans). For either: the result right or the error clear,
+// nothing past a buffer, nothing leaked, the context usable afterwards. Tests: "ch07 n_max on the
+// host: *" (no GPU; they read your decision and check its rules), with a GPU "ch07 n_max: *".
+OverNMax over_n_max() { return OverNMax::undecided; }
+
+std::size_t n_max_for(std::size_t n, std::size_t n_max) {
+  (void)n;
+  return n_max;
+}
+// [hole 3 end]
+
+void require_fits(Engine& e, std::size_t n) {
+  const std::size_t need = n_max_for(n, e.n_max());
+  // A rule that lets a call past its plan would read and write past the buffers: refused here.
+  if (need < n)
+    throw course::UsageError("n_max_for(n = " + std::to_string(n) + ", n_max = " + std::to_string(e.n_max()) +
+                             ") returned " + std::to_string(need) + ", less than n: the call would run past the "
+                             "plan (exercise 3: refuse with TooLargeError, or grow to at least n)");
+  if (need > e.n_max()) e.replan(need);
+}
+// [require_fits]
 
 namespace {
 

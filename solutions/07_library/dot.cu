@@ -21,7 +21,6 @@
 #include <limits>
 #include <string>
 
-
 #include "course/check.hpp"
 #include "course/kernels/two_pass.cuh"
 #include "course/pinned.hpp"
@@ -115,7 +114,7 @@ ScratchPlan plan_scratch(std::size_t n_max, int max_blocks) {
   plan.off_result = layout.add(sizeof(float));
   plan.bytes = layout.bytes();
   // STUB
-  //> // TODO(student): exercise 1a, the plan (a design: README §Version 2 asks what each call
+  //> // TODO(student): exercise 1a, the plan (a design: README §Exercise 1 asks what each call
   //> // needs). What must hold for the plan returned: every region a call of up to n_max elements
   //> // reads or writes on the device, for any grid launch_dot may use, is a region of ONE arena of
   //> // plan.bytes bytes, inside it, disjoint from the others, large enough, and aligned for
@@ -301,6 +300,42 @@ std::vector<double> PhaseEvents::phase_ms() {
 
 // ---- The versions ------------------------------------------------------------------------------
 
+// [reuse_steps]
+// Exercise 2, the steps of the reused dot through StreamOps: the engine's make the CUDA calls
+// (CudaStreamOps, below); the host tests' record them and play them in stream order.
+float reuse_steps(StreamOps& ops, const EngineView& e, const float* x, const float* y, std::size_t n) {
+  // BEGIN SOLUTION
+  ops.copy_to_device(e.d_x, x, n, e.stream);
+  ops.mark(2);
+  ops.copy_to_device(e.d_y, y, n, e.stream);
+  ops.mark(3);
+  ops.dot(e.d_x, e.d_y, n, e.d_partials, e.max_blocks, e.d_result, e.stream);
+  ops.mark(4);
+  ops.copy_to_host(e.h_result, e.d_result, 1, e.stream);
+  ops.mark(5);
+  ops.wait(e.stream);
+  ops.mark(6);
+  return *e.h_result;
+  // STUB
+  //> // TODO(student): exercise 2. Return the dot of this call's x and y (n >= 1 floats each,
+  //> // pageable host memory) through `ops` only, in the engine's planned memory `e`: no allocation,
+  //> // no CUDA call of your own. What must hold: every step is on e.stream, in an order that makes
+  //> // the kernel read this call's x and y and the value returned this call's result, complete when
+  //> // it is read (one wait, after the last step enqueued; a wait in between stalls the pipeline);
+  //> // the same inputs give the same bits; new values in the same arrays give the new dot. For the
+  //> // phase table, ops.mark(k) at the end of each phase: 2 copy of x, 3 copy of y, 4 kernel, 5 copy
+  //> // back, 6 the call's end. Tests: "ch07 reuse on the host: *" (no GPU: a recording StreamOps);
+  //> // with a GPU, "ch07 reuse: *".
+  //> (void)ops;
+  //> (void)e;
+  //> (void)x;
+  //> (void)y;
+  //> (void)n;
+  //> return std::numeric_limits<float>::quiet_NaN();
+  // END SOLUTION
+}
+// [reuse_steps]
+
 // [require_fits]
 // Exercise 3: a call the plan does not cover. Every host-array path calls require_fits first
 // (dot_reuse, dot_reuse_staged, dot_host), before it touches the GPU. The rule needs only n and the
@@ -351,42 +386,6 @@ void require_fits(Engine& e, std::size_t n) {
   if (need > e.n_max()) e.replan(need);
 }
 // [require_fits]
-
-// [reuse_steps]
-// Exercise 2, the steps of the reused dot through StreamOps: the engine's make the CUDA calls
-// (CudaStreamOps, below); the host tests' record them and play them in stream order.
-float reuse_steps(StreamOps& ops, const EngineView& e, const float* x, const float* y, std::size_t n) {
-  // BEGIN SOLUTION
-  ops.copy_to_device(e.d_x, x, n, e.stream);
-  ops.mark(2);
-  ops.copy_to_device(e.d_y, y, n, e.stream);
-  ops.mark(3);
-  ops.dot(e.d_x, e.d_y, n, e.d_partials, e.max_blocks, e.d_result, e.stream);
-  ops.mark(4);
-  ops.copy_to_host(e.h_result, e.d_result, 1, e.stream);
-  ops.mark(5);
-  ops.wait(e.stream);
-  ops.mark(6);
-  return *e.h_result;
-  // STUB
-  //> // TODO(student): exercise 2. Return the dot of this call's x and y (n >= 1 floats each,
-  //> // pageable host memory) through `ops` only, in the engine's planned memory `e`: no allocation,
-  //> // no CUDA call of your own. What must hold: every step is on e.stream, in an order that makes
-  //> // the kernel read this call's x and y and the value returned this call's result, complete when
-  //> // it is read (one wait, after the last step enqueued; a wait in between stalls the pipeline);
-  //> // the same inputs give the same bits; new values in the same arrays give the new dot. For the
-  //> // phase table, ops.mark(k) at the end of each phase: 2 copy of x, 3 copy of y, 4 kernel, 5 copy
-  //> // back, 6 the call's end. Tests: "ch07 reuse on the host: *" (no GPU: a recording StreamOps);
-  //> // with a GPU, "ch07 reuse: *".
-  //> (void)ops;
-  //> (void)e;
-  //> (void)x;
-  //> (void)y;
-  //> (void)n;
-  //> return std::numeric_limits<float>::quiet_NaN();
-  // END SOLUTION
-}
-// [reuse_steps]
 
 namespace {
 

@@ -255,7 +255,7 @@ void stage_chunks(Steps& steps, unsigned char* d_dst, const unsigned char* h_src
   //> //     overwritten as soon as it returns;
   //> //   - a copy engine reads only pinned memory: every byte travels through a staging buffer
   //> //     (steps.buffer), chunk k's bytes and buffer given by staged_chunk (exercise 1's
-  //> //     arithmetic, below: "ch08 staged_chunk: *" checks it without a GPU), the chunks in order;
+  //> //     arithmetic, above: "ch08 staged_chunk: *" checks it without a GPU), the chunks in order;
   //> //   - every copy and event on `stream`, the one given;
   //> //   - a buffer is never refilled while a copy out of it may still be reading it, yet the host
   //> //     fills the next buffer while the link sends the previous one (the overlap is what the
