@@ -88,3 +88,17 @@ class StudentBanner(unittest.TestCase):
     def test_other_files_are_left_alone(self):
         self.assertEqual(msr.student_banner("#pragma once\n"), "#pragma once\n")
 
+
+
+class StudentPresets(unittest.TestCase):
+    def test_the_solutions_presets_are_dropped(self):
+        import json
+        data = json.loads(msr.student_presets((ROOT / "CMakePresets.json").read_text()))
+        names = [p["name"] for p in data["configurePresets"]]
+        self.assertIn("student", names)
+        self.assertNotIn("solutions", names)
+        self.assertNotIn("native", names)  # inherits solutions
+        for kind in ("buildPresets", "testPresets"):
+            self.assertTrue(all(p["configurePreset"] in names for p in data[kind]), kind)
+        self.assertEqual([w["name"] for w in data["workflowPresets"]], ["student"])
+        self.assertNotIn("solutions", json.dumps(data))
