@@ -216,7 +216,7 @@ class ParallelStep(unittest.TestCase):
     """run_tests_parallel with fake runners: every order of endings gives the same junit.xml,
     test.log and grade, and the sanitizer of a chapter runs after its tests."""
 
-    def step(self, pick, out_dir, sanitize=None, workers=4):
+    def step(self, pick, out_dir, sanitize=None, workers=4, keep=None):
         listed = listed_tests(SPEC)
         listing = json.dumps({"tests": [{"name": t.name, "command": t.command,
                                          "properties": [{"name": k, "value": v} for k, v in t.properties.items()]}
@@ -247,10 +247,36 @@ class ParallelStep(unittest.TestCase):
                 step = testrun.run_tests_parallel(Path("/b"), out_dir, "^(ch06|ch07)$", {}, out_dir / "test.log",
                                                   lambda n: 30.0, REF.get, out_dir / "junit.xml", workers, 2,
                                                   sanitize=sanitize, executor=FakeExecutor(pick), lister=lister,
-                                                  group_runner=group_runner, ctest_runner=ctest_runner)
+                                                  group_runner=group_runner, ctest_runner=ctest_runner, keep=keep)
         finally:
             proc.run_logged = real
         return step, order
+
+    def test_skip_ungraded_runs_only_what_a_rule_reads(self):
+        from coursetools.manifest import graded_globs, Manifest, CorrectnessRule
+        rules = [CorrectnessRule("ch06 v1*", 1.0, requires=["ch06 integrity: *"]),
+                 CorrectnessRule("ch07 a: *", 1.0)]
+        globs = graded_globs([Manifest("06_x", "t", Path("/m"), rules, [])])
+        self.assertEqual(globs, ["ch06 v1*", "ch06 integrity: *", "ch07 a: *"])
+
+        def keep(name):
+            return any(scoring.match(g, name) for g in globs)
+
+        with tempfile.TemporaryDirectory() as d:
+            out = Path(d)
+            (out / "test.log").write_text("")
+            step, order = self.step(lambda ready: ready[0], out, keep=keep)
+        ran = sorted(t.name for t in step.tests)
+        self.assertEqual(ran, ["ch06 integrity: scan", "ch06 v1: beyond 2^31 elements", "ch06 v1: matches",
+                               "ch07 a: works"])
+        self.assertEqual(step.left_out, len(SPEC) - 4)
+        self.assertNotIn("ch07.python", " ".join(order))
+        with tempfile.TemporaryDirectory() as d:  # without keep: everything, nothing left out
+            out = Path(d)
+            (out / "test.log").write_text("")
+            step, _ = self.step(lambda ready: ready[0], out)
+        self.assertEqual(len(step.tests), len(SPEC))
+        self.assertEqual(step.left_out, 0)
 
     def test_the_same_results_whatever_order_the_jobs_end_in(self):
         seen = set()

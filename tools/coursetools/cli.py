@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from . import MANIFEST_DIR, REPO, catchrun, ctest, limits, pool, proc, sanitizer, testrun
+from . import MANIFEST_DIR, REPO, catchrun, ctest, limits, pool, proc, sanitizer, scoring, testrun
 from .ctest import parse_ctest_console
 from .junit import TEST_CHAPTER, parse_junit
-from .manifest import Manifest, ManifestError, load_manifests, merge_extra_manifests
+from .manifest import Manifest, ManifestError, graded_globs, load_manifests, merge_extra_manifests
 from .perf import REPEAT_COLUMNS, make_runner, repeat_rows, repeat_rules, repeat_summary, write_repeat_csv
 from .proc import GradeError
 from .report import gradescope_results, render_markdown, summary
@@ -249,6 +249,10 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                         "least 64 GiB in a machine of at least 8 cores, else 1; one per core, at most 8, without a "
                         "GPU). Tests tagged [exclusive] (RUN_SERIAL outside Catch2) run alone afterwards; 1: the "
                         "serial grade, one process at a time")
+    p.add_argument("--skip-ungraded", action="store_true",
+                   help="run only the tests a rule of the manifests reads (a correctness rule's tests or "
+                        "requires, a performance rule's requires); the others earn nothing and gate nothing, and "
+                        "are then not run (a class's grade: shorter; the report lists no 'not graded' tests)")
     p.add_argument("--sanitize-timeout", type=float, default=600, metavar="S",
                    help="seconds one test may take under compute-sanitizer (default 600)")
     p.add_argument("--extra-tests", metavar="DIR",
@@ -565,6 +569,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             junit = out_dir / "junit.xml"
             labels = "^(" + "|".join(m.label for m in manifests) + ")$"
             par = reused is None and workers > 1 and not args.one_process_per_test
+            keep = None
+            if args.skip_ungraded:
+                globs = graded_globs(manifests)
+                keep = lambda name: any(scoring.match(g, name) for g in globs)  # noqa: E731
             clock.start("tests and sanitizer" if par else "tests")
             step = None
             if reused is not None:
@@ -581,13 +589,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 if not args.no_sanitize and sanitizer_unavailable(grade_gpu) is None:
                     san = make_chapter_sanitizer(manifests, build_dir, out_dir, env, args, cores, grade_gpu, common)
                 step = testrun.run_tests_parallel(build_dir, out_dir, labels, env, test_log, limit_for, times.get,
-                                                  junit, workers, huge_at_once, sanitize=san)
+                                                  junit, workers, huge_at_once, sanitize=san, keep=keep)
                 tests, console_text = step.tests, step.console
             else:
                 # Each chapter's Catch2 program once, the other tests through CTest one at a time (-j 1
                 # whatever CTEST_PARALLEL_LEVEL says: the timer follows one test); testrun.py says how.
                 step = testrun.run_tests(build_dir, out_dir, labels, env, test_log, limit_for, times.get, junit,
-                                         batch=not args.one_process_per_test)
+                                         batch=not args.one_process_per_test, keep=keep)
                 tests, console_text = step.tests, step.console
             graded_names = [t.name for t in tests]
             if not tests:
@@ -608,6 +616,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                       if step.alone else "")
                                    + ("; the other tests ran through CTest, one process each." if parallel else
                                       "; the other tests ran through CTest, one at a time."))
+            if step is not None and step.left_out:
+                line = (f"--skip-ungraded: {step.left_out} test(s) that no rule reads were not run "
+                        "(ctest -L chNN runs them)")
+                grade.notes.append(line)
+                print(f"[grade] {line}", file=sys.stderr, flush=True)
             if parallel:
                 grade.notes.append(parallel_note(step))
                 print(f"[grade] {parallel_note(step)}", file=sys.stderr, flush=True)

@@ -227,6 +227,20 @@ def parse_manifest(data, path: Path) -> Manifest:
                     None if test_timeout is None else float(test_timeout))
 
 
+def graded_globs(manifests: Sequence[Manifest]) -> List[str]:
+    """Every test-name glob a rule reads: the correctness rules' tests and requires, the performance
+    rules' requires. A test no glob matches earns nothing and gates nothing (tools/grade
+    --skip-ungraded leaves it out)."""
+    globs: List[str] = []
+    for m in manifests:
+        for r in m.correctness:
+            globs.append(r.tests)
+            globs += r.requires
+        for r in m.performance:
+            globs += r.requires
+    return list(dict.fromkeys(globs))
+
+
 def load_manifests(directory: Optional[Path] = None) -> List[Manifest]:
     """Every tools/grading/*.json (or DIRECTORY/*.json), sorted by chapter. Raises ManifestError on
     any bad file."""

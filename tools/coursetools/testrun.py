@@ -25,6 +25,7 @@ class TestStep:
     console: str                      # what parse_ctest_console reads (CTest's lines and the grader's)
     batches: List[str] = field(default_factory=list)   # one line per program run as a batch
     alone: List[str] = field(default_factory=list)     # cases run again alone, and why
+    left_out: int = 0                                  # tests `keep` left out (no rule reads them)
 
 
 def ctest_name_regex(names: Sequence[str]) -> str:
@@ -53,18 +54,26 @@ def _xml_safe(text: str) -> str:
     return re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f]", "?", text)
 
 
+def kept(listed: Dict[str, "ctest.ListedTest"], keep: Optional[Callable[[str], bool]]) -> Dict[str, "ctest.ListedTest"]:
+    """The listing without the tests `keep` leaves out (all of it when keep is None)."""
+    if keep is None:
+        return listed
+    return {name: t for name, t in listed.items() if keep(name)}
+
+
 def run_tests(build_dir: Path, out_dir: Path, labels: str, env: Dict[str, str], log: Path,
               limit_for: Callable[[str], float], reference: Callable[[str], Optional[float]],
-              junit: Path, batch: bool = True) -> TestStep:
-    """Runs every test labelled `labels` and writes `junit`; returns the results (read back from
-    that file) and the console text."""
+              junit: Path, batch: bool = True, keep: Optional[Callable[[str], bool]] = None) -> TestStep:
+    """Runs every test labelled `labels` (and, with `keep`, only those it keeps) and writes `junit`;
+    returns the results (read back from that file) and the console text."""
     _, listing_text = proc.run_logged(["ctest", "--test-dir", str(build_dir), "--show-only=json-v1", "-L", labels], log)
-    listed = ctest.listing(listing_text)
+    every = ctest.listing(listing_text)
+    listed = kept(every, keep)
     if batch:
         groups, others = catchrun.groups((t, t.properties) for t in listed.values())
     else:
         groups, others = [], list(listed)
-    step = TestStep([], "")
+    step = TestStep([], "", left_out=len(every) - len(listed))
     results: Dict[str, TestResult] = {}
     console_lines: List[str] = []
 
@@ -76,7 +85,7 @@ def run_tests(build_dir: Path, out_dir: Path, labels: str, env: Dict[str, str], 
         print(f"[grade] testing through CTest: {what} (log: {log})", file=sys.stderr, flush=True)
         timer = ctest.TestTimer(limit_for)
         cmd = ["ctest", "--test-dir", str(build_dir), "--output-junit", str(ctest_junit), "-L", labels, "-j", "1"]
-        if groups:
+        if groups or keep is not None:
             cmd += ["-R", ctest_name_regex(others)]
         _, text = proc.run_logged(cmd, log, env=env, watch=timer)
         for name, limit in timer.timed_out.items():
@@ -304,7 +313,7 @@ def run_tests_parallel(build_dir: Path, out_dir: Path, labels: str, env: Dict[st
                        limit_for: Callable[[str], float], reference: Callable[[str], Optional[float]],
                        junit: Path, workers: int, huge_at_once: int = 1, sanitize: Optional[Sanitize] = None,
                        executor=None, lister=None, group_runner=None, ctest_runner=None,
-                       clock: Callable[[], float] = None) -> TestStep:
+                       clock: Callable[[], float] = None, keep: Optional[Callable[[str], bool]] = None) -> TestStep:
     """The test step with `workers` jobs at once (and compute-sanitizer, when `sanitize` is given,
     one job per chapter as soon as its tests have ended); the exclusive tests, then their
     sanitizer runs, alone afterwards. Results, test.log and junit come out in CTest's order,
@@ -314,9 +323,10 @@ def run_tests_parallel(build_dir: Path, out_dir: Path, labels: str, env: Dict[st
     from .pool import Job, Pool
     clock = clock or _time.monotonic
     _, listing_text = proc.run_logged(["ctest", "--test-dir", str(build_dir), "--show-only=json-v1", "-L", labels], log)
-    listed = ctest.listing(listing_text)
+    every = ctest.listing(listing_text)
+    listed = kept(every, keep)
     if not listed:  # no listing to plan from (an old CTest, nothing labelled): the serial step says why
-        return run_tests(build_dir, out_dir, labels, env, log, limit_for, reference, junit)
+        return run_tests(build_dir, out_dir, labels, env, log, limit_for, reference, junit, keep=keep)
     groups, others = catchrun.groups((t, t.properties) for t in listed.values())
     lister = lister or (lambda program, spec, cwd: catchrun.list_names(program, spec, cwd))
     tagged: Dict[str, Tuple[Optional[List[str]], Optional[List[str]]]] = {}
@@ -390,7 +400,7 @@ def run_tests_parallel(build_dir: Path, out_dir: Path, labels: str, env: Dict[st
     t0 = clock()
     done = pool.run(jobs)
     first_excl = next((k for e, k in pool.events if e == "start" and next(j for j in jobs if j.key == k).exclusive), None)
-    step = ParallelStep([], "", workers=workers, units=units)
+    step = ParallelStep([], "", workers=workers, units=units, left_out=len(every) - len(listed))
     step.wall["all"] = clock() - t0
     for j in jobs:
         step.busy[j.kind] = step.busy.get(j.kind, 0.0) + pool.seconds.get(j.key, 0.0)
