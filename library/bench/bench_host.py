@@ -159,8 +159,8 @@ def main():
         gpu = dotcourse.Context(n_top, calibration="none")
         t0 = time.perf_counter()
         plan = gpu.calibrate()  # saved to $DOTCOURSE_CALIBRATION (default: --out/07_library_host_plan.json)
-        print(f"bench_host: calibrated in {time.perf_counter() - t0:.1f} s: numpy_below = {plan['numpy_below']}, "
-              f"rows = {plan['rows']}")
+        print(f"bench_host: calibrated in {time.perf_counter() - t0:.1f} s: NumPy for n in "
+              f"[{plan['numpy_from']}, {plan['numpy_below']}), rows = {plan['rows']}")
     except (dotcourse.NoGpuError, OSError) as e:
         print(f"bench_host: no GPU peers of this library ({e}); auto runs on a CPU-only context")
         gpu = dotcourse.Context(1, device="cpu", cpu_threads=args.threads, calibration="none")

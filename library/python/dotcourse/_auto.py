@@ -23,6 +23,29 @@ PATH_CODES = {v: k for k, v in PATHS.items()}
 # calling thread, so without a calibration NumPy is never called (0); a calibration
 # (Context.calibrate) measures the two on the host and may set it where NumPy won.
 NUMPY_BELOW = 0
+NUMPY_FROM = 0  # with NUMPY_BELOW: NumPy's dot takes n in [NUMPY_FROM, NUMPY_BELOW)
+
+
+def numpy_window(sizes: List[int], t_numpy: List[float], t_library: List[float]) -> Tuple[int, int]:
+    """(numpy_from, numpy_below): the one window of n, from the sizes measured, where "auto" calls
+    NumPy's own dot instead of the library, chosen so that the calls lose least against the faster
+    of the two at every size measured (the sum over the sizes of the time taken over the better
+    time). Sizes ascending; t_* their median times. (0, 0): never NumPy. A window that starts at the
+    first size starts at 0; one that ends at the last size ends past it (twice the last size)."""
+    m = len(sizes)
+    if m == 0 or len(t_numpy) != m or len(t_library) != m:
+        raise ValueError("numpy_window: one time of each kind per size")
+    best = [min(a, b) for a, b in zip(t_numpy, t_library)]
+    choice, cost = (0, 0), sum(t / b for t, b in zip(t_library, best))  # never NumPy
+    for a in range(m):
+        for b in range(a + 1, m + 1):
+            c = sum((t_numpy[k] if a <= k < b else t_library[k]) / best[k] for k in range(m))
+            if c < cost - 1e-12:  # strictly better: a tie keeps the library (and the smaller window)
+                choice, cost = (a, b), c
+    a, b = choice
+    if a == b:
+        return 0, 0
+    return (0 if a == 0 else sizes[a]), (sizes[b] if b < m else 2 * sizes[-1])
 
 CACHE_VERSION = 1
 
@@ -109,9 +132,10 @@ def from_report(report: Tuple[int, int, int, int, int, int, bool, bool, float]) 
                     bool(calibrated), float(seconds), reason)
 
 
-def numpy_call(n: int, below: int) -> LastCall:
+def numpy_call(n: int, below: int, start: int = 0) -> LastCall:
+    where = f"{start} <= n < {below}" if start else f"n < {below}"
     return LastCall("auto", "numpy", n, n, 0, 1, False, False, 0.0,
-                    f"auto: n < {below}, where NumPy's own dot costs less than a call into the library")
+                    f"auto: {where}, where NumPy's own dot costs less than a call into the library")
 
 
 def other_call(where: str, path: str, n: int, reason: str) -> LastCall:

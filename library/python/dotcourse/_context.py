@@ -173,6 +173,7 @@ class Context:
 
     _core: Any = None  # the extension's Core; set last: close() and __del__ work after a failed __init__
     _numpy_below: int = _auto.NUMPY_BELOW
+    _numpy_from: int = _auto.NUMPY_FROM
     _pin_from: Optional[int] = None  # the smallest n where the plan sends registered arrays to the GPU
 
     def __init__(self, n_max: SupportsIndex, device: Union[SupportsIndex, str] = 0, pin_arrays: SupportsIndex = 4,
@@ -269,10 +270,10 @@ class Context:
         return core
 
     def _sync_fast(self) -> None:
-        """Tells the extension's fast path what it reads from Python's side: below which n NumPy's
+        """Tells the extension's fast path what it reads from Python's side: for which n NumPy's
         dot runs, from which n registered arrays go to the GPU, whether the cache registers."""
-        self._core.set_fast(self._numpy_below, SIZE_MAX if self._pin_from is None else self._pin_from,
-                            bool(self._pins.capacity))
+        self._core.set_fast(self._numpy_from, self._numpy_below,
+                            SIZE_MAX if self._pin_from is None else self._pin_from, bool(self._pins.capacity))
 
     # ---- where a host dot runs ------------------------------------------------------------------
 
@@ -287,7 +288,7 @@ class Context:
         if record is None or isinstance(record, _auto.LastCall):
             return record
         if type(record) is int:
-            return _auto.numpy_call(record, self._numpy_below)
+            return _auto.numpy_call(record, self._numpy_below, self._numpy_from)
         return _auto.from_report(record)
 
     def _set_last(self, call: _auto.LastCall) -> None:
@@ -299,8 +300,8 @@ class Context:
     @property
     def plan(self) -> Dict[str, Any]:
         """The context's plan: ``calibrated`` (bool), ``device`` (the GPU's name, "" for a CPU-only
-        context), ``cpu_threads``, ``numpy_below`` (below this n, "auto" calls NumPy's own dot) and
-        ``rows`` (dicts: ``n_min``, ``registered``, ``path``, ``gpu_share``; no row: the CPU).
+        context), ``cpu_threads``, ``numpy_from`` and ``numpy_below`` (for n in [numpy_from,
+        numpy_below), "auto" calls NumPy's own dot) and ``rows`` (dicts: ``n_min``, ``registered``, ``path``, ``gpu_share``; no row: the CPU).
 
         Raises
         ------
@@ -309,10 +310,10 @@ class Context:
         """
         calibrated, cpu_threads, device, rows = self._get_plan()
         return {"calibrated": bool(calibrated), "device": device, "cpu_threads": int(cpu_threads),
-                "numpy_below": self._numpy_below, "rows": _auto.plan_rows(rows)}
+                "numpy_from": self._numpy_from, "numpy_below": self._numpy_below, "rows": _auto.plan_rows(rows)}
 
     def set_plan(self, rows: List[Dict[str, Any]], numpy_below: Optional[SupportsIndex] = None,
-                 calibrated: bool = True) -> None:
+                 calibrated: bool = True, numpy_from: Optional[SupportsIndex] = None) -> None:
         """Replaces the context's plan (rows as ``plan["rows"]`` gives them; ``[]``: the built-in rule).
 
         Parameters
@@ -323,6 +324,9 @@ class Context:
             Below this n, "auto" calls NumPy's own dot (0: never); unchanged when None.
         calibrated : bool, optional
             Whether the rows were measured (reported by ``last_call.calibrated``).
+        numpy_from : int, optional
+            From this n (up to numpy_below), "auto" calls NumPy's own dot; unchanged when None (0:
+            from the smallest n).
 
         Raises
         ------
@@ -334,9 +338,12 @@ class Context:
         core = self._live()
         core_rows = _auto.rows_for_core(rows)
         below = None if numpy_below is None else index("numpy_below", numpy_below, 0, SIZE_MAX)
+        start = None if numpy_from is None else index("numpy_from", numpy_from, 0, SIZE_MAX)
         core.set_plan(core_rows, bool(calibrated))
         if below is not None:
             self._numpy_below = below
+        if start is not None:
+            self._numpy_from = start
         self._pin_from = _pin_from(core_rows)
         self._sync_fast()
 
@@ -348,7 +355,7 @@ class Context:
             return
         try:
             self.set_plan(data.get("rows", []) if self.device != "cpu" else [], data.get("numpy_below"),
-                          calibrated=True)
+                          calibrated=True, numpy_from=data.get("numpy_from", 0))
         except (ValueError, TypeError, E.DotcourseError) as e:
             warnings.warn(f"dotcourse: ignoring the calibration cache {path}: {e}", RuntimeWarning, stacklevel=3)
 
@@ -388,7 +395,7 @@ class Context:
         n_limit = index("n_limit", n_limit, 0, SIZE_MAX)
         if self.device != "cpu":
             self._pin_from = _pin_from(core.calibrate(n_limit)[3])
-        self._numpy_below = self._measure_numpy_below()
+        self._numpy_from, self._numpy_below = self._measure_numpy_window()
         self._sync_fast()
         result = self.plan
         if save:
@@ -396,9 +403,10 @@ class Context:
             _auto.save(_auto.cache_path(result["device"]), data)
         return result
 
-    def _measure_numpy_below(self) -> int:
-        """The smallest n from which a call into the library (where="cpu") beats NumPy's own dot at
-        every size measured (2^8 to 2^20, medians of calls taken in turns). NumPy's dot is timed as
+    def _measure_numpy_window(self) -> Tuple[int, int]:
+        """(numpy_from, numpy_below): the window of n where NumPy's own dot beats a call into the
+        library (where="cpu"), from medians of calls taken in turns at 2^8 to 2^20
+        (_auto.numpy_window picks the window that loses least at every size). NumPy's dot is timed as
         "auto" would run it, through this context's dot (the route costs a few hundred nanoseconds,
         as much as NumPy's whole dot at small n: timed bare, NumPy won by less than its route cost
         and the plan sent small calls the slower way). Each call gets fresh copies of its arrays,
@@ -407,9 +415,9 @@ class Context:
         np = A.numpy()
         rng = np.random.default_rng(26)
         sizes = [1 << k for k in range(8, 21)]
-        wins = []
-        saved = self._numpy_below
-        self._numpy_below = SIZE_MAX  # "auto" takes NumPy's route at every n while this measures it
+        t_numpy, t_library = [], []
+        saved = self._numpy_from, self._numpy_below
+        self._numpy_from, self._numpy_below = 0, SIZE_MAX  # "auto" takes NumPy's route while this measures it
         self._sync_fast()
         try:
             for n in sizes:
@@ -430,16 +438,12 @@ class Context:
                     if r >= 5:
                         t_np.append(t1 - t0)
                         t_lib.append(t3 - t2)
-                wins.append(statistics.median(t_lib) < statistics.median(t_np))
+                t_numpy.append(statistics.median(t_np))
+                t_library.append(statistics.median(t_lib))
         finally:
-            self._numpy_below = saved
+            self._numpy_from, self._numpy_below = saved
             self._sync_fast()
-        below = sizes[-1] * 2
-        for n, win in zip(reversed(sizes), reversed(wins)):
-            if not win:
-                break
-            below = n
-        return 0 if below == sizes[0] else below  # the library won at every size: NumPy never
+        return _auto.numpy_window(sizes, t_numpy, t_library)
 
     def dot(self, x: Any, y: Any, where: str = "auto") -> Union[float, int]:
         """x·y, where it finishes soonest (host float32 pairs) or on the context's GPU.
@@ -510,8 +514,8 @@ class Context:
         wants_gpu = code == 2 or (code == 0 and self._pin_from is not None and n >= self._pin_from)
         if wants_gpu and self._pins.capacity and x.nbytes >= PIN_MIN:
             self._pin_pair(x, y)
-        if code == 0 and n < self._numpy_below:
-            self._set_last(_auto.numpy_call(n, self._numpy_below))
+        if code == 0 and self._numpy_from <= n < self._numpy_below:
+            self._set_last(_auto.numpy_call(n, self._numpy_below, self._numpy_from))
             return float(A.numpy().dot(x, y))
         return float(core.dot_ptr(x.ctypes.data, y.ctypes.data, n, code))
 

@@ -220,7 +220,7 @@ struct Buffers {
 
 // What the last dot of a Core did (Context.last_call reads it).
 struct Last {
-  int kind = 0;  // 0: none yet, 1: NumPy's dot (n below numpy_below), 2: a report of dot_ex, 3: Python's
+  int kind = 0;  // 0: none yet, 1: NumPy's dot (n in the plan's NumPy window), 2: a report of dot_ex, 3: Python's
   int where = 0;
   std::size_t n = 0;
   dotcourse_report report{};
@@ -253,7 +253,8 @@ class Core {
     if (ctx != nullptr) check(api.destroy(ctx));
   }
 
-  void set_fast(std::size_t numpy_below, std::size_t pin_from, bool pins) {
+  void set_fast(std::size_t numpy_from, std::size_t numpy_below, std::size_t pin_from, bool pins) {
+    numpy_from_ = numpy_from;
     numpy_below_ = numpy_below;
     pin_from_ = pin_from;
     pins_ = pins;
@@ -391,7 +392,7 @@ class Core {
 
   nb::object host_dot(nb::handle x, nb::handle y, Buffers& b, std::size_t n, int code) {
     if (code != 1 && n > n_max_) raise(errors_module().attr("too_large")(n, n_max_));
-    if (code == 0 && n < numpy_below_) {  // a plan measured NumPy's own dot faster here
+    if (code == 0 && n < numpy_below_ && n >= numpy_from_) {  // a plan measured NumPy's own dot faster here
       last_.kind = 1;
       last_.n = n;
       PyObject* args[2] = {x.ptr(), y.ptr()};
@@ -433,6 +434,7 @@ class Core {
 
   dotcourse_context* ctx_ = nullptr;
   std::size_t n_max_;
+  std::size_t numpy_from_ = 0;   // NumPy's own dot for n in [numpy_from_, numpy_below_)
   std::size_t numpy_below_ = 0;
   std::size_t pin_from_ = SIZE_MAX;
   bool pins_ = false;

@@ -171,7 +171,7 @@ class FakeLib:
                 lib._call("get_plan")
                 return (False, 1, "", [])
 
-            def set_fast(self, numpy_below, pin_from, pins):
+            def set_fast(self, numpy_from, numpy_below, pin_from, pins):
                 pass
 
             def set_last(self, call):

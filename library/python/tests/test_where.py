@@ -70,6 +70,36 @@ def test_auto_takes_the_library_at_small_n_and_numpy_only_below_a_measured_bound
     assert cpu.last_call.path == "cpu"
 
 
+def test_auto_takes_numpy_only_inside_the_plans_window(cpu):
+    # A calibration that saw the library win at small n and NumPy between 1024 and 4096 (a CPU dot
+    # whose threads wake slowly there): NumPy's dot for n in [1024, 4096) only.
+    cpu.set_plan([], numpy_below=4096, calibrated=False, numpy_from=1024)
+    assert (cpu.plan["numpy_from"], cpu.plan["numpy_below"]) == (1024, 4096)
+    for n, path in ((1023, "cpu"), (1024, "numpy"), (4095, "numpy"), (4096, "cpu"), (16, "cpu")):
+        x, y, ref, bound = inputs(n, n)
+        assert abs(cpu.dot(x, y) - ref) <= bound
+        assert cpu.last_call.path == path, f"n = {n}"
+    x, y, _, _ = inputs(2000, 1)
+    cpu.dot(x, y)
+    assert "1024 <= n < 4096" in cpu.last_call.reason
+    cpu.set_plan([], numpy_below=0, numpy_from=0)
+
+
+@pytest.mark.parametrize("t_numpy, t_library, window", [
+    # the H200 host's medians (µs, 2^8 ... 2^20 by 2^2): the library at small n and from 2^18,
+    # NumPy where the CPU dot's threads wake (2^14, 2^16)
+    ([0.9, 0.95, 1.3, 2.8, 6.5, 75.0, 300.0], [0.6, 0.7, 1.26, 3.3, 23.7, 46.0, 95.0], (1 << 14, 1 << 18)),
+    ([1.0] * 7, [0.5] * 7, (0, 0)),                      # the library everywhere: never NumPy
+    ([0.5] * 7, [1.0] * 7, (0, 1 << 21)),                # NumPy everywhere: from 0, past the last size
+    ([1.0] * 7, [1.0] * 7, (0, 0)),                      # a tie keeps the library
+    # one size where NumPy wins by a hair does not pull a window over sizes it loses badly
+    ([0.99, 2.0, 2.0, 0.5, 0.5, 2.0, 2.0], [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], (1 << 14, 1 << 18)),
+])
+def test_the_numpy_window_loses_least(t_numpy, t_library, window):
+    sizes = [1 << k for k in range(8, 21, 2)]
+    assert dotcourse._auto.numpy_window(sizes, t_numpy, t_library) == window
+
+
 def test_cpu_context_has_no_n_max_and_no_gpu(cpu):
     assert cpu.n_max == 2 ** 64 - 1 and cpu.device == "cpu"
     assert cpu.plan["device"] == "" and cpu.plan["rows"] == [] and not cpu.plan["calibrated"]
@@ -258,7 +288,9 @@ def test_calibrate_on_the_cpu_saves_numpy_below_and_a_new_context_loads_it(cpu, 
     data = json.loads(cache.read_text())
     assert data["host"] == socket.gethostname() and data["device"] == "" and data["version"] == 1
     assert data["numpy_below"] == plan["numpy_below"] and data["cpu_threads"] == 4
+    assert data["numpy_from"] == plan["numpy_from"] <= plan["numpy_below"] or plan["numpy_below"] == 0
     data["numpy_below"] = 12345
+    data["numpy_from"] = 0
     cache.write_text(json.dumps(data))
     with dotcourse.Context(1, device="cpu", cpu_threads=4) as again:
         assert again.plan["numpy_below"] == 12345
