@@ -91,6 +91,17 @@ function(course_chapter name)
     course_add_catch_tests(test_${name} ${label})
     add_dependencies(${name}_all test_${name})
   endif()
+  # A chapter's tests of its CUDA calls without a GPU (tests/test_NN_name_host_calls.cpp): that file
+  # defines the CUDA runtime functions the chapter calls, over a model in host memory, in place of
+  # libcudart.so's (course_common links the shared runtime, so the program's own definitions win).
+  # A program of its own: the chapter's other tests need the real runtime.
+  set(calls_src "${PROJECT_SOURCE_DIR}/tests/test_${name}_host_calls.cpp")
+  if(COURSE_BUILD_TESTS AND EXISTS "${calls_src}")
+    add_executable(test_${name}_host_calls "${calls_src}")
+    target_link_libraries(test_${name}_host_calls PRIVATE ${name}_lib course_test_support)
+    course_add_catch_tests(test_${name}_host_calls ${label})
+    add_dependencies(${name}_all test_${name}_host_calls)
+  endif()
 
   # One source for the list of versions: the executable's --list must print the registry that
   # tools/version_lists.py reads from the source (and writes into the README). A maintainers' check,

@@ -9,10 +9,13 @@ of that chapter can read it, and report each place that shows it.
 Where a student looks (for the holes of chapter C):
   - every fenced code block of C's README.md and APPENDIX.md;
   - C's own student files, outside their holes (a neighbouring function, a header);
-  - the kit (common/), which every chapter ships and includes.
+  - the kit (common/), which every chapter ships and includes; a kit file's copy of a primitive
+    may answer the holes of the one chapter its header names ("taught in chapter NN": the chapter
+    that graduates it), and no other chapter's.
 A place shows a hole's answer when it holds the body's tokens (comments dropped, spacing ignored)
-exactly, or with one token changed, added or removed: "a one-line variant" (another name for one
-variable, `+` for `-`). In a code block of the lesson (README.md, APPENDIX.md) a renamed copy counts
+exactly, or with one token changed, added or removed, or (outside the lesson's code blocks, for
+bodies of MIN_RENAMED_TOKENS or more) with its names consistently renamed, most kept, and one
+token changed: "a one-line variant" (another name for one variable, `+` for `-`). In a code block of the lesson (README.md, APPENDIX.md) a renamed copy counts
 too: a block holding SHAPE_FAIL or more of the body's shape (names aside: similarity()). Bodies of fewer than MIN_TOKENS tokens are not searched: any code holds a
 `return s;`. A hole whose answer the lesson must show after the exercise goes in a folded block
 that `<!-- answer-after: exercise N -->` precedes, which this check leaves out.
@@ -29,6 +32,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import make_exercises  # noqa: E402
 
 MIN_TOKENS = 12
+MIN_RENAMED_TOKENS = 20  # a renamed copy of a shorter body is any call with the same arguments
 SHAPE_FAIL = 0.85  # share of an answer's shape that a lesson's code block may not hold
 ANSWER_AFTER = re.compile(r"<!--\s*answer-after:\s*exercise\s+\d+\s*-->")
 TOKEN = re.compile(r"""
@@ -89,13 +93,51 @@ def find_variant(body, text_tokens):
     return None
 
 
+KEEP_NAMES = {"if", "else", "for", "while", "return", "const", "auto", "unsigned", "int", "float", "double",
+              "bool", "void", "static", "__syncthreads", "__shared__", "true", "false", "std", "size_t",
+              "template", "typename", "struct", "class", "using", "nullptr"}
+
+
+def erase_names(toks):
+    """Tokens with every name but the keywords replaced by one placeholder."""
+    return ["\x01" if re.match(r"[A-Za-z_]\w*$", t) and t not in KEEP_NAMES else t for t in toks]
+
+
+def kept_names(body, window):
+    """Whether at least half of the body's distinct names (keywords aside) are in the window too:
+    a transliteration keeps most of the names it calls (shfl_down, kWarp, ...); a call with every
+    name different is only the shape of any call."""
+    names = {t for t in body if re.match(r"[A-Za-z_]\w*$", t) and t not in KEEP_NAMES}
+    return not names or 2 * len(names & set(window)) >= len(names)
+
+
+def find_renamed(body, text_tokens):
+    """The start of a window of text_tokens that is the body with its names consistently renamed
+    (one name for another wherever it occurs: `v` for `value`, at least half of its names kept) and
+    at most one other token changed, added or removed; None when there is none. Candidates are the windows one edit from the body
+    with every name erased; each is then compared by shape (the same names in the same places)."""
+    erased_text = erase_names(text_tokens)
+    erased_body = erase_names(body)
+    want = shape(body)
+    start, seen = 0, set()
+    while True:
+        at = find_variant(erased_body, erased_text[start:])
+        if at is None:
+            return None
+        at += start
+        for length in (len(body) - 1, len(body), len(body) + 1):
+            window = text_tokens[at:at + length]
+            if (at, length) not in seen and one_edit_apart(want, shape(window)) and kept_names(body, window):
+                return at
+            seen.add((at, length))
+        start = at + 1
+
+
 def shape(toks):
     """Tokens with every name replaced by the distance back to its previous use (`N@7`; `N@new` at
     its first): the same code with other names has the same shape, wherever it starts. Keywords
     and built-in types stay."""
-    keep = {"if", "else", "for", "while", "return", "const", "auto", "unsigned", "int", "float", "double",
-            "bool", "void", "static", "__syncthreads", "__shared__", "true", "false", "std", "size_t",
-            "template", "typename", "struct", "class", "using", "nullptr"}
+    keep = KEEP_NAMES
     last, out = {}, []
     for k, t in enumerate(toks):
         if re.match(r"[A-Za-z_]\w*$", t) and t not in keep:
@@ -200,8 +242,22 @@ def line_of(text, token_index):
     return 0
 
 
+GRADUATED = re.compile(r"taught in chapter (\d\d)\b")
+
+
+def graduated_from(text):
+    """The chapter a kit file says it was taught in (its first "taught in chapter NN"), or None: the
+    graduating chapter, the one chapter whose holes that copy may answer."""
+    m = GRADUATED.search(text)
+    return m.group(1) if m else None
+
+
 def findings(chapters, root=ROOT):
-    """[(chapter, file, hole, where)] for every answer within reach."""
+    """[(chapter, file, hole, where)] for every answer within reach. The kit's copy of a primitive
+    answers the holes of the chapter that teaches it and graduates it into common/ (its header says
+    "taught in chapter NN"): that chapter is the last to see it as an exercise, and the hole scan
+    refuses a call to the copy from its holes. The same copy answering a hole of another chapter is
+    a finding: a chapter after the graduating one teaching the primitive again."""
     found = []
     for chapter in chapters:
         for src in sorted((root / "solutions" / chapter).glob("*")):
@@ -214,9 +270,16 @@ def findings(chapters, root=ROOT):
                     continue
                 for label, text in places(chapter, root):
                     at = find_variant(body, tokens(text))
+                    renamed = False
+                    if at is None and "(code block)" not in label and len(body) >= MIN_RENAMED_TOKENS:
+                        at = find_renamed(body, tokens(text))
+                        renamed = at is not None
+                    if at is not None and label.startswith("common/") and graduated_from(text) == chapter[:2]:
+                        at = None  # the graduating chapter's own primitive (see the docstring)
                     if at is not None:
                         where = label if "(code block)" in label else f"{label}:{line_of(text, at)}"
                         where += " (the kit)" if label.startswith("common/") else ""
+                        where += ", its names renamed" if renamed else ""
                         found.append((chapter, src.name, k, where))
                     elif "(code block)" in label:
                         share, _ = similarity(body, tokens(text))

@@ -18,8 +18,9 @@ float time_with_events_ms(const std::function<void()>& launch, cudaStream_t stre
   // [hole 1 begin]
   // TODO(student): return the milliseconds the GPU spends on exactly the work launch() enqueues
   // on `stream`, read on the GPU's clock (a host clock sees only the enqueue) and final when this
-  // returns; leak nothing. Test: ch01 time_with_events_ms: * (filling 1.5 GiB takes at least its
-  // bytes over the card's peak bandwidth). See README §Exercise 2.
+  // returns; leak nothing; every CUDA call checked. Tests: ch01 time_with_events_ms on the host: *
+  // (no GPU: a model of the GPU's clock), then ch01 time_with_events_ms: * (filling 1.5 GiB takes
+  // at least its bytes over the card's peak bandwidth). See README §Exercise 2.
   launch();
   return 0.0f;
   // [hole 1 end]

@@ -149,39 +149,44 @@ float round_trip(Launcher version, course::Context& ctx, const float* h_x, const
 
   // [hole 1 begin]
   // TODO(student): afterwards d_x and d_y each point to device memory for n floats, and d_result
-  // to one float, on ctx's GPU; every CUDA call is checked. Tests: ch03 round_trip: *.
-  // See README §Exercise 2.
+  // to one float, on ctx's GPU; every CUDA call is checked. Tests: ch03 round_trip on the host:
+  // * (no GPU), then ch03 round_trip: *. See README §Exercise 2.
   // [hole 1 end]
   CUDA_CHECK(cudaMemset(d_result, 0xFF, sizeof(float)));  // poison: NaN unless the kernel writes it
   clock.lap_host(&Phases::allocate_ms);
 
   // [hole 2 begin]
   // TODO(student): afterwards d_x holds the n floats of h_x, the copy ordered on the default
-  // stream (the one the clock times). Tests: ch03 round_trip: *. See README §Exercise 2.
+  // stream (the one the clock times). Tests: ch03 round_trip on the host: * (no GPU), then
+  // ch03 round_trip: *. See README §Exercise 2.
   // [hole 2 end]
   clock.lap_gpu(&Phases::copy_x_ms);
 
   // [hole 3 begin]
-  // TODO(student): the same for y: d_y holds the n floats of h_y. Tests: ch03 round_trip: *.
+  // TODO(student): the same for y: d_y holds the n floats of h_y. Tests: ch03 round_trip on the
+  // host: * (no GPU), then ch03 round_trip: *.
   // [hole 3 end]
   clock.lap_gpu(&Phases::copy_y_ms);
 
   // [hole 4 begin]
   // TODO(student): run `version`, whichever of the registry it is (the tests pass cuBLAS's), so that
   // d_result receives the dot product of d_x and d_y; its work goes on the default stream, the one
-  // the clock times. Tests: ch03 round_trip: *. See README §Exercise 2.
+  // the clock times. Tests: ch03 round_trip on the host: * (no GPU), then ch03 round_trip: *.
+  // See README §Exercise 2.
   // [hole 4 end]
   clock.lap_gpu(&Phases::kernel_ms);
 
   // [hole 5 begin]
   // TODO(student): when this step returns, h_result holds the float the version wrote to d_result
-  // (not the NaN poison set above). Tests: ch03 round_trip: *. See README §Exercise 2.
+  // (not the NaN poison set above). Tests: ch03 round_trip on the host: * (no GPU), then
+  // ch03 round_trip: *. See README §Exercise 2.
   // [hole 5 end]
   clock.lap_gpu(&Phases::copy_back_ms);
 
   // [hole 6 begin]
   // TODO(student): afterwards this call holds no device memory: repeated round trips leave the
-  // card's free memory where it was. Test: ch03 round_trip: frees what it allocates.
+  // card's free memory where it was; every CUDA call checked. Tests: ch03 round_trip on the host: * (no GPU), then
+  // ch03 round_trip: frees what it allocates.
   // See README §Exercise 2.
   // [hole 6 end]
   clock.lap_host(&Phases::free_ms);

@@ -113,6 +113,25 @@ class CheckAnswers(unittest.TestCase):
         near = check_answers.near_answers(["01_x"], 0.8, root)
         self.assertEqual([(n[2], n[3].split(":")[0]) for n in near], [(1, "common/course/kit.hpp")])
 
+    def test_a_copy_with_one_name_renamed_in_the_kit_is_found(self):
+        # `acc` for `total` three times over: three tokens, one rename (the kit's warp_sum once had
+        # chapter 06's warp_sum_steps so, `v` for `value`).
+        kit = "inline float sq(const float* x, int n) {\n  float acc = 0.0f;\n" \
+              "  for (int i = 0; i < n; ++i) acc += x[i] * x[i];\n  return acc;\n}\n"
+        found = check_answers.findings(["01_x"], self.tree(kit=kit))
+        self.assertEqual(len(found), 1)
+        self.assertIn("common/course/kit.hpp:2", found[0][3])
+        self.assertIn("renamed", found[0][3])
+
+    def test_the_kit_may_answer_the_chapter_that_graduates_it_only(self):
+        kit = "/// \\brief Squares: taught in chapter {} (its exercise), kept here once.\n" \
+              "inline float sq(const float* x, int n) {{\n  float total = 0.0f;\n" \
+              "  for (int i = 0; i < n; ++i) total += x[i] * x[i];\n  return total;\n}}\n"
+        self.assertEqual(check_answers.findings(["01_x"], self.tree(kit=kit.format("01"))), [])
+        found = check_answers.findings(["01_x"], self.tree(kit=kit.format("02")))
+        self.assertEqual(len(found), 1, "a later chapter's hole answered by an earlier chapter's copy")
+        self.assertIn("(the kit)", found[0][3])
+
     def test_one_edit_apart(self):
         a = list("abcdef")
         self.assertTrue(check_answers.one_edit_apart(a, list("abXdef")))
