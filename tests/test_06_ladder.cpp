@@ -51,18 +51,12 @@ std::string hint_for(const Version& v) {
        "its two elements there, each only if it is below n (NaN: a read past the end), with indices that stay "
        "exact past 2^32. The indices are first_add_elements's (dot.hpp; host tests `ch06 index: "
        "first_add_elements ...`, no GPU). See dot_kernel4, README §Steps 4–6 and §Exercise 2."},
-      {"v8_shuffle",
-       "thread 0 must end with the block's total, for any Block that is a multiple of 32: every lane of a "
-       "warp takes part in every shuffle (none may skip it), only lane 0's warp total is specified, and the "
-       "warp totals pass through shared memory with no race, each counted once and nothing else "
-       "added. The shuffles are warp_sum_steps's (dot.hpp; host test `ch06 index: warp_sum_steps ...`, "
-       "no GPU). See dot_kernel8, README §Warp shuffles and §Exercise 3."},
       {"v11_single_pass",
        "NaN means nobody wrote *result: exactly one block, the last to finish, must add every block's partial "
        "and write *result. Right on the first call and NaN on the next means the counter was not left ready for "
        "the next call. A sum that is off on some runs only means the last block read a partial before it was "
        "visible to it: that must follow from the memory model, not from timing, and the whole block must agree "
-       "on whether it is last. See dot_kernel11, README §One launch: the last block's ticket and §Exercise 4."},
+       "on whether it is last. See dot_kernel11, README §One launch: the last block's ticket and §Exercise 3."},
   };
   const auto it = hints.find(std::string(v.name));
   if (it != hints.end()) return it->second;
@@ -285,7 +279,7 @@ const bool registered = [] {
 
 }  // namespace
 
-TEST_CASE("ch06 registry: baselines first, the classic seven, four exercises, the tagged single pass last", "[ch06]") {
+TEST_CASE("ch06 registry: baselines first, the classic seven, three exercises, the tagged single pass last", "[ch06]") {
   const auto& vs = ch06::versions();
   REQUIRE(vs.size() == 16);
   CHECK(ch06::is_library(vs[0]));
@@ -306,7 +300,7 @@ TEST_CASE("ch06 registry: baselines first, the classic seven, four exercises, th
     for (std::size_t j = 0; j < i; ++j) CHECK(std::string(vs[i].name) != std::string(vs[j].name));
     if (vs[i].exercise) exercises.emplace_back(vs[i].name);
   }
-  CHECK(exercises == std::vector<std::string>{"v3_sequential", "v4_first_add", "v8_shuffle", "v11_single_pass"});
+  CHECK(exercises == std::vector<std::string>{"v3_sequential", "v4_first_add", "v11_single_pass"});
   CHECK(std::string(ch06::final_version().name) == "v12_tagged_partials");
 }
 
@@ -464,7 +458,7 @@ const bool registered_follow = [] {
 }();
 }  // namespace
 
-// Exercise 5 (think): the waves of a grid. Host only (no GPU). Three kinds of check, none of which
+// Exercise 4 (think): the waves of a grid. Host only (no GPU). Three kinds of check, none of which
 // computes the answer the way the exercise asks for: examples worked out by hand (the arithmetic is
 // in the comment above the table), a simulation of the slots one block at a time for small grids
 // (it cannot reach the table's grids past 2^31 blocks), and properties any right answer has.
@@ -488,7 +482,7 @@ std::size_t slots_simulated_end(std::size_t blocks, std::size_t slots) {
 
 }  // namespace
 
-TEST_CASE("ch06 wave_efficiency: the share of slot-time that holds a block", "[ch06][exercise][hole:dot.cu:3]") {
+TEST_CASE("ch06 wave_efficiency: the share of slot-time that holds a block", "[ch06][exercise][hole:dot.cu:2]") {
   std::size_t wrong = 0;
   std::string first;
   auto note = [&](std::size_t blocks, std::size_t slots, double got, const std::string& why) {
@@ -563,16 +557,16 @@ TEST_CASE("ch06 wave_efficiency: the share of slot-time that holds a block", "[c
                                    ", no higher, though it fills a slot that idled");
   }
   INFO(wrong << " wrong answers; the first: " << first
-             << ".\nHint: -1 is the unfilled stub. Picture the slots over time, as README §Exercise 5 asks: "
+             << ".\nHint: -1 is the unfilled stub. Picture the slots over time, as README §Exercise 4 asks: "
                 "which slots idle, and for how long? Grids past 2^32 blocks must not wrap: std::size_t or "
                 "double, never int. See wave_efficiency.");
   CHECK(wrong == 0);
 }
 
 // ---------------------------------------------------------------------------------------------
-// The index arithmetic of exercises 1–3, host only (no GPU needed, never skipped): the functions
-// of dot.hpp that versions 3, 4 and 8 call for their indices, called here with recorders and a
-// simulated warp (tests/support/index_check.hpp). Exercise 4 (the single pass) is a protocol, not
+// The index arithmetic of exercises 1 and 2, host only (no GPU needed, never skipped): the functions
+// of dot.hpp that versions 3 to 7 call for their indices, called here with recorders
+// (tests/support/index_check.hpp). Exercise 3 (the single pass) is a protocol, not
 // index arithmetic: its host test is the grid player below (`ch06 v11 player: *`), and the hole scan
 // (`ch06 integrity`, no GPU) checks its ticket's memory order, which no run can be relied on to show.
 // ---------------------------------------------------------------------------------------------
@@ -708,19 +702,8 @@ TEST_CASE("ch06 index: first_add_elements around 2^31 and 2^32 elements (exercis
   CHECK(first.empty());
 }
 
-TEST_CASE("ch06 index: warp_sum_steps on a simulated warp (exercise 3)", "[ch06][exercise][index][hole:dot.hpp:3]") {
-  const std::string problem = course::test::check_warp_sum(
-      [](const course::test::Warp& w, course::test::ShflDown shfl) { return ch06::warp_sum_steps(w, shfl); },
-      course::test::seed(6300));
-  INFO(problem << "\nHint: (the stub returns each lane's own value.) Lane 0 must return the sum of the 32 "
-                  "lanes' values, each once, in at most five shuffles, in an order that never changes, exchanging "
-                  "only through the shfl_down argument (not __shfl_down_sync: the tests run it on the host). See "
-                  "warp_sum_steps (dot.hpp), README §Warp shuffles and §Exercise 3.");
-  CHECK(problem.empty());
-}
-
 // ---- the kernels' holes without a GPU (issue 39: a host check for every hole) -----------------
-// Versions 3, 4, 8 and 11 do what their holes do in __host__ __device__ helpers; ch06::on_host runs
+// Versions 3, 4 and 11 do what their holes do in __host__ __device__ helpers; ch06::on_host runs
 // them, and a block player (tests/support/block_player.hpp) runs every thread of a simulated block,
 // one at a time between barriers, in several orders a GPU may take. Whole-number values: exact in
 // float, so a value lost or added twice shows exactly.
@@ -804,39 +787,6 @@ TEST_CASE("ch06 v4 on the host: every thread's two products, nothing read past n
   CHECK(first.empty());
 }
 
-TEST_CASE("ch06 v8 player: thread 0 ends with the block's total, for any Block (exercise 3)",
-          "[ch06][exercise][player][hole:dot.cu:1]") {
-  std::string first;
-  for (unsigned block : {32u, 96u, ch06::kBlock, 1024u})
-    for (Player::Order order : kOrders) {
-      if (!first.empty()) break;
-      const std::uint64_t seed = course::test::seed(6350) + block;
-      std::vector<float> value(block), out(block, kNaN);
-      std::vector<float> s_warp(block / ch06::kWarp + 32, kNaN);  // NaN past the block's warps
-      float expected = 0.0f;
-      for (unsigned i = 0; i < block; ++i) expected += (value[i] = whole(seed, i));
-      Player player(block, order, seed);
-      const std::string problem = player.run([&](unsigned tid) {
-        out[tid] = ch06::on_host::block_sum_by_shuffles(
-            block, value[tid], tid, s_warp.data(), [&](float v, unsigned offset) { return player.shfl_down(v, offset); },
-            [&] { player.sync_block(); });
-      });
-      const std::string where = "Block = " + std::to_string(block) + ", " + Player::name(order) + ": ";
-      if (!problem.empty())
-        first = where + problem;
-      else if (!same_bits(out[0], expected))
-        first = where + "thread 0 returns " + show(out[0]) + ", the block's total is " + show(expected) +
-                (std::isnan(out[0]) ? " (NaN: a warp total read before it was written, or past the block's warps)"
-                                    : "");
-    }
-  INFO(first << "\nHint: (the stub returns each thread's own value.) Thread 0 must return the sum of the Block "
-                "values, each once, whatever order the threads run in between barriers: every s_warp slot read "
-                "must have been written before a barrier() that every thread reaches, and no slot past the "
-                "block's Block / 32 may be read (NaN above). See the TODO of block_sum_by_shuffles, README "
-                "§Warp shuffles.");
-  CHECK(first.empty());
-}
-
 namespace {
 
 /// One call of version 11 after its blocks' sums, played on the host: a grid of sums.size() blocks
@@ -892,8 +842,8 @@ std::vector<unsigned> forced_finish_order(const ForcedOrder& o, unsigned grid) {
 
 }  // namespace
 
-TEST_CASE("ch06 v11 player: exactly the last block adds every partial, blocks finishing in any order (exercise 4)",
-          "[ch06][exercise][player][hole:dot.cu:2]") {
+TEST_CASE("ch06 v11 player: exactly the last block adds every partial, blocks finishing in any order (exercise 3)",
+          "[ch06][exercise][player][hole:dot.cu:1]") {
   // Grids and the orders their blocks finish in: every order of 2 to 5 blocks; the GPU test's forced
   // orders and random ones on 300 blocks of 32 threads (the last block's loop runs its four-way part
   // and its tail); one random order on 1100 blocks of 256, the GPU's block size.

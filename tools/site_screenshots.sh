@@ -32,7 +32,7 @@ anchor_of() {  # page file, words
                      index($0, words) { print last; exit }' "$1"
 }
 if [ ${#pages[@]} -eq 0 ]; then
-  pages=("ch06_ladder.html#text=Exercise 5 — the waves of a grid"
+  pages=("ch06_ladder.html#text=Exercise 4 — the waves of a grid"
          "ch06_ladder.html#text=final_vs_cub"
          "ch06_ladder.html#text=Check yourself"
          "ch07_library.html#text=Where the time goes</h1>"

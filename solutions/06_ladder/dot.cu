@@ -13,7 +13,7 @@
 //   v5_unroll_warp     the last warp without __syncthreads (__syncwarp)      06_ladder --kernel v5_unroll_warp
 //   v6_unroll_all      complete unrolling, block size as a template          06_ladder --kernel v6_unroll_all
 //   v7_many_per_thread several elements per thread, grid-stride loop         06_ladder --kernel v7_many_per_thread
-//   v8_shuffle         warp shuffles instead of shared memory (exercise)     06_ladder --kernel v8_shuffle
+//   v8_shuffle         warp shuffles: the kit's block_sum (chapter 05)       06_ladder --kernel v8_shuffle
 //   v9_float4          16-byte loads, scalar head and tail, misaligned path  06_ladder --kernel v9_float4
 //   v10_machine_grid   grid = SMs × resident blocks                          06_ladder --kernel v10_machine_grid
 //   v11_single_pass    the last block adds the partials: one launch (exercise) 06_ladder --kernel v11_single_pass
@@ -40,8 +40,6 @@
 namespace ch06 {
 namespace {
 
-// Every lane of the warp (kWarp, 32 lanes, is in dot.hpp).
-constexpr unsigned kFullMask = 0xffffffffu;
 /// Versions 7 and 9 give each thread about log2(n) elements (Brent's theorem, the 2007 text's
 /// "algorithm cascading"): 32 elements per thread.
 constexpr std::size_t kPerThread = 32;
@@ -272,50 +270,20 @@ __global__ void __launch_bounds__(Block) dot_kernel7(const float* x, const float
 // Past 2007: what Kepler and later added (shuffles), and what a 132-SM card with 50 MB of L2 needs.
 // ---------------------------------------------------------------------------------------------
 
-// [v8_kernel]
-// Version 8: warp shuffles. __shfl_down_sync reads a register of another lane of the warp: the
-// warp adds its 32 values in five steps with no shared memory and no barrier. Only the 8 warp
-// totals go through shared memory, with one __syncthreads(). Still slow: 4-byte loads.
-// The block's reduction is a __host__ __device__ helper that gets the warp's shuffle and the block's
-// barrier as arguments: the host tests play it on a simulated block (`ch06 v8 player: *`, no GPU).
-COURSE_HOST_DEVICE_TEMPLATE
-template <unsigned Block, class ShflDown, class Barrier>
-COURSE_HOST_DEVICE inline float block_sum_by_shuffles(float sum, unsigned tid, float* s_warp, ShflDown shfl_down,
-                                                      Barrier barrier) {
-  // BEGIN SOLUTION
-  const unsigned lane = tid % kWarp;
-  const unsigned warp = tid / kWarp;
-  sum = warp_sum_steps(sum, shfl_down);
-  if (lane == 0) s_warp[warp] = sum;
-  barrier();
-  if (warp == 0) sum = warp_sum_steps(lane < Block / kWarp ? s_warp[lane] : 0.0f, shfl_down);
-  // STUB
-  //> // TODO(student): reduce `sum` over the block of Block threads with shuffles (warp_sum_steps,
-  //> // exercise 3's other hole, given shfl_down): thread tid == 0 returns the block's total, for any
-  //> // Block the static_assert allows. s_warp (shared, Block / 32 floats) carries one value per
-  //> // warp, behind barrier() (the block's barrier on the GPU); no race, same bits on every run. It
-  //> // runs on the host too: use the arguments only. Tests: `ch06 v8 player: *` (host),
-  //> // `ch06 v8_shuffle: *`, after `ch06 index: warp_sum_steps *`. See README §Warp shuffles.
-  //> (void)tid, (void)s_warp, (void)shfl_down, (void)barrier;
-  // END SOLUTION
-  return sum;
-}
+// The block's sum with shuffles, chapter 05's block_sum_shuffle, from the kit for every version from
+// 8 on and for the second pass: course::kernels::block_sum (common/course/kernels/block_sum.cuh).
+using course::kernels::block_sum;
 
+// [v8_kernel]
+// Version 8: version 7's loads, and the block's tree in registers: each warp adds its 32 values
+// with five shuffles, no shared memory and no barrier; only the 8 warp totals go through shared
+// memory, behind one __syncthreads(). Still slow: 4-byte loads.
 template <unsigned Block>
 __global__ void __launch_bounds__(Block) dot_kernel8(const float* x, const float* y, std::size_t n, float* partials) {
-  static_assert(Block % kWarp == 0 && Block <= kWarp * kWarp, "Block: a multiple of 32, at most 1024");
-  __shared__ float s_warp[Block / kWarp];
-  float sum = thread_dot_pairs<Block>(x, y, n);
-  sum = block_sum_by_shuffles<Block>(
-      sum, threadIdx.x, s_warp, [](float v, unsigned offset) { return __shfl_down_sync(kFullMask, v, offset); },
-      [] { __syncthreads(); });
+  const float sum = block_sum<Block>(thread_dot_pairs<Block>(x, y, n));
   if (threadIdx.x == 0) partials[blockIdx.x] = sum;
 }
 // [v8_kernel]
-
-// Version 8's reduction as functions, for the versions after it and for the second pass: the
-// kit's block_sum (common/course/kernels/block_sum.cuh), the same shuffles in the same order.
-using course::kernels::block_sum;
 
 // [finish_kernel]
 // The second pass of versions 1–10: one block adds the `count` partial sums of the first pass, in
@@ -690,7 +658,7 @@ const std::vector<course::Version<Launcher>>& versions() {
       {"v5_unroll_warp", "last warp without block barriers (`__syncwarp()`)", run_v5},
       {"v6_unroll_all", "complete unrolling, block size as template", run_v6},
       {"v7_many_per_thread", "32 elements per thread, grid-stride loop", run_v7},
-      {"v8_shuffle", "warp shuffles instead of shared memory", run_v8, true},
+      {"v8_shuffle", "warp shuffles instead of shared memory", run_v8},
       {"v9_float4", "16-byte loads, scalar head/tail, misaligned fallback", run_v9},
       {"v10_machine_grid", "grid = SMs x resident blocks", run_v10},
       {"v11_single_pass", "single pass: the last block adds the partials", run_v11, true},
@@ -829,19 +797,6 @@ float first_add_share(const float* x, const float* y, std::size_t n, unsigned bl
   return ch06::first_add_share(x, y, n, block, tid, block_dim);
 }
 
-float block_sum_by_shuffles(unsigned block_threads, float sum, unsigned tid, float* s_warp, const ShflDown& shfl_down,
-                            const Barrier& barrier) {
-  const auto shfl = [&shfl_down](float v, unsigned offset) { return shfl_down(v, offset); };
-  const auto sync = [&barrier] { barrier(); };
-  switch (block_threads) {
-    case 32: return ch06::block_sum_by_shuffles<32>(sum, tid, s_warp, shfl, sync);
-    case 96: return ch06::block_sum_by_shuffles<96>(sum, tid, s_warp, shfl, sync);
-    case kBlock: return ch06::block_sum_by_shuffles<kBlock>(sum, tid, s_warp, shfl, sync);
-    case 1024: return ch06::block_sum_by_shuffles<1024>(sum, tid, s_warp, shfl, sync);
-    default: throw course::UsageError("on_host::block_sum_by_shuffles: blocks of 32, 96, 256 or 1024 threads");
-  }
-}
-
 void combine_if_last(unsigned block_threads, float sum, unsigned block, unsigned grid, unsigned tid, float* partials,
                      unsigned* counter, float* result, bool& s_is_last, const Barrier& barrier,
                      const BlockSum& block_sum, const Load& load_partial) {
@@ -860,7 +815,7 @@ void combine_if_last(unsigned block_threads, float sum, unsigned block, unsigned
 }  // namespace on_host
 
 // [wave_efficiency]
-// Exercise 5 (think): why version 10 launches exactly the blocks the SMs hold at once, and version
+// Exercise 4 (think): why version 10 launches exactly the blocks the SMs hold at once, and version
 // 11 several times that. Nothing below gives the formula away: picture the slots over time.
 double wave_efficiency(std::size_t blocks, std::size_t slots) {
   if (blocks == 0 || slots == 0) throw course::UsageError("wave_efficiency: blocks and slots must be at least 1");

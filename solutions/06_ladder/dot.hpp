@@ -146,12 +146,12 @@ void run_cub(const float* d_x, const float* d_y, std::size_t n, float* d_result,
 std::size_t cub_temp_bytes_for(std::size_t n);
 
 // ---------------------------------------------------------------------------------------------
-// The index arithmetic of exercises 1–3, on the host and on the device. Versions 3, 4 and 8 call
+// The index arithmetic of exercises 1 and 2, on the host and on the device. Versions 3 to 7 call
 // these functions for their indices, and the host tests (`ch06 index: ...`, no GPU needed) call
-// the same functions with recorders and a simulated warp, so a student without a GPU learns
-// whether the indexing is right. What they do with an index comes in as an argument (add,
-// barrier, visit, shfl_down): they are compiled for the host too, where __syncthreads(), the
-// shuffles, threadIdx and blockDim do not exist, so write them with their arguments only.
+// the same functions with recorders, so a student without a GPU learns whether the indexing is
+// right. What they do with an index comes in as an argument (add, barrier, visit): they are
+// compiled for the host too, where __syncthreads(), threadIdx and blockDim do not exist, so write
+// them with their arguments only.
 // ---------------------------------------------------------------------------------------------
 
 /// Lanes per warp: 32 on every NVIDIA GPU so far.
@@ -201,44 +201,18 @@ COURSE_HOST_DEVICE inline void first_add_elements(unsigned block, unsigned tid, 
 }
 // [first_add_elements]
 
-// [warp_sum_steps]
-/// Exercise 3: a warp's 32 values added into lane 0 by shuffles. shfl_down(value, offset) gives
-/// every lane the value held by lane + offset (a lane past the warp's end gets its own back): on the
-/// GPU __shfl_down_sync(0xffffffff, value, offset), in the host tests a simulated warp whose values
-/// are all 32 lanes' at once. Every lane calls it; only lane 0's result is specified.
-COURSE_HOST_DEVICE_TEMPLATE
-template <class T, class ShflDown>
-COURSE_HOST_DEVICE inline T warp_sum_steps(T value, ShflDown shfl_down) {
-  // BEGIN SOLUTION
-  for (unsigned offset = kWarp / 2; offset > 0; offset /= 2) value += shfl_down(value, offset);
-  // STUB
-  //> // TODO(student): lane 0 returns the sum of the 32 lanes' values, each counted once, after at
-  //> // most log2(32) = 5 shuffles, in an order that never changes (the same bits on every run).
-  //> // Tests: `ch06 index: warp_sum_steps *` (a simulated warp, host), then `ch06 v8_shuffle: *`.
-  //> // See README §Warp shuffles.
-  //> (void)shfl_down;
-  // END SOLUTION
-  return value;
-}
-// [warp_sum_steps]
-
-/// The kernels' exercise code (dot.cu's holes 1–4) run on the host, without a GPU: the kernels call
-/// __host__ __device__ helpers for what their holes do, and these call the same helpers with the
-/// host tests' block player's barrier, shuffle and block sum (tests/support/block_player.hpp). One
-/// call is one thread's part.
+/// The kernels' exercise code (versions 3, 4 and 11) runs on the host, without a GPU: the kernels
+/// call __host__ __device__ helpers for what their holes do, and these call the same helpers with
+/// the host tests' block player's barrier and block sum (tests/support/block_player.hpp). One call
+/// is one thread's part.
 namespace on_host {
-using Barrier = std::function<void()>;                   ///< __syncthreads()
-using ShflDown = std::function<float(float, unsigned)>;  ///< __shfl_down_sync(0xffffffff, v, offset)
-using BlockSum = std::function<float(float)>;            ///< the kit's block_sum: the total in thread 0
-using Load = std::function<float(const float*)>;        ///< __ldcg(p): a partial, read from L2
+using Barrier = std::function<void()>;             ///< __syncthreads()
+using BlockSum = std::function<float(float)>;      ///< the kit's block_sum: the total in thread 0
+using Load = std::function<float(const float*)>;  ///< __ldcg(p): a partial, read from L2
 /// Version 3's tree: s_data[0] ends as the sum of s_data[0, count), count a power of two.
 void sequential_tree(float* s_data, unsigned tid, unsigned count, const Barrier& barrier);
 /// Version 4's load: thread tid of block `block` returns the sum of its two products (those below n).
 float first_add_share(const float* x, const float* y, std::size_t n, unsigned block, unsigned tid, unsigned block_dim);
-/// Version 8's block reduction for blocks of block_threads (32, 96, 256 or 1024) threads: thread 0
-/// returns the block's total; s_warp holds block_threads / 32 floats.
-float block_sum_by_shuffles(unsigned block_threads, float sum, unsigned tid, float* s_warp, const ShflDown& shfl_down,
-                            const Barrier& barrier);
 /// Version 11 after the block's sum, for blocks of block_threads (32 or 256) threads: block `block`
 /// of `grid` stores its partial, takes its ticket, and the last block writes *result.
 void combine_if_last(unsigned block_threads, float sum, unsigned block, unsigned grid, unsigned tid, float* partials,
@@ -246,7 +220,7 @@ void combine_if_last(unsigned block_threads, float sum, unsigned block, unsigned
                      const BlockSum& block_sum, const Load& load_partial);
 }  // namespace on_host
 
-/// Exercise 5 (think): a GPU holds at most `slots` blocks at once (SMs × resident blocks per SM,
+/// Exercise 4 (think): a GPU holds at most `slots` blocks at once (SMs × resident blocks per SM,
 /// from the occupancy API); a grid of `blocks` blocks runs in *waves*, the next block starting when
 /// a slot frees up. If every block takes the same time, what fraction of the slot-time of the whole
 /// run holds a block? 1 means no slot ever idles. Throws course::UsageError when blocks or slots is 0.

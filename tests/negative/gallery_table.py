@@ -76,7 +76,7 @@ CLASSES = {
                         "reset, planned for more than n, new values in the same buffers each call, every result "
                         "checked (`... follows its input ...`); the benchmark checks every timed call of a "
                         "version and changes its input between them (06, 07); the hole scan refuses `partials` in "
-                        "05's and 06's holes that come before the partial is written"),
+                        "05's holes, which come before the partial is written"),
     "memory_order": ("a memory order weaker than the protocol needs (single pass)",
                      "no runtime test can be relied on (docs below); the hole scan's ticket rule for chapter 06's "
                      "single pass: acq_rel (or fences on both sides)"),
@@ -148,7 +148,7 @@ NOT_APPLICABLE = {
     ("workspace_cache", "03_one_thread"): "no workspace: the round trip frees all",
     ("workspace_cache", "08_pinned"): "one Stager kept between calls: `one byte changed`",
     ("workspace_cache", "09_streams"): "one pipeline kept; run() checks every call",
-    ("workspace_cache", "06_ladder"): "the index holes and hole 1 get no workspace; hole 2 (the single pass) writes it",
+    ("workspace_cache", "06_ladder"): "the index holes and wave_efficiency get no workspace; the single pass writes it",
     ("workspace_cache", "05_many_blocks"): "holes 1–4 are helpers that get no workspace; the kernels write the partials",
     ("workspace_cache", "10_dtypes"): "no workspace in the holes' reach",
     ("workspace_cache", "11_multi_gpu"): "open: the tests poison the team before each call",

@@ -1,7 +1,7 @@
 #pragma once
 /// \file block_sum.cuh
-/// \brief The block sum: taught in chapter 05 (block_sum_shuffle) and chapter 06 (version 8's
-/// shuffles), kept here once for the chapters after them (CUB's BlockReduce is the model).
+/// \brief The block sum: taught in chapter 05 (block_sum_shuffle), kept here once for the chapters
+/// after it, from chapter 06's version 8 on (CUB's BlockReduce is the model).
 ///
 /// Shuffles within each warp, the warps' sums through shared memory, shuffles again in warp 0. The
 /// order of the additions depends only on the thread index: the same inputs give the same bits on
