@@ -16,7 +16,6 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -56,7 +55,6 @@ struct FakeGpu {
 };
 
 FakeGpu g_gpu;
-std::mutex g_mutex;
 std::uintptr_t g_next_event = 0x7000;
 
 cudaStream_t canonical(cudaStream_t s) { return s == cudaStreamLegacy ? nullptr : s; }
@@ -170,7 +168,6 @@ cudaError_t cudaPeekAtLastError() { return cudaSuccess; }
 
 TEST_CASE("ch01 time_with_events_ms on the host: the GPU time of the work launch() enqueues on the stream",
           "[ch01][exercise][hole:timing.cu:1]") {
-  std::lock_guard<std::mutex> lock(g_mutex);
   for (double work_ms : {5.0, 0.25, 40.0}) {
     int launches = 0;
     const Timed t = time_it([&] { ++launches; enqueue(kStream, work_ms); }, kStream);
@@ -186,7 +183,6 @@ TEST_CASE("ch01 time_with_events_ms on the host: the GPU time of the work launch
 
 TEST_CASE("ch01 time_with_events_ms on the host: counts only the work between its events, on its own stream",
           "[ch01][exercise][hole:timing.cu:1]") {
-  std::lock_guard<std::mutex> lock(g_mutex);
   // Work already queued on the stream before the call, and work on another stream during it, are
   // not the launch's: 7 ms before, 11 ms on the default stream, 3 ms of the launch's own.
   const Timed t = time_it([&] { enqueue(nullptr, 11.0); enqueue(kStream, 3.0); }, kStream);
@@ -209,7 +205,6 @@ TEST_CASE("ch01 time_with_events_ms on the host: counts only the work between it
 
 TEST_CASE("ch01 time_with_events_ms on the host: final when it returns, every event destroyed",
           "[ch01][exercise][hole:timing.cu:1]") {
-  std::lock_guard<std::mutex> lock(g_mutex);
   const Timed t = time_it([&] { enqueue(kStream, 2.0); }, kStream);
   INFO((t.error.empty() ? std::string() : "time_with_events_ms threw: " + t.error +
         " (cudaErrorNotReady: the time was read before the host waited for the second event)\n") << kHint);
@@ -221,7 +216,6 @@ TEST_CASE("ch01 time_with_events_ms on the host: final when it returns, every ev
 
 TEST_CASE("ch01 time_with_events_ms on the host: a CUDA call that fails is reported",
           "[ch01][exercise][hole:timing.cu:1]") {
-  std::lock_guard<std::mutex> lock(g_mutex);
   const Timed ok = time_it([&] { enqueue(kStream, 1.0); }, kStream);
   REQUIRE(ok.error.empty());
   const int calls = g_gpu.event_calls;

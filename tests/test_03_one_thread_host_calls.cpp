@@ -17,7 +17,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -65,7 +64,6 @@ struct FakeGpu {
 };
 
 FakeGpu g_gpu;
-std::mutex g_mutex;
 
 bool is_default(cudaStream_t s) { return s == nullptr || s == cudaStreamLegacy; }
 
@@ -141,6 +139,21 @@ std::vector<float> values(std::size_t n, float scale) {
   std::vector<float> v(n);
   for (std::size_t i = 0; i < n; ++i) v[i] = scale * static_cast<float>((i * 7919) % 23) - 11.0f;
   return v;
+}
+
+// A round trip on the model that must not throw: its inputs (whose addresses the copies are
+// checked against) and what it returned.
+struct Checked {
+  std::vector<float> x, y;
+  float result = NAN;
+};
+Checked round_trip_ok(std::size_t n) {
+  Checked c{values(n, 0.5f), values(n, -0.25f)};
+  const Run r = run_round_trip(n, c.x, c.y);
+  INFO("n = " << n << (r.error.empty() ? "" : ": round_trip threw: " + r.error) << "\n" << kHint);
+  REQUIRE(r.error.empty());
+  c.result = r.result;
+  return c;
 }
 
 }  // namespace
@@ -229,12 +242,8 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaM
 
 TEST_CASE("ch03 round_trip on the host: device memory for x, y and the result, all of it freed",
           "[ch03][exercise][hole:dot.cu:1][hole:dot.cu:6]") {
-  std::lock_guard<std::mutex> lock(g_mutex);
   for (std::size_t n : {std::size_t{1}, std::size_t{1000}, std::size_t{4097}}) {
-    const auto x = values(n, 0.5f), y = values(n, -0.25f);
-    const Run r = run_round_trip(n, x, y);
-    INFO("n = " << n << (r.error.empty() ? "" : ": round_trip threw: " + r.error) << "\n" << kHint);
-    REQUIRE(r.error.empty());
+    round_trip_ok(n);
     std::vector<std::size_t> want = {n * sizeof(float), n * sizeof(float), sizeof(float)};
     std::vector<std::size_t> got = g_gpu.allocated;
     std::sort(got.begin(), got.end());
@@ -249,17 +258,13 @@ TEST_CASE("ch03 round_trip on the host: device memory for x, y and the result, a
 
 TEST_CASE("ch03 round_trip on the host: x and y copied in whole to the device before the version runs",
           "[ch03][exercise][hole:dot.cu:2][hole:dot.cu:3]") {
-  std::lock_guard<std::mutex> lock(g_mutex);
   const std::size_t n = 3001;
-  const auto x = values(n, 0.5f), y = values(n, -0.25f);
-  const Run r = run_round_trip(n, x, y);
-  INFO((r.error.empty() ? std::string() : "round_trip threw: " + r.error + "\n") << kHint);
-  REQUIRE(r.error.empty());
+  const Checked r = round_trip_ok(n);
   bool x_in = false, y_in = false;
   for (const Copy& c : g_gpu.copies) {
     if (c.kind != cudaMemcpyHostToDevice) continue;
-    x_in = x_in || (c.src == x.data() && c.bytes == n * sizeof(float) && c.dst == g_launch.x && c.default_stream);
-    y_in = y_in || (c.src == y.data() && c.bytes == n * sizeof(float) && c.dst == g_launch.y && c.default_stream);
+    x_in = x_in || (c.src == r.x.data() && c.bytes == n * sizeof(float) && c.dst == g_launch.x && c.default_stream);
+    y_in = y_in || (c.src == r.y.data() && c.bytes == n * sizeof(float) && c.dst == g_launch.y && c.default_stream);
   }
   INFO("x: every one of its n floats copied host to device, into the buffer the version reads, on the default "
        "stream: " << (x_in ? "yes" : "no") << "; y: " << (y_in ? "yes" : "no"));
@@ -269,12 +274,8 @@ TEST_CASE("ch03 round_trip on the host: x and y copied in whole to the device be
 
 TEST_CASE("ch03 round_trip on the host: the version given runs once, on the device copies and the default stream",
           "[ch03][exercise][hole:dot.cu:4]") {
-  std::lock_guard<std::mutex> lock(g_mutex);
   const std::size_t n = 2048;
-  const auto x = values(n, 0.5f), y = values(n, -0.25f);
-  const Run r = run_round_trip(n, x, y);
-  INFO((r.error.empty() ? std::string() : "round_trip threw: " + r.error + "\n") << kHint);
-  REQUIRE(r.error.empty());
+  round_trip_ok(n);
   INFO("the version was called " << g_launch.calls << " time(s); it must run once");
   REQUIRE(g_launch.calls == 1);
   CHECK(g_launch.n == n);
@@ -286,13 +287,9 @@ TEST_CASE("ch03 round_trip on the host: the version given runs once, on the devi
 
 TEST_CASE("ch03 round_trip on the host: returns the result the version wrote, copied back",
           "[ch03][exercise][hole:dot.cu:5]") {
-  std::lock_guard<std::mutex> lock(g_mutex);
   const std::size_t n = 777;
-  const auto x = values(n, 0.5f), y = values(n, -0.25f);
-  const Run r = run_round_trip(n, x, y);
-  INFO((r.error.empty() ? std::string() : "round_trip threw: " + r.error + "\n") << kHint);
-  REQUIRE(r.error.empty());
-  const float want = static_cast<float>(course::reference_dot(x.data(), y.data(), n).value);
+  const Checked r = round_trip_ok(n);
+  const float want = static_cast<float>(course::reference_dot(r.x.data(), r.y.data(), n).value);
   bool back = false;
   for (const Copy& c : g_gpu.copies)
     back = back || (c.kind == cudaMemcpyDeviceToHost && c.src == g_launch.result && c.bytes == sizeof(float));
@@ -304,7 +301,6 @@ TEST_CASE("ch03 round_trip on the host: returns the result the version wrote, co
 
 TEST_CASE("ch03 round_trip on the host: a CUDA call that fails is reported, and the call does not go on",
           "[ch03][exercise][hole:dot.cu:1][hole:dot.cu:2][hole:dot.cu:3][hole:dot.cu:5][hole:dot.cu:6]") {
-  std::lock_guard<std::mutex> lock(g_mutex);
   const std::size_t n = 100;
   const auto x = values(n, 0.5f), y = values(n, -0.25f);
   // The memory calls of a correct round trip, in order: 3 allocations, the poison memset, 2 copies
