@@ -12,7 +12,9 @@ results.json is tools/grade's Gradescope file; an item is a test of its `tests` 
 `name`, and it agrees when its score and status are the same in every run.
 
 Prints one line per item that differs (its scores and statuses run by run) and the total of each
-run. Exit codes: 0 every item agrees in every run · 1 some item differs, or an item is missing from
+run. A test no rule grades (tagged "not-graded", worth 0) that a grade left out because it ran with
+`tools/grade --skip-ungraded` is counted apart, not as a difference: the grades are still compared
+on every item both sides have. Exit codes: 0 every item agrees in every run · 1 some item differs, or an item is missing from
 a run · 2 bad arguments or an unreadable file.
 
 A loop that makes the grades (one H200; the first grade builds, the others reuse the build folder):
@@ -27,7 +29,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 Item = Tuple[float, str]   # (score, status)
 
@@ -50,16 +52,24 @@ def items(data: dict, correctness_only: bool) -> Dict[str, Item]:
     return out
 
 
-def compare(runs: Sequence[Dict[str, Item]]) -> List[Tuple[str, List[Optional[Item]]]]:
+def ungraded(data: dict) -> Set[str]:
+    """The items of a grade that no rule grades (tag "not-graded")."""
+    return {str(t.get("name")) for t in data["tests"] if "not-graded" in (t.get("tags") or [])}
+
+
+def compare(runs: Sequence[Dict[str, Item]],
+            optional: Set[str] = frozenset()) -> List[Tuple[str, List[Optional[Item]]]]:
     """[(item, its value in each run; None where the run lacks it)] for every item that is not the
-    same in all runs, in the first run's order (then the others' new names)."""
+    same in all runs, in the first run's order (then the others' new names). An item of `optional`
+    (ungraded, which --skip-ungraded leaves out) is compared only among the runs that have it."""
     names: List[str] = []
     for r in runs:
         names.extend(n for n in r if n not in names)
     differ = []
     for n in names:
         values = [r.get(n) for r in runs]
-        if len(set(values)) > 1:
+        seen = [v for v in values if v is not None] if n in optional else values
+        if len(set(seen)) > 1:
             differ.append((n, values))
     return differ
 
@@ -78,14 +88,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"compare_grades: {e}", file=sys.stderr)
         return 2
     runs = [items(d, args.correctness_only) for d in data]
-    differ = compare(runs)
+    optional = set().union(*(ungraded(d) for d in data))
+    differ = compare(runs, optional)
+    left_out = sum(1 for n in optional if any(n not in r for r in runs))
     totals = [sum(s for s, _ in r.values()) for r in runs]
     for name, values in differ:
         shown = " | ".join("missing" if v is None else f"{v[0]:g} {v[1]}" for v in values)
         print(f"differs: {name}: {shown}")
     print(f"compare_grades: {len(runs)} grades, {len(runs[0])} items; totals "
           + ", ".join(f"{t:g}" for t in totals) + "; "
-          + ("every item the same in every grade" if not differ else f"{len(differ)} item(s) differ"))
+          + ("every item the same in every grade" if not differ else f"{len(differ)} item(s) differ")
+          + (f"; {left_out} ungraded test(s) absent from some grade (--skip-ungraded), compared where present"
+             if left_out else ""))
     return 0 if not differ else 1
 
 

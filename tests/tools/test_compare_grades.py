@@ -57,6 +57,18 @@ class CompareGrades(unittest.TestCase):
         self.assertEqual(code, 1)
         self.assertIn("differs: b: 0.5 passed | missing", out)
 
+    def test_an_ungraded_test_left_out_by_skip_ungraded_is_no_difference(self):
+        full = results(BASE + [("c (not graded)", 0.0, "passed", "not-graded")])
+        code, out = self.run_on(full, results(BASE))
+        self.assertEqual(code, 0, out)
+        self.assertIn("1 ungraded test(s) absent from some grade", out)
+        failed = results(BASE + [("c (not graded)", 0.0, "failed", "not-graded")])
+        code, out = self.run_on(full, results(BASE), failed)
+        self.assertEqual(code, 1, "where two grades ran it, they are still compared")
+        self.assertIn("differs: c (not graded): 0 passed | missing | 0 failed", out)
+        code, out = self.run_on(full, results(BASE[:1]))
+        self.assertEqual(code, 1, "a graded item that is missing still differs")
+
     def test_correctness_only_leaves_the_measurements_out(self):
         moved = results([BASE[0], ("b", 0.25, "passed", "performance")])
         self.assertEqual(self.run_on(results(BASE), moved, extra=["--correctness-only"])[0], 0)

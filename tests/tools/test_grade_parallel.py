@@ -258,6 +258,8 @@ class ParallelStep(unittest.TestCase):
                  CorrectnessRule("ch07 a: *", 1.0)]
         globs = graded_globs([Manifest("06_x", "t", Path("/m"), rules, [])])
         self.assertEqual(globs, ["ch06 v1*", "ch06 integrity: *", "ch07 a: *"])
+        with_report = graded_globs([Manifest("07_x", "t", Path("/m"), rules, [], report_tests=["ch07 says: *"])])
+        self.assertEqual(with_report[0], "ch07 says: *", "a test whose output the report reads is kept")
 
         def keep(name):
             return any(scoring.match(g, name) for g in globs)
@@ -318,6 +320,27 @@ class ParallelStep(unittest.TestCase):
         self.assertEqual(shared[3], ["ch07 context: leaks nothing", "ch07.timed"])   # left for the exclusive run
         self.assertEqual(alone[2], {"ch07 context: leaks nothing", "ch07.timed"})
         self.assertEqual(step.sanitized, ["ch06", "ch07", "ch07"])   # in manifest order, whatever the endings
+
+
+class ChoicesSurviveSkipUngraded(unittest.TestCase):
+    def test_every_test_that_prints_a_choice_is_read_by_the_report(self):
+        """A test that prints COURSE-CHOICE (the decision an exercise leaves open, which the report
+        names) must match a manifest's report_tests: else --skip-ungraded drops it and the grade
+        stops naming the student's choice (the H200's warm grade of 1a11c2c did)."""
+        import re
+        globs = manifest.graded_globs(manifest.load_manifests())
+        case = re.compile(r'TEST_CASE\(\s*"((?:[^"\\]|\\.)*)"')
+        printing = []
+        for src in sorted((REPO / "tests").glob("test_*.cpp")):
+            text = src.read_text(encoding="utf-8")
+            starts = [(m.start(), m.group(1)) for m in case.finditer(text)] + [(len(text), "")]
+            for (at, name), (end, _) in zip(starts, starts[1:]):
+                if '"COURSE-CHOICE:' in text[at:end]:  # the printed literal, not a comment naming it
+                    printing.append(name)
+        self.assertTrue(printing, "no test prints COURSE-CHOICE: this check would see nothing")
+        for name in printing:
+            self.assertTrue(any(scoring.match(g, name) for g in globs),
+                            f"'{name}' prints COURSE-CHOICE but no rule or report_tests reads it")
 
 
 class SanitizerResults(unittest.TestCase):

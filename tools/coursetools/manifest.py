@@ -65,6 +65,7 @@ class Manifest:
     sanitize_args: Dict[str, List[str]] = field(default_factory=dict)  # tool -> extra arguments
     sanitize_allowed: List[Dict[str, str]] = field(default_factory=list)  # API errors left out (sanitizer_log.py)
     test_timeout_s: Optional[float] = None  # the chapter's per-test time limit (None: the grader's default)
+    report_tests: List[str] = field(default_factory=list)  # test globs whose output the report reads (COURSE-CHOICE)
 
     @property
     def number(self) -> str:
@@ -101,7 +102,7 @@ def parse_manifest(data, path: Path) -> Manifest:
     if not isinstance(data, dict):
         raise ManifestError(f"{src}: the top level must be an object")
     _check_keys(data, {"chapter", "title", "visibility", "correctness", "performance", "sanitize_exclude",
-                       "sanitize_args", "sanitize_allowed_api_errors", "test_timeout_s"}, src)
+                       "sanitize_args", "sanitize_allowed_api_errors", "test_timeout_s", "report_tests"}, src)
     sanitize_allowed = data.get("sanitize_allowed_api_errors", [])
     if not isinstance(sanitize_allowed, list) or not all(
             isinstance(e, dict) and all(isinstance(e.get(k), str) and e.get(k) for k in ("call", "error", "library", "why"))
@@ -117,6 +118,9 @@ def parse_manifest(data, path: Path) -> Manifest:
     sanitize_exclude = data.get("sanitize_exclude", [])
     if not isinstance(sanitize_exclude, list) or not all(isinstance(g, str) and g for g in sanitize_exclude):
         raise ManifestError(f"{src}: 'sanitize_exclude' must be a list of test globs")
+    report_tests = data.get("report_tests", [])
+    if not isinstance(report_tests, list) or not all(isinstance(g, str) and g for g in report_tests):
+        raise ManifestError(f"{src}: 'report_tests' must be a list of test globs")
     chapter = data.get("chapter")
     if not isinstance(chapter, str) or not CHAPTER_NAME.match(chapter):
         raise ManifestError(f"{src}: 'chapter' must be a chapter folder name like \"01_timing\"")
@@ -224,15 +228,17 @@ def parse_manifest(data, path: Path) -> Manifest:
             reference_cores=ref_cores))
     return Manifest(chapter, title, path, correctness, performance, visibility, list(sanitize_exclude),
                     {t: list(a) for t, a in sanitize_args.items()}, list(sanitize_allowed),
-                    None if test_timeout is None else float(test_timeout))
+                    None if test_timeout is None else float(test_timeout), list(report_tests))
 
 
 def graded_globs(manifests: Sequence[Manifest]) -> List[str]:
-    """Every test-name glob a rule reads: the correctness rules' tests and requires, the performance
-    rules' requires. A test no glob matches earns nothing and gates nothing (tools/grade
-    --skip-ungraded leaves it out)."""
+    """Every test-name glob a rule or the report reads: the correctness rules' tests and requires,
+    the performance rules' requires, the manifest's report_tests (a test that prints the tree's
+    choice, COURSE-CHOICE). A test no glob matches earns nothing, gates nothing and tells the
+    report nothing (tools/grade --skip-ungraded leaves it out)."""
     globs: List[str] = []
     for m in manifests:
+        globs += m.report_tests
         for r in m.correctness:
             globs.append(r.tests)
             globs += r.requires
