@@ -969,13 +969,13 @@ TEST_CASE("ch07 host auto: the kit's cpu_dot matches the fp64 reference on any p
     course::ThreadPool pool(threads);
     for (std::size_t n : course::test::awkward_sizes(256, 260)) {
       const auto in = course::test::make_dot_inputs(n, 2600 + n);
-      for (std::size_t serial_max : {std::size_t{0}, course::kCpuDotSerialMax}) {
-        const double got = course::cpu_dot(pool, in.x.data(), in.y.data(), n, serial_max);
+      for (std::size_t min_per_part : {std::size_t{0}, std::size_t{64}, course::kCpuDotMinPerPart}) {
+        const double got = course::cpu_dot(pool, in.x.data(), in.y.data(), n, min_per_part);
         const course::Verdict verdict = course::check_dot(static_cast<float>(got), in.ref);
         INFO(course::test::explain(verdict, n, "course::cpu_dot on " + std::to_string(threads) + " threads",
                                    "common/src/cpu_dot.cpp: every element in exactly one part, parts added once"));
         CHECK(verdict.ok);
-        CHECK(course::cpu_dot(pool, in.x.data(), in.y.data(), n, serial_max) == got);  // deterministic
+        CHECK(course::cpu_dot(pool, in.x.data(), in.y.data(), n, min_per_part) == got);  // deterministic
       }
       double alongside_ran = 0;
       const double got = course::cpu_dot_alongside(pool, in.x.data(), in.y.data(), n, [&] { alongside_ran = 1; });
@@ -1494,6 +1494,61 @@ TEST_CASE("ch07 thread policy: idle workers yield on every look, then park, by t
   // the workers' parts, as many again at most before it parks: 3 runs.
   CHECK(relaxes.load() <= (4L * (threads - 1) + 3) * (course::ThreadPool::kPollUs + 1));
   CHECK(relaxes.load() > 0);
+}
+
+namespace thread_policy {
+thread_local int worker_index = -1;  // set by the test's start hook: 0 for the pool's first worker
+}
+
+TEST_CASE("ch07 thread policy: a run of fewer parts than threads waits only for the workers that have one",
+          "[ch07][thread_pool]") {
+  // The pool's last worker is held inside relax() (it never comes back to look) until the end of
+  // the test. A run of 2 parts (caller and first worker) must not wait for it: a dot of 2^17
+  // floats on a pool of 16 waited for all 15 workers, parked ones included. Nothing here reads a
+  // clock: the fake one stands still, so no worker parks and the held one stays held.
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> started{0};
+  std::atomic<bool> held{false};
+  course::PoolHooks hooks;
+  hooks.start = [&](std::function<void()> fn) {
+    const int index = started++;
+    return std::thread([fn = std::move(fn), index] {
+      thread_policy::worker_index = index;
+      fn();
+    });
+  };
+  hooks.relax = [&] {
+    if (thread_policy::worker_index == 2) {
+      held = true;
+      released.wait();
+    }
+    std::this_thread::yield();
+  };
+  hooks.now = [] { return std::chrono::steady_clock::time_point{}; };
+  {
+    course::ThreadPool pool(4, hooks);
+    while (!held.load()) std::this_thread::yield();
+    std::vector<int> ran(4, 0);
+    for (int round = 0; round < 50; ++round) pool.run(2, [&](unsigned p) { ++ran[p]; });
+    INFO("common/course/thread_pool.hpp run_here(): pending_ counts the workers with a part only");
+    CHECK(ran[0] == 50);
+    CHECK(ran[1] == 50);
+    CHECK(ran[2] == 0);
+    CHECK(ran[3] == 0);
+    // The held worker takes part again once a run has a part for it.
+    release.set_value();
+    pool.run(4, [&](unsigned p) { ++ran[p]; });
+    CHECK(ran[3] == 1);
+  }
+  CHECK(course::cpu_dot_parts(std::size_t{1} << 16, 16) == 1);
+  CHECK(course::cpu_dot_parts((std::size_t{1} << 17) - 1, 16) == 1);
+  CHECK(course::cpu_dot_parts(std::size_t{1} << 17, 16) == 2);
+  CHECK(course::cpu_dot_parts(std::size_t{1} << 18, 16) == 4);
+  CHECK(course::cpu_dot_parts(std::size_t{1} << 20, 16) == 16);
+  CHECK(course::cpu_dot_parts(std::size_t{1} << 28, 16) == 16);
+  CHECK(course::cpu_dot_parts(std::size_t{1} << 28, 1) == 1);
+  CHECK(course::cpu_dot_parts(5, 16, 0) == 16);
 }
 
 TEST_CASE("ch07 thread policy: the CPU pool is sized by the affinity mask, and its threads keep it",

@@ -19,8 +19,22 @@
 
 namespace course {
 
-/// Below this many elements cpu_dot runs on the calling thread alone: waking the pool costs more.
-constexpr std::size_t kCpuDotSerialMax = std::size_t{1} << 15;
+/// The fewest elements a part of cpu_dot takes: a thread woken for fewer costs more than it saves
+/// (an H200 host, fresh NumPy arrays: 2^16 floats took 8 us on one thread, 25 us split over 16).
+/// So n elements run in min(pool parts, n / kCpuDotMinPerPart) parts, at least one: one thread below
+/// 2^17, every part from parts x 2^16. The count depends on n and the pool's parts only, never on
+/// the host: the same n and parts give the same bits everywhere.
+constexpr std::size_t kCpuDotMinPerPart = std::size_t{1} << 16;
+
+/// How many parts cpu_dot splits n elements into on a pool of `pool_parts` parts (min_per_part 0:
+/// all of them).
+constexpr unsigned cpu_dot_parts(std::size_t n, unsigned pool_parts,
+                                 std::size_t min_per_part = kCpuDotMinPerPart) noexcept {
+  if (pool_parts <= 1) return 1;
+  if (min_per_part == 0) return pool_parts;
+  const std::size_t by_size = n / min_per_part;
+  return by_size <= 1 ? 1u : by_size < pool_parts ? static_cast<unsigned>(by_size) : pool_parts;
+}
 
 /// x·y over [0, n) on one thread, in double: 16 lanes, combined pairwise, then the tail; compiled
 /// for the CPU level cpu_dot_level().
@@ -38,10 +52,10 @@ const char* cpu_level_name(CpuLevel level) noexcept;
 /// the levels' bits).
 double cpu_dot_serial_at(CpuLevel level, const float* x, const float* y, std::size_t n) noexcept;
 
-/// x·y over [0, n) on every thread of `pool` (one contiguous part each, in part order), or on the
-/// calling thread alone for n < serial_max.
+/// x·y over [0, n) in cpu_dot_parts(n, pool.size(), min_per_part) contiguous parts on the pool's
+/// threads, added in part order; one part runs on the calling thread alone.
 double cpu_dot(ThreadPool& pool, const float* x, const float* y, std::size_t n,
-               std::size_t serial_max = kCpuDotSerialMax);
+               std::size_t min_per_part = kCpuDotMinPerPart);
 
 /// x·y over [0, n) on the pool's threads but the caller's, while the calling thread runs
 /// `alongside()` (chapter 07 copies the other part of a vector to the GPU there). A pool of one

@@ -170,12 +170,15 @@ class ThreadPool {
       for (unsigned p = 0; p < parts; ++p) fn(p);
       return;
     }
+    // Only the first min(parts, threads) threads take part: a dot of 4 parts on a pool of 16 waits
+    // for 3 workers, not for 15 (of which the parked ones cost a kernel wake-up each, 5-50 us).
+    const unsigned active = std::min(parts, threads);
     job_ = &fn;
     job_parts_ = parts;
     job_threads_ = threads;
     error_ = nullptr;
-    pending_.store(threads - 1, std::memory_order_relaxed);  // every worker answers every job
-    generation_.fetch_add(1, std::memory_order_release);
+    pending_.store(active - 1, std::memory_order_relaxed);  // the workers that take part answer
+    next_generation(active);
     { std::lock_guard<std::mutex> lock(mutex_); }  // a worker between its check and its wait gets the notify
     wake_.notify_all();
     std::exception_ptr mine;
@@ -226,7 +229,7 @@ class ThreadPool {
 
   void stop() noexcept {
     stop_.store(true, std::memory_order_release);
-    generation_.fetch_add(1, std::memory_order_release);
+    next_generation(kActiveMask);
     { std::lock_guard<std::mutex> lock(mutex_); }
     wake_.notify_all();
     for (auto& w : workers_) w.join();
@@ -254,6 +257,11 @@ class ThreadPool {
       }
       seen = generation_.load(std::memory_order_acquire);
       if (stop_.load(std::memory_order_acquire)) return;
+      // A worker past the job's active threads has no part and does not answer: the caller may
+      // already be writing the next job, so it reads nothing of this one but the generation word,
+      // which holds the active count. A worker that takes part reads the job safely: the next job
+      // waits for its answer.
+      if (t >= active_of(seen)) continue;
       {
         const Running mark(this);
         try {
@@ -274,6 +282,16 @@ class ThreadPool {
   // [pool_idle]
 
   static inline thread_local const ThreadPool* running_ = nullptr;  // the pool whose part this thread runs
+
+  // generation_ counts jobs in its high bits and holds, in its low 16 bits, how many threads take
+  // part in the current one (the caller included): one atomic word, so that a worker that takes no
+  // part reads nothing the next job may be writing.
+  static constexpr std::size_t kActiveBits = 16, kActiveMask = (std::size_t{1} << kActiveBits) - 1;
+  static unsigned active_of(std::size_t generation) noexcept { return static_cast<unsigned>(generation & kActiveMask); }
+  void next_generation(std::size_t active) noexcept {  // one writer at a time: run_here (under run_mutex_) or stop()
+    const std::size_t count = (generation_.load(std::memory_order_relaxed) >> kActiveBits) + 1;
+    generation_.store((count << kActiveBits) | std::min(active, kActiveMask), std::memory_order_release);
+  }
 
   ThreadPool* base_ = nullptr;  // a view's pool; null for a pool with threads of its own
   unsigned parts_ = 0;          // a view's parts

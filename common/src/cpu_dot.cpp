@@ -24,11 +24,10 @@ std::size_t part_begin(std::size_t n, unsigned part, unsigned parts) {
 }
 
 // Sums [0, n) in `parts` parts, part p (of `parts`) on pool part first + p; the partials in order.
-double run_parts(ThreadPool& pool, const float* x, const float* y, std::size_t n, unsigned first,
+double run_parts(ThreadPool& pool, const float* x, const float* y, std::size_t n, unsigned first, unsigned parts,
                  const std::function<void()>* alongside) {
-  const unsigned parts = pool.size() - first;
   std::vector<double> partial(parts, 0.0);
-  pool.run([&](unsigned part) {
+  pool.run(first + parts, [&](unsigned part) {
     if (part < first) {
       if (alongside != nullptr) (*alongside)();
       return;
@@ -133,9 +132,10 @@ double cpu_dot_serial_at(CpuLevel level, const float* x, const float* y, std::si
 double cpu_dot_serial(const float* x, const float* y, std::size_t n) noexcept { return serial_chosen()(x, y, n); }
 // [cpu_dot_serial]
 
-double cpu_dot(ThreadPool& pool, const float* x, const float* y, std::size_t n, std::size_t serial_max) {
-  if (n < serial_max || pool.size() == 1) return cpu_dot_serial(x, y, n);
-  return run_parts(pool, x, y, n, 0, nullptr);
+double cpu_dot(ThreadPool& pool, const float* x, const float* y, std::size_t n, std::size_t min_per_part) {
+  const unsigned parts = cpu_dot_parts(n, pool.size(), min_per_part);
+  if (parts == 1) return cpu_dot_serial(x, y, n);
+  return run_parts(pool, x, y, n, 0, parts, nullptr);
 }
 
 double cpu_dot_alongside(ThreadPool& pool, const float* x, const float* y, std::size_t n,
@@ -144,7 +144,7 @@ double cpu_dot_alongside(ThreadPool& pool, const float* x, const float* y, std::
     alongside();
     return cpu_dot_serial(x, y, n);
   }
-  return run_parts(pool, x, y, n, 1, &alongside);
+  return run_parts(pool, x, y, n, 1, pool.size() - 1, &alongside);
 }
 
 }  // namespace course

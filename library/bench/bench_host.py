@@ -69,6 +69,7 @@ import dotcourse  # noqa: E402
 
 NOISE = 1.05  # "not slower than" allows 5% for the run-to-run noise of a shared host
 READ_TARGET = 0.85  # at 2^26, auto reaches 85% of the host's read bandwidth
+QUIET_S = 0.005  # between two peers' blocks: 10x the pool's poll window (course::ThreadPool::kPollUs)
 
 
 def reps_for(n):
@@ -197,6 +198,11 @@ def main():
         # (the CPU dot's pool and the staging threads poll for 0.5 ms after a call). Fresh arrays
         # for every call, made outside the timed region.
         for name, fn in peers:
+            # The last peer's threads (the pool, CuPy's and PyTorch's) stop polling and sleep first:
+            # the library's pool polls for 0.5 ms after its last part, and two warm-up calls of a
+            # microsecond each ended inside that window, so a small-n peer that followed a GPU
+            # peer was timed against 15 polling threads (auto at 2^10: 1.8 us, alone 1.2).
+            time.sleep(QUIET_S)
             for r in range(reps + 2):
                 a, b = x.copy(), y.copy()
                 t0 = time.perf_counter()

@@ -167,7 +167,7 @@ float HostAuto::dot(Engine* engine, const float* x, const float* y, std::size_t 
   float result = 0.0f;
   if (c.path == DOTCOURSE_PATH_CPU) {
     result = static_cast<float>(course::cpu_dot(pool(), x, y, n));
-    r.cpu_threads = n < course::kCpuDotSerialMax ? 1 : threads_;
+    r.cpu_threads = course::cpu_dot_parts(n, threads_);
   } else if (c.path == DOTCOURSE_PATH_GPU) {
     result = dot_host(*engine, x, y, n);
   } else {

@@ -18,12 +18,15 @@ WHERE_NAMES = {v: k for k, v in WHERE.items()}
 PATHS = {1: "cpu", 2: "gpu", 3: "split"}
 PATH_CODES = {v: k for k, v in PATHS.items()}
 
-# Below this n, Context.dot(where="auto") on a float32 NumPy pair calls NumPy's own dot. The compiled
-# extension's call into the library costs tens of nanoseconds and small n runs there on the
-# calling thread, so without a calibration NumPy is never called (0); a calibration
-# (Context.calibrate) measures the two on the host and may set it where NumPy won.
-NUMPY_BELOW = 0
-NUMPY_FROM = 0  # with NUMPY_BELOW: NumPy's dot takes n in [NUMPY_FROM, NUMPY_BELOW)
+# For n in [NUMPY_FROM, NUMPY_BELOW), Context.dot(where="auto") on a float32 NumPy pair calls
+# NumPy's own dot: the window of a context nobody calibrated. Below it the extension's call into the
+# library costs less (tens of nanoseconds, small n on the calling thread); inside it both arrays sit
+# in the core's caches and NumPy's float32 dot does half the arithmetic of the library's double
+# accumulators; above it the library's threads read host memory faster than one thread can. The
+# calibrations of two H200 hosts measured [2^14, 2^18) and [2^12, 2^18) (library/bench/bench_host.py);
+# Context.calibrate measures the window of this host.
+NUMPY_FROM = 1 << 12
+NUMPY_BELOW = 1 << 18
 
 
 def numpy_window(sizes: List[int], t_numpy: List[float], t_library: List[float]) -> Tuple[int, int]:

@@ -50,12 +50,13 @@ def test_cpu_path_matches_the_reference(cpu, n):
 
 def test_auto_takes_the_library_at_small_n_and_numpy_only_below_a_measured_bound(cpu):
     assert cpu.last_call is None
-    assert cpu.plan["numpy_below"] == 0, "uncalibrated, the extension's own call is the fast one"
+    assert (cpu.plan["numpy_from"], cpu.plan["numpy_below"]) == (1 << 12, 1 << 18), \
+        "uncalibrated: NumPy's dot only where both arrays fit a core's caches"
     x, y, ref, bound = inputs(16, 4)
     assert abs(cpu.dot(x, y) - ref) <= bound
     assert cpu.last_call.path == "cpu" and cpu.last_call.cpu_threads == 1, "small n: on the calling thread"
     below = 4096
-    cpu.set_plan([], numpy_below=below, calibrated=False)  # as a calibration that saw NumPy win below 4096
+    cpu.set_plan([], numpy_below=below, calibrated=False, numpy_from=0)  # as a calibration that saw NumPy win below 4096
     x, y, ref, bound = inputs(below - 1, 1)
     assert abs(cpu.dot(x, y) - ref) <= bound
     call = cpu.last_call
@@ -150,6 +151,7 @@ def _typed(dtype, n, rng):
 def test_cpu_context_takes_every_dtype_pair(cpu, tx, ty, n):
     rng = np.random.default_rng(n)
     x, y = _typed(tx, n, rng), _typed(ty, n, rng)
+    cpu.set_plan([], numpy_below=0, numpy_from=0)  # the library's own CPU path (NumPy's window: above)
     for where in ("auto", "cpu"):
         got = cpu.dot(x, y, where=where)
         _check(got, x.astype(np.float64) if tx == "bfloat16" else x, y.astype(np.float64) if ty == "bfloat16" else y,
