@@ -977,6 +977,13 @@ TEST_CASE("ch07 host auto: the kit's cpu_dot matches the fp64 reference on any p
         CHECK(verdict.ok);
         CHECK(course::cpu_dot(pool, in.x.data(), in.y.data(), n, min_per_part) == got);  // deterministic
       }
+      if (threads == 3) {  // the same parts on another pool: the chunks, not the threads, fix the bits
+        course::ThreadPool wide(16), narrow(1);
+        course::ThreadPool on_wide(wide, 3), on_narrow(narrow, 3);
+        const double here = course::cpu_dot(pool, in.x.data(), in.y.data(), n, 64);
+        CHECK(course::cpu_dot(on_wide, in.x.data(), in.y.data(), n, 64) == here);
+        CHECK(course::cpu_dot(on_narrow, in.x.data(), in.y.data(), n, 64) == here);
+      }
       double alongside_ran = 0;
       const double got = course::cpu_dot_alongside(pool, in.x.data(), in.y.data(), n, [&] { alongside_ran = 1; });
       CHECK(alongside_ran == 1);
@@ -1549,6 +1556,12 @@ TEST_CASE("ch07 thread policy: a run of fewer parts than threads waits only for 
   CHECK(course::cpu_dot_parts(std::size_t{1} << 28, 16) == 16);
   CHECK(course::cpu_dot_parts(std::size_t{1} << 28, 1) == 1);
   CHECK(course::cpu_dot_parts(5, 16, 0) == 16);
+  // Chunks: 4 per part, none under 2^14 elements, at least one per part.
+  CHECK(course::cpu_dot_chunks(std::size_t{1} << 20, 16) == 64);
+  CHECK(course::cpu_dot_chunks(std::size_t{1} << 28, 16) == 64);
+  CHECK(course::cpu_dot_chunks(std::size_t{1} << 17, 2) == 8);
+  CHECK(course::cpu_dot_chunks(std::size_t{1} << 18, 4) == 16);
+  CHECK(course::cpu_dot_chunks(256, 4) == 4);
 }
 
 TEST_CASE("ch07 thread policy: the CPU pool is sized by the affinity mask, and its threads keep it",

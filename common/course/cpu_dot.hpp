@@ -52,8 +52,25 @@ const char* cpu_level_name(CpuLevel level) noexcept;
 /// the levels' bits).
 double cpu_dot_serial_at(CpuLevel level, const float* x, const float* y, std::size_t n) noexcept;
 
-/// x·y over [0, n) in cpu_dot_parts(n, pool.size(), min_per_part) contiguous parts on the pool's
-/// threads, added in part order; one part runs on the calling thread alone.
+/// Chunks per part of a threaded cpu_dot: the parts take chunks as they finish the last one, so
+/// that a thread the host slows down holds up no one (the others take its chunks).
+constexpr unsigned kCpuDotChunksPerPart = 4;
+/// The fewest elements of a chunk (64 KiB of each vector): below it, fewer chunks.
+constexpr std::size_t kCpuDotMinPerChunk = std::size_t{1} << 14;
+
+/// How many chunks a threaded cpu_dot of n elements on `parts` parts sums: kCpuDotChunksPerPart
+/// per part, fewer where a chunk would be under kCpuDotMinPerChunk, at least one per part. A
+/// function of n and parts only: their bounds, and so the bits, are the same on every host.
+constexpr unsigned cpu_dot_chunks(std::size_t n, unsigned parts) noexcept {
+  const std::size_t most = static_cast<std::size_t>(parts) * kCpuDotChunksPerPart;
+  const std::size_t by_size = n / kCpuDotMinPerChunk;
+  const std::size_t c = by_size < most ? by_size : most;
+  return static_cast<unsigned>(c < parts ? parts : c);
+}
+
+/// x·y over [0, n) on cpu_dot_parts(n, pool.size(), min_per_part) parts of the pool, in
+/// cpu_dot_chunks() contiguous chunks that the parts take in turn, added in chunk order; one part
+/// runs on the calling thread alone.
 double cpu_dot(ThreadPool& pool, const float* x, const float* y, std::size_t n,
                std::size_t min_per_part = kCpuDotMinPerPart);
 

@@ -3,6 +3,7 @@
 
 #include "course/cpu_dot.hpp"
 
+#include <atomic>
 #include <vector>
 
 // Several instruction-set levels where GCC can compile one function for each (x86-64, ELF).
@@ -23,18 +24,25 @@ std::size_t part_begin(std::size_t n, unsigned part, unsigned parts) {
   return b & ~std::size_t{15};
 }
 
-// Sums [0, n) in `parts` parts, part p (of `parts`) on pool part first + p; the partials in order.
-double run_parts(ThreadPool& pool, const float* x, const float* y, std::size_t n, unsigned first, unsigned parts,
-                 const std::function<void()>* alongside) {
-  std::vector<double> partial(parts, 0.0);
+// Sums [0, n) in `chunks` chunks on `parts` pool parts (pool parts [0, first) run alongside()
+// instead): each part takes the next unclaimed chunk until none is left, so a thread that the host
+// slows down takes fewer chunks instead of holding up the others (a static split waits for its
+// slowest part). Which thread sums a chunk changes from call to call; the chunks' bounds and the
+// order their partials are added in do not: the same bits on every call.
+double run_chunks(ThreadPool& pool, const float* x, const float* y, std::size_t n, unsigned first, unsigned parts,
+                  unsigned chunks, const std::function<void()>* alongside) {
+  std::vector<double> partial(chunks, 0.0);
+  std::atomic<unsigned> next{0};
   pool.run(first + parts, [&](unsigned part) {
     if (part < first) {
       if (alongside != nullptr) (*alongside)();
       return;
     }
-    const unsigned p = part - first;
-    const std::size_t begin = part_begin(n, p, parts), end = part_begin(n, p + 1, parts);
-    partial[p] = cpu_dot_serial(x + begin, y + begin, end - begin);  // one write per thread
+    for (unsigned c = next.fetch_add(1, std::memory_order_relaxed); c < chunks;
+         c = next.fetch_add(1, std::memory_order_relaxed)) {
+      const std::size_t begin = part_begin(n, c, chunks), end = part_begin(n, c + 1, chunks);
+      partial[c] = cpu_dot_serial(x + begin, y + begin, end - begin);  // one write per chunk
+    }
   });
   double sum = 0.0;
   for (const double s : partial) sum += s;  // fixed order: deterministic
@@ -135,7 +143,7 @@ double cpu_dot_serial(const float* x, const float* y, std::size_t n) noexcept { 
 double cpu_dot(ThreadPool& pool, const float* x, const float* y, std::size_t n, std::size_t min_per_part) {
   const unsigned parts = cpu_dot_parts(n, pool.size(), min_per_part);
   if (parts == 1) return cpu_dot_serial(x, y, n);
-  return run_parts(pool, x, y, n, 0, parts, nullptr);
+  return run_chunks(pool, x, y, n, 0, parts, cpu_dot_chunks(n, parts), nullptr);
 }
 
 double cpu_dot_alongside(ThreadPool& pool, const float* x, const float* y, std::size_t n,
@@ -144,7 +152,8 @@ double cpu_dot_alongside(ThreadPool& pool, const float* x, const float* y, std::
     alongside();
     return cpu_dot_serial(x, y, n);
   }
-  return run_parts(pool, x, y, n, 1, pool.size() - 1, &alongside);
+  const unsigned parts = pool.size() - 1;
+  return run_chunks(pool, x, y, n, 1, parts, cpu_dot_chunks(n, parts), &alongside);
 }
 
 }  // namespace course

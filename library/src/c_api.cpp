@@ -298,8 +298,7 @@ DOTCOURSE_API dotcourse_status dotcourse_dot_ex(dotcourse_context* ctx, const fl
     if (report != nullptr && report->size == 0)
       throw course::UsageError("report->size is 0: set it to sizeof(dotcourse_report)");
     std::lock_guard<std::mutex> guard(c.lock());
-    if (c.engine) c.engine->gpu().activate();
-    *result = c.host.dot(c.engine.get(), x, y, n, where, report);
+    *result = c.host.dot(c.engine.get(), x, y, n, where, report);  // makes the device current if it uses it
   });
 }
 // [c_dot_ex]
