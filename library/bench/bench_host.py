@@ -213,8 +213,8 @@ def main():
                     samples[name].append(t)
                 got[name] = v
                 del a, b
-            if name == "dotcourse_auto":  # once, after the block: between timed calls, reading it (a
-                call = gpu.last_call       # LastCall built in Python) cost the next call ~0.5 us at 2^10
+            if name == "dotcourse_auto":  # once, after the block: the timed calls run back to back,
+                call = gpu.last_call       # as every other peer's do
                 paths[name] = (call.path, call.n_gpu)
         for name, _ in peers:
             med = statistics.median(samples[name])
