@@ -36,6 +36,7 @@ import json
 import math
 import os
 import pathlib
+import random
 import statistics
 import sys
 import time
@@ -70,6 +71,7 @@ import dotcourse  # noqa: E402
 NOISE = 1.05  # "not slower than" allows 5% for the run-to-run noise of a shared host
 READ_TARGET = 0.85  # at 2^26, auto reaches 85% of the host's read bandwidth
 QUIET_S = 0.005  # between two peers' blocks: 10x the pool's poll window (course::ThreadPool::kPollUs)
+ROUNDS = 5  # each size's reps in 5 rounds, the peers in another order each round
 
 
 def reps_for(n):
@@ -195,27 +197,36 @@ def main():
         got = {}
         paths = {}
         # Each peer's calls one after another (two warm-up calls first), as a program that calls
-        # one of them in a loop does: a peer is never timed while another's threads still spin
-        # (the CPU dot's pool and the staging threads poll for 0.5 ms after a call). Fresh arrays
-        # for every call, made outside the timed region.
-        for name, fn in peers:
-            # The last peer's threads (the pool, CuPy's and PyTorch's) stop polling and sleep first:
-            # the library's pool polls for 0.5 ms after its last part, and two warm-up calls of a
-            # microsecond each ended inside that window, so a small-n peer that followed a GPU
-            # peer was timed against 15 polling threads (auto at 2^10: 1.8 us, alone 1.2).
-            time.sleep(QUIET_S)
-            for r in range(reps + 2):
-                a, b = x.copy(), y.copy()
-                t0 = time.perf_counter()
-                v = fn(a, b)
-                t = time.perf_counter() - t0
-                if r >= 2:
-                    samples[name].append(t)
-                got[name] = v
-                del a, b
-            if name == "dotcourse_auto":  # once, after the block: the timed calls run back to back,
-                call = gpu.last_call       # as every other peer's do
-                paths[name] = (call.path, call.n_gpu)
+        # one of them in a loop does, with fresh arrays for every call made outside the timed
+        # region. Before each block the last peer's threads stop polling and sleep (the library's
+        # pool polls for 0.5 ms after its last part). The reps are split over ROUNDS rounds, each
+        # in another order of the peers (round 0 the listed one, then seeded shuffles), so that a
+        # stretch of a busy host falls on every peer and no peer always follows the same one: with
+        # one order, dotcourse_auto always followed dotcourse_gpu and was 0.4-0.7 us slower at
+        # 2^10 than the same CPU path on the context after it (an H200 host, four runs), and the
+        # medians of one CPU dot at 2^12 moved between 1.2 and 3.2 us from run to run. Two
+        # warm-up calls per block below 2^22; one above, where a call lasts milliseconds.
+        per_round = -(-reps // ROUNDS)
+        warm = 2 if n < 1 << 22 else 1
+        order = list(peers)
+        for k in range(ROUNDS):
+            if k:
+                random.Random(1000 * n + k).shuffle(order)
+            for name, fn in order:
+                time.sleep(QUIET_S)
+                for r in range(per_round + warm):
+                    a, b = x.copy(), y.copy()
+                    t0 = time.perf_counter()
+                    v = fn(a, b)
+                    t = time.perf_counter() - t0
+                    if r >= warm:
+                        samples[name].append(t)
+                    got[name] = v
+                    del a, b
+                if name == "dotcourse_auto":  # once, after the block: the timed calls run back to
+                    call = gpu.last_call       # back, as every other peer's do
+                    paths[name] = (call.path, call.n_gpu)
+        reps = per_round * ROUNDS
         for name, _ in peers:
             med = statistics.median(samples[name])
             path, n_gpu = paths.get(name, ("", ""))
