@@ -19,8 +19,8 @@
 
 namespace course {
 
-/// The fewest elements a part of cpu_dot takes: a thread woken for fewer costs more than it saves
-/// (an H200 host, fresh NumPy arrays: 2^16 floats took 8 us on one thread, 25 us split over 16).
+/// The fewest elements a part of cpu_dot takes: waking a thread for fewer costs more than it saves
+/// (one thread sums 2^16 floats from its caches in under 10 us; waking a parked thread can cost more).
 /// So n elements run in min(pool parts, n / kCpuDotMinPerPart) parts, at least one: one thread below
 /// 2^17, every part from parts x 2^16. The count depends on n and the pool's parts only, never on
 /// the host: the same n and parts give the same bits everywhere.

@@ -76,8 +76,8 @@ ROUNDS = 5  # each size's reps in 5 rounds, the peers in another order each roun
 
 def reps_for(n):
     # At least 15 reps: with 5, one stall of a shared host moved a median by 2x (2^22 on the H100
-    # machine: auto's median 1.09 ms against a minimum of 0.44 ms). 25 up to 2^24: with 15, the
-    # same CPU dot's median at 2^22 moved by 20% from peer to peer of one run (an H200 host).
+    # machine: auto's median 1.09 ms against a minimum of 0.44 ms). 25 up to 2^24: with 15, one
+    # CPU dot's medians at 2^22 still differed by a fifth from peer to peer of one run.
     return int(min(201, max(25 if n <= 1 << 24 else 15, (1 << 24) // n)))
 
 
@@ -201,11 +201,10 @@ def main():
         # region. Before each block the last peer's threads stop polling and sleep (the library's
         # pool polls for 0.5 ms after its last part). The reps are split over ROUNDS rounds, each
         # in another order of the peers (round 0 the listed one, then seeded shuffles), so that a
-        # stretch of a busy host falls on every peer and no peer always follows the same one: with
-        # one order, dotcourse_auto always followed dotcourse_gpu and was 0.4-0.7 us slower at
-        # 2^10 than the same CPU path on the context after it (an H200 host, four runs), and the
-        # medians of one CPU dot at 2^12 moved between 1.2 and 3.2 us from run to run. Two
-        # warm-up calls per block below 2^22; one above, where a call lasts milliseconds.
+        # stretch of a busy host falls on every peer and no peer always follows the same one (with
+        # one order, dotcourse_auto always followed dotcourse_gpu, and at small n it was slower
+        # than the same CPU path on the context timed after it). Two warm-up calls per block below
+        # 2^22; one above, where a call lasts milliseconds.
         per_round = -(-reps // ROUNDS)
         warm = 2 if n < 1 << 22 else 1
         order = list(peers)

@@ -22,9 +22,9 @@ PATH_CODES = {v: k for k, v in PATHS.items()}
 # NumPy's own dot: the window of a context nobody calibrated. Below it the extension's call into the
 # library costs less (tens of nanoseconds, small n on the calling thread); inside it both arrays sit
 # in the core's caches and NumPy's float32 dot does half the arithmetic of the library's double
-# accumulators; above it the library's threads read host memory faster than one thread can. The
-# calibrations of two H200 hosts measured [2^14, 2^18) and [2^12, 2^18) (library/bench/bench_host.py);
-# Context.calibrate measures the window of this host.
+# accumulators; above it the library's threads read host memory faster than one thread can. It is
+# where calibrations on H200 hosts put it (library/bench/bench_host.py); Context.calibrate
+# measures the window of this host.
 NUMPY_FROM = 1 << 12
 NUMPY_BELOW = 1 << 18
 
