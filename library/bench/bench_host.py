@@ -5,22 +5,25 @@ with the result on the host after every call.
     python3 library/bench/bench_host.py --out "$OUT"
 
 At n = 2^10, 2^12, ..., 2^28 (--max-log2), from fresh arrays in every call (copies made outside the
-timed region: nothing is registered, as for a program that makes new arrays each time), the peers
-are timed in turns (every rep runs each once, so all see the same moments of the host):
+timed region: nothing is registered, as for a program that makes new arrays each time), each peer
+is timed in blocks of calls, in 5 rounds with the peers in another order each round (so that a
+busy stretch of the host, or the peer before, weighs on all of them alike):
     numpy            numpy.dot(x, y)
     cpu16            this library's threaded CPU dot, where="cpu", 16 threads (a CPU-only context)
     cupy             float(cupy.dot(cupy.asarray(x), cupy.asarray(y)))
     torch            torch.dot(torch.from_numpy(x).cuda(), ...).item()
-    dotcourse_gpu    ctx.dot(x, y, where="gpu")    (today's path: staged)
+    dotcourse_gpu    ctx.dot(x, y, where="gpu")    (staged)
     dotcourse_auto   ctx.dot(x, y, where="auto")   (after ctx.calibrate() on this host)
     dotcourse_default  ctx.dot(x, y)               (a context nobody calibrated: the built-in plan)
 and, on arrays already on the GPU (PyTorch tensors), torch.dot(...).item() against ctx.dot(dx, dy).
 The call's own cost: numpy.dot against ctx.dot (calibrated and not) at n = 16 on the same arrays,
-per call in blocks of 2000 calls, blocks interleaved. The host's memory read bandwidth: 16 threads each reading its part of x and y (numpy's max of a
-uint64 view, which releases the GIL), at 2^26 and 2^28, the best of several.
+per call in blocks of 2000 calls, blocks interleaved. The host's memory read bandwidth: 16 threads
+each reading its part of x and y (numpy's max of a uint64 view, which releases the GIL), at 2^26
+and 2^28, the median and the best of several.
 
 Writes, in --out:
   07_library_host.csv          peer, n, reps, median_ms, min_ms, gbps, rel_error, path, n_gpu
+  07_library_host_rounds.csv   peer, n, round, after, calls, median_ms (each block, and the peer before it)
   07_library_host_read.csv     n, threads, reps, median_ms, gbps (the read bandwidth)
   07_library_host_device.csv   peer, n, reps, median_ms (device arrays)
   07_library_host_call.csv     peer, n, blocks, calls_per_block, median_us, min_us (n = 16)
@@ -188,6 +191,7 @@ def main():
     x_all = rng.uniform(-1, 1, n_top).astype(np.float32)
     y_all = rng.uniform(-1, 1, n_top).astype(np.float32)
     rows = []
+    round_rows = []
     for n in sizes:
         x, y = x_all[:n], y_all[:n]
         ref = float(np.dot(x.astype(np.float64), y.astype(np.float64)))
@@ -211,8 +215,10 @@ def main():
         for k in range(ROUNDS):
             if k:
                 random.Random(1000 * n + k).shuffle(order)
+            before = ""
             for name, fn in order:
                 time.sleep(QUIET_S)
+                first = len(samples[name])
                 for r in range(per_round + warm):
                     a, b = x.copy(), y.copy()
                     t0 = time.perf_counter()
@@ -225,6 +231,11 @@ def main():
                 if name == "dotcourse_auto":  # once, after the block: the timed calls run back to
                     call = gpu.last_call       # back, as every other peer's do
                     paths[name] = (call.path, call.n_gpu)
+                # Each block's median and the peer timed just before it: whether a peer is slower
+                # after another (the order effect the rounds spread) shows in this file.
+                round_rows.append({"peer": name, "n": n, "round": k, "after": before, "calls": per_round,
+                                   "median_ms": 1e3 * statistics.median(samples[name][first:])})
+                before = name
         reps = per_round * ROUNDS
         for name, _ in peers:
             med = statistics.median(samples[name])
@@ -235,6 +246,7 @@ def main():
             print(f"n = 2^{int(math.log2(n)):2d}  {name:15s} {1e3 * med:10.4f} ms  {8 * n / med / 1e9:7.1f} GB/s"
                   + (f"  ({path}, n_gpu = {n_gpu})" if path else ""), flush=True)
         write_csv(args.out / "07_library_host.csv", rows)  # after every n: a run cut short keeps what it measured
+        write_csv(args.out / "07_library_host_rounds.csv", round_rows)
 
     # The call's own cost at n = 16: the same two arrays every call, per call in blocks of calls.
     call_rows = []
