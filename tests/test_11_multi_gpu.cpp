@@ -260,6 +260,34 @@ const bool registered = [] {
           }
         }
       });
+      // Called as the benchmark calls it: one team, call after call, nothing reset between calls,
+      // new inputs each time. The tests above poison the team before each call; a hole that keeps
+      // what an earlier call left in the team's buffers (the gathered partials, say) passes them,
+      // and only a test that calls the same team again with new data sees the stale result.
+      // tests/negative/11_exploit_gathered_kept_gpu proves it.
+      course::test::add_case("ch11 " + name + on + ": called again on one team with new inputs, each result is the new one",
+                             tags, [&v, gpus] {
+        COURSE_REQUIRE_GPU();
+        COURSE_REQUIRE_GPUS(gpus);
+        COURSE_REQUIRE_PEER_ACCESS(v, gpus);
+        const std::size_t n = 8192 * 3 + 5;
+        auto devices = make_gpus(gpus, ch11::max_slice(n, 1));
+        ch11::Team team = ch11::make_local_team(devices, gpus);
+        for (int call = 0; call < 4; ++call) {
+          const auto in = course::test::make_dot_inputs(n, course::test::seed(1180 + static_cast<std::uint64_t>(call)));
+          ch11::upload_slices(team, in.x.data(), in.y.data(), n);
+          const std::vector<float> got = ch11::dot(team, v.run, n);
+          REQUIRE(got.size() == static_cast<std::size_t>(gpus));
+          for (int r = 0; r < gpus; ++r) {
+            const course::Verdict verdict = course::check_dot(got[static_cast<std::size_t>(r)], in.ref);
+            INFO("call " << call + 1 << " of 4 on the same team, new inputs, nothing reset between calls; GPU " << r
+                         << ": " << course::test::explain(verdict, n, std::string(v.name), hint(v))
+                         << " A result that matches the previous call's inputs means something of an earlier call "
+                            "was kept: every call must gather and add this call's partials.");
+            REQUIRE(verdict.ok);
+          }
+        }
+      });
       if (v.name == "allreduce") continue;  // NCCL's order: not promised to be fixed
       course::test::add_case("ch11 " + name + on + ": the same bits on every run, whichever GPU finishes first", tags,
                              [&v, gpus] {

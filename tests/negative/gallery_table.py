@@ -74,9 +74,10 @@ CLASSES = {
     "workspace_cache": ("a cache kept where the tests reset but the benchmark does not",
                         "the tests call as the benchmark does: one workspace (engine) kept between calls and never "
                         "reset, planned for more than n, new values in the same buffers each call, every result "
-                        "checked (`... follows its input ...`); the benchmark checks every timed call of a "
-                        "version and changes its input between them (06, 07); the hole scan refuses `partials` in "
-                        "05's holes, which come before the partial is written"),
+                        "checked (`... follows its input ...`; 11: one team called again with new inputs, no poisoning "
+                        "between calls); the benchmark checks every timed call of a version or changes its input "
+                        "between them (05-11); the hole scan refuses `partials` in 05's holes, which come before "
+                        "the partial is written"),
     "memory_order": ("a memory order weaker than the protocol needs (single pass)",
                      "no runtime test can be relied on (docs below); the hole scan's ticket rule for chapter 06's "
                      "single pass: acq_rel (or fences on both sides)"),
@@ -151,7 +152,6 @@ NOT_APPLICABLE = {
     ("workspace_cache", "06_ladder"): "the index holes and wave_efficiency get no workspace; the single pass writes it",
     ("workspace_cache", "05_many_blocks"): "holes 1–4 are helpers that get no workspace; the kernels write the partials",
     ("workspace_cache", "10_dtypes"): "no workspace in the holes' reach",
-    ("workspace_cache", "11_multi_gpu"): "open: the tests poison the team before each call",
 }
 
 
