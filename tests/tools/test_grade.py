@@ -662,11 +662,21 @@ class Options(unittest.TestCase):
 
 FAKE_EXE = """#!/usr/bin/env python3
 # Stands in for a chapter executable: writes the fixture CSV where --csv says, counts its runs.
-import shutil, sys
+# With FAKE_HOST_LOCK set, it also notes whether another grade could take that lock shared now.
+import fcntl, os, shutil, sys
 from pathlib import Path
 here = Path(sys.argv[0]).resolve().parent
 with open(here / "calls.txt", "a") as f:
     f.write(" ".join(sys.argv[1:]) + "\\n")
+if os.environ.get("FAKE_HOST_LOCK"):
+    fd = os.open(os.environ["FAKE_HOST_LOCK"], os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        seen = "shared"
+    except OSError:
+        seen = "alone"
+    with open(here / "lock.txt", "a") as f:
+        f.write(seen + "\\n")
 if "--no-gpu" in sys.argv:
     print("01_timing: no CUDA GPU found"); sys.exit(3)
 shutil.copy("{csv}", sys.argv[sys.argv.index("--csv") + 1])
@@ -717,6 +727,25 @@ class Runner(unittest.TestCase):
         self.assertIn("measured again, run 2", err.getvalue())
         self.assertTrue((self.out / "perf" / f"01_timing-run{1 + perf.REMEASURE}" / "01_timing.csv").exists())
         self.assertEqual(g.items[-1].measured, 92.6)
+
+    def test_a_measurement_taken_again_has_the_host_to_itself(self):
+        # tools/grade-class's workers share a lock file (--host-lock): a first measurement holds it
+        # shared (another grade may work beside it), one taken again holds it alone.
+        from coursetools import hostlock
+        m = manifest(performance=[perf_rule(full_at=100)])   # short of full marks every time
+        self.out.mkdir()
+        lock = self.out / "host.lock"
+        host = hostlock.HostLock(lock)
+        run = perf.make_runner(self.build, self.out, self.out / "test.log", env={"FAKE_HOST_LOCK": str(lock)},
+                               host=host)
+        with redirect_stderr(io.StringIO()) as err:
+            scoring.assemble([m], passing(ADD, COPIES, EVENTS), run)
+        seen = (self.build / "bin" / "lock.txt").read_text().split()
+        self.assertEqual(seen, ["shared"] + ["alone"] * perf.REMEASURE)
+        self.assertIn("with the host to itself", err.getvalue())
+        other = hostlock.HostLock(lock)
+        with other.alone() as alone:   # nothing is left held after the measurements
+            self.assertTrue(alone)
 
     def test_a_missing_executable_is_a_grader_error(self):
         m = manifest(chapter="05_many_blocks", correctness=[], performance=[perf_rule()])

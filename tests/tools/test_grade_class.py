@@ -152,6 +152,18 @@ class ClassMode(unittest.TestCase):
         self.assertEqual(seen, ["0", "1"])
         self.assertEqual({r["gpu"] for r in gradebook(self.tmp / "out").values()}, {"0", "1"})
 
+    def test_workers_side_by_side_share_one_host_lock(self):
+        cls = make_class(self.tmp, {f"s{k}": "graded 10" for k in range(4)})
+        code, text = run([cls, "--out", self.tmp / "two", "--gpus", "0,1", "--grader", FAKE])
+        self.assertEqual(code, 0, text)
+        locks = {line.split("host-lock=")[1].split()[0] for line in self.grades()}
+        self.assertEqual(locks, {str(self.tmp / "two" / ".work" / "host.lock")})
+        self.log.unlink()
+        code, text = run([cls, "--out", self.tmp / "one", "--workers", "1", "--grader", FAKE])
+        self.assertEqual(code, 0, text)
+        self.assertEqual({line.split("host-lock=")[1].split()[0] for line in self.grades()}, {"-"},
+                         "one worker alone on the host needs no lock")
+
     def test_slurm_script_plan_and_merge(self):
         cls = make_class(self.tmp, {"alice": "graded 10", "bob": "graded 5", "carol": "graded 1"})
         out = self.tmp / "out"

@@ -334,7 +334,7 @@ def list_command(program: str, spec: str, major: int) -> List[str]:
     """The command that prints the names a test spec selects, one a line: Catch2 2's
     `--list-test-names-only SPEC`; Catch2 3 dropped that option for `--list-tests --verbosity quiet`.
     The spec's syntax is the same in both: `[exclusive]` a tag, `~[exclusive]` not it, a comma
-    an or; a spec given as one argument is parsed as a spec (names with `[`, `]`, `,` or `\` must
+    an or; a spec given as one argument is parsed as a spec (names with `[`, `]`, `,` or `\\` must
     be escaped, as catch_discover_tests does)."""
     if major >= 3:
         return [program, "--list-tests", "--verbosity", "quiet", spec]

@@ -19,7 +19,10 @@ Isolation of one submission from the rest of the class:
   killed), with a cap on its processes (a fork bomb is killed and the submission refused), and
   rlimits: CPU seconds, file size, no core files, and RLIMIT_NPROC where it holds (not for root);
 - each worker is pinned to its own share of the cores, so one grade's build cannot slow another's
-  threaded CPU measurements (tools/grade scales its CPU thresholds with the cores it sees).
+  threaded CPU measurements (tools/grade scales its CPU thresholds with the cores it sees);
+- the host's memory cannot be shared out: with two workers or more, every grade gets
+  `--host-lock BUILD_ROOT/host.lock`, and a measurement taken again (short of full marks) waits
+  until no other grade builds, tests or measures (coursetools/hostlock.py).
 """
 
 from __future__ import annotations
@@ -534,6 +537,7 @@ class Options:
     max_procs: int = DEFAULT_MAX_PROCS
     kind: str = "gpu"
     course: str = ""
+    host_lock: Optional[Path] = None    # tools/grade --host-lock: the workers of one host share it
 
 
 def classify(code: Optional[int], outcome: Outcome, results: Optional[dict], log_tail: str,
@@ -628,6 +632,9 @@ def grade_one(sub: Submission, key: str, worker: Worker, opts: Options,
     if worker.cores and not any(a in ("--jobs", "-j") or a.startswith(("--jobs=", "-j")) for a in opts.grade_args):
         cmd += ["--jobs", str(worker.cores)]
     cmd += opts.grade_args
+    if opts.host_lock is not None and not any(a == "--host-lock" or a.startswith("--host-lock=")
+                                              for a in opts.grade_args):
+        cmd += ["--host-lock", str(opts.host_lock)]
     # Not the paths this command was started from (PWD, OLDPWD): the grade runs in its scratch folder.
     env = {k: v for k, v in os.environ.items() if k not in ("PWD", "OLDPWD")}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -1311,6 +1318,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     work.mkdir(exist_ok=True)
     root = Path(args.build_root).resolve() if args.build_root else work
     workers = make_workers(root, work, gpus, workers_n, use_course_copy=grader is None, pin=not args.no_pin)
+    if len(workers) > 1:
+        # Grades side by side share the host's memory and page cache: a measurement taken again
+        # waits to have the host to itself (coursetools/hostlock.py).
+        opts.host_lock = root / "host.lock"
     watch = Watch(watched_files(subs))
     t0 = time.monotonic()
     records = run_class(subs, opts, workers, args.force, watch)

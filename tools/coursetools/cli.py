@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from . import MANIFEST_DIR, REPO, catchrun, ctest, limits, pool, proc, sanitizer, scoring, testrun
+from . import MANIFEST_DIR, REPO, catchrun, ctest, hostlock, limits, pool, proc, sanitizer, scoring, testrun
 from .ctest import parse_ctest_console
 from .junit import TEST_CHAPTER, parse_junit
 from .manifest import Manifest, ManifestError, graded_globs, load_manifests, merge_extra_manifests
@@ -260,6 +260,10 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     p.add_argument("--repeat", type=int, default=1, metavar="N",
                    help="run the performance measurements N times and report min/median/max of every ratio; "
                         "the grade is the first run's")
+    p.add_argument("--host-lock", metavar="FILE",
+                   help="a lock file shared by the grades running at once on this host (tools/grade-class passes "
+                        "one): each step holds it shared, and a measurement taken again (a value short of full "
+                        "marks) holds it alone, so no other grade builds, tests or measures meanwhile")
     p.add_argument("--reuse-tests", metavar="DIR",
                    help="with --no-build: take the test results from an earlier grade of the same build folder "
                         "(its --out DIR: junit.xml and test.log) instead of running CTest again; for --repeat runs "
@@ -521,7 +525,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     graded_names: List[str] = []
 
     staged: Optional[Staged] = None
+    host = hostlock.HostLock(Path(args.host_lock) if args.host_lock else None)
     try:
+        host.hold()
         grade = None
         if not args.no_build:
             # The student's hole bodies, spliced into the course's own files: registries, baselines
@@ -566,6 +572,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 grade = build_failed_grade(manifests, build_log_excerpt(build_log.read_text(errors="replace")),
                                            **common)
         if grade is None:
+            host.next_step()
             junit = out_dir / "junit.xml"
             labels = "^(" + "|".join(m.label for m in manifests) + ")$"
             par = reused is None and workers > 1 and not args.one_process_per_test
@@ -644,6 +651,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 run_sanitizer(grade, build_dir, out_dir, test_log, env, args.sanitize_timeout,
                               batch=not args.one_process_per_test)
             clock.start("performance")
+            host.release()  # each measurement takes the host lock itself (perf.make_runner)
             sanitized = {i.test_name: i for i in grade.items if i.kind == "correctness" and i.test_name}
             for t in tests:  # a test the sanitizer failed fails the performance rules that require it
                 if t.name in sanitized and sanitized[t.name].status == "failed" and t.status == "passed":
@@ -652,7 +660,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 runs = []
                 for k in range(args.repeat):
                     runner = make_runner(build_dir, out_dir, test_log, env, cores,
-                                         tag=f"repeat{k + 1}-" if args.repeat > 1 else "")
+                                         tag=f"repeat{k + 1}-" if args.repeat > 1 else "", host=host)
                     g = assemble(manifests, tests, runner, console=console, expect_gpu=args.expect_gpu,
                                  cores=cores, **common)
                     runs.append([i for i in g.items if i.kind == "performance"])
@@ -678,6 +686,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except GradeError as e:
         print(f"tools/grade: {e}", file=sys.stderr)
         return EXIT_ERROR
+    finally:
+        host.release()
 
     if staged is not None:
         grade.splice = staged.lines

@@ -7,11 +7,13 @@ import csv
 import math
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from . import proc
+from .hostlock import HostLock
 from .junit import TestResult
 from .manifest import (METRIC_LINK, METRIC_ROOFLINE, METRIC_SPEEDUP, Manifest, PerformanceRule,
                        describe_select)
@@ -217,13 +219,35 @@ def _tail(text: str, lines: int = 8) -> str:
     return "\n" + "\n".join(text.splitlines()[-lines:])
 
 
+@contextmanager
+def _measuring(host: HostLock, attempt: int) -> Iterator[str]:
+    """The host lock around one measurement: shared for a first one, alone for one taken again;
+    yields what the progress line says about it."""
+    if not host.active:
+        yield ""
+    elif attempt == 0:
+        host.hold()
+        try:
+            yield ""
+        finally:
+            host.release()
+    else:
+        with host.alone() as alone:
+            yield (f" with the host to itself (waited {host.waited_s:.0f} s for the other grades)" if alone else
+                   f" (the other grades did not pause within {host.wait_limit:.0f} s: measured beside them)")
+
+
 def make_runner(build_dir: Path, out_dir: Path, log: Path, env: Optional[Dict[str, str]] = None,
-                cores: Optional[int] = None, tag: str = "") -> Callable[[Manifest, PerformanceRule], PerfRun]:
+                cores: Optional[int] = None, tag: str = "",
+                host: Optional[HostLock] = None) -> Callable[[Manifest, PerformanceRule], PerfRun]:
     """Runs each distinct (chapter, args, attempt) once; rules sharing arguments share the run (and
     a measurement taken again for one rule, attempt 1, 2, ..., serves the others). `{cores}` in a
-    rule's arguments becomes the number of cores the grader sees."""
+    rule's arguments becomes the number of cores the grader sees. `host`: the lock file of the
+    grades on this host (tools/grade --host-lock): a first measurement holds it shared, one taken
+    again holds it alone (hostlock.py says why)."""
     cache: Dict[Tuple[str, Tuple[str, ...]], PerfRun] = {}
     cores = grader_cores() if cores is None else cores
+    host = host if host is not None else HostLock(None)
 
     def run(m: Manifest, rule: PerformanceRule, attempt: int = 0) -> PerfRun:
         args = [a.replace("{cores}", str(cores)) for a in rule.args]
@@ -238,9 +262,12 @@ def make_runner(build_dir: Path, out_dir: Path, log: Path, env: Optional[Dict[st
             result = PerfRun(-1, error=f"{exe} does not exist (was the chapter built?)")
         else:
             again = f" (measured again, run {attempt + 1}: the value was short of full marks)" if attempt else ""
-            print(f"[grade] measuring: bin/{m.chapter} {' '.join(args)}{again}", file=sys.stderr, flush=True)
-            started = time.monotonic()
-            code, output = proc.run_logged([str(exe), "--csv", str(csv_path)] + args, log, timeout=rule.timeout_s, env=env)
+            with _measuring(host, attempt) as alone_note:
+                print(f"[grade] measuring: bin/{m.chapter} {' '.join(args)}{again}{alone_note}", file=sys.stderr,
+                      flush=True)
+                started = time.monotonic()
+                code, output = proc.run_logged([str(exe), "--csv", str(csv_path)] + args, log, timeout=rule.timeout_s,
+                                               env=env)
             print(f"[grade] measured bin/{m.chapter} in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
             (run_dir / "output.txt").write_text(output, encoding="utf-8")
             result = PerfRun(code, output=output[-4000:], csv_path=str(csv_path))
