@@ -732,7 +732,7 @@ class Runner(unittest.TestCase):
         # tools/grade-class's workers share a lock file (--host-lock): a first measurement holds it
         # shared (another grade may work beside it), one taken again holds it alone.
         from coursetools import hostlock
-        m = manifest(performance=[perf_rule(full_at=100)])   # short of full marks every time
+        m = manifest(performance=[perf_rule(full_at=100, host=True)])   # short of full marks every time
         self.out.mkdir()
         lock = self.out / "host.lock"
         host = hostlock.HostLock(lock)
@@ -743,9 +743,25 @@ class Runner(unittest.TestCase):
         seen = (self.build / "bin" / "lock.txt").read_text().split()
         self.assertEqual(seen, ["shared"] + ["alone"] * perf.REMEASURE)
         self.assertIn("with the host to itself", err.getvalue())
-        other = hostlock.HostLock(lock)
-        with other.alone() as alone:   # nothing is left held after the measurements
+        self.assertTrue(host.held_alone)   # until the next first measurement or the step's end
+        host.release()
+
+        def never_waits(_seconds):
+            raise AssertionError("the lock is still held")
+        with hostlock.HostLock(lock, sleep=never_waits).alone() as alone:
             self.assertTrue(alone)
+
+    def test_a_gpu_measurement_taken_again_waits_for_nobody(self):
+        from coursetools import hostlock
+        m = manifest(performance=[perf_rule(full_at=100)])   # no "host": the GPU's own memory
+        self.out.mkdir()
+        lock = self.out / "host.lock"
+        run = perf.make_runner(self.build, self.out, self.out / "test.log", env={"FAKE_HOST_LOCK": str(lock)},
+                               host=hostlock.HostLock(lock))
+        with redirect_stderr(io.StringIO()) as err:
+            scoring.assemble([m], passing(ADD, COPIES, EVENTS), run)
+        self.assertEqual((self.build / "bin" / "lock.txt").read_text().split(), ["shared"] * (1 + perf.REMEASURE))
+        self.assertNotIn("host to itself", err.getvalue())
 
     def test_a_missing_executable_is_a_grader_error(self):
         m = manifest(chapter="05_many_blocks", correctness=[], performance=[perf_rule()])
@@ -1219,6 +1235,15 @@ class Cores(unittest.TestCase):
     def test_bad_reference_cores(self):
         with self.assertRaises(mf.ManifestError):
             manifest(performance=[perf_rule(reference_cores=1)])
+
+    def test_host_rules(self):
+        with self.assertRaises(mf.ManifestError):
+            manifest(performance=[perf_rule(host="yes")])
+        # The measurements of host memory or of the CPU: chapters 02, 07, 08 and 09, and only those.
+        host = {m.chapter[:2] for m in mf.load_manifests() for r in m.performance if r.host}
+        gpu = {m.chapter[:2] for m in mf.load_manifests() for r in m.performance if not r.host}
+        self.assertEqual(host, {"02", "07", "08", "09"})
+        self.assertFalse(host & gpu)
 
 
 class ExtrasAndRepeats(unittest.TestCase):

@@ -51,6 +51,7 @@ class PerformanceRule:
     visibility: str = ""
     leaderboard: bool = False
     reference_cores: int = 0  # >0: a threaded CPU speed-up; thresholds hold at this many cores
+    host: bool = False        # it reads host memory or runs on the CPU: taken again, it has the host alone
 
 
 @dataclass
@@ -174,7 +175,9 @@ def parse_manifest(data, path: Path) -> Manifest:
         if not isinstance(r, dict):
             raise ManifestError(f"{where}: must be an object")
         _check_keys(r, {"name", "points", "row", "metric", "zero_at", "full_at", "requires", "args",
-                        "timeout_s", "visibility", "leaderboard", "reference_cores"}, where)
+                        "timeout_s", "visibility", "leaderboard", "reference_cores", "host"}, where)
+        if not isinstance(r.get("host", False), bool):
+            raise ManifestError(f"{where}: 'host' must be true or false")
         ref_cores = r.get("reference_cores", 0)
         if not isinstance(ref_cores, int) or isinstance(ref_cores, bool) or ref_cores < 0 or ref_cores == 1:
             raise ManifestError(f"{where}: 'reference_cores' must be a whole number >= 2 (the cores of the "
@@ -225,7 +228,7 @@ def parse_manifest(data, path: Path) -> Manifest:
             zero_at=float(r["zero_at"]), full_at=float(r["full_at"]), requires=list(requires),
             args=[str(a) for a in args], timeout_s=float(timeout),
             visibility=_visibility(r.get("visibility"), where), leaderboard=r.get("leaderboard", False),
-            reference_cores=ref_cores))
+            reference_cores=ref_cores, host=r.get("host", False)))
     return Manifest(chapter, title, path, correctness, performance, visibility, list(sanitize_exclude),
                     {t: list(a) for t, a in sanitize_args.items()}, list(sanitize_allowed),
                     None if test_timeout is None else float(test_timeout), list(report_tests))

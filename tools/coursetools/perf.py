@@ -220,21 +220,24 @@ def _tail(text: str, lines: int = 8) -> str:
 
 
 @contextmanager
-def _measuring(host: HostLock, attempt: int) -> Iterator[str]:
-    """The host lock around one measurement: shared for a first one, alone for one taken again;
-    yields what the progress line says about it."""
+def _measuring(host: HostLock, alone: bool) -> Iterator[str]:
+    """The host lock around one measurement: shared, or alone for a host rule's measurement taken
+    again. Alone is kept after the run (the item's next measurement, if any, needs it too; the
+    next first measurement or the end of the step gives it up). Yields what the progress line
+    says about it."""
     if not host.active:
         yield ""
-    elif attempt == 0:
+    elif not alone:
+        host.release()
         host.hold()
         try:
             yield ""
         finally:
             host.release()
+    elif host.hold_alone():
+        yield f" with the host to itself (waited {host.waited_s:.0f} s for the other grades)"
     else:
-        with host.alone() as alone:
-            yield (f" with the host to itself (waited {host.waited_s:.0f} s for the other grades)" if alone else
-                   f" (the other grades did not pause within {host.wait_limit:.0f} s: measured beside them)")
+        yield f" (the other grades did not pause within {host.wait_limit:.0f} s: measured beside them)"
 
 
 def make_runner(build_dir: Path, out_dir: Path, log: Path, env: Optional[Dict[str, str]] = None,
@@ -243,8 +246,8 @@ def make_runner(build_dir: Path, out_dir: Path, log: Path, env: Optional[Dict[st
     """Runs each distinct (chapter, args, attempt) once; rules sharing arguments share the run (and
     a measurement taken again for one rule, attempt 1, 2, ..., serves the others). `{cores}` in a
     rule's arguments becomes the number of cores the grader sees. `host`: the lock file of the
-    grades on this host (tools/grade --host-lock): a first measurement holds it shared, one taken
-    again holds it alone (hostlock.py says why)."""
+    grades on this host (tools/grade --host-lock): a measurement holds it shared, a host rule's
+    measurement taken again holds it alone (hostlock.py says why)."""
     cache: Dict[Tuple[str, Tuple[str, ...]], PerfRun] = {}
     cores = grader_cores() if cores is None else cores
     host = host if host is not None else HostLock(None)
@@ -262,7 +265,7 @@ def make_runner(build_dir: Path, out_dir: Path, log: Path, env: Optional[Dict[st
             result = PerfRun(-1, error=f"{exe} does not exist (was the chapter built?)")
         else:
             again = f" (measured again, run {attempt + 1}: the value was short of full marks)" if attempt else ""
-            with _measuring(host, attempt) as alone_note:
+            with _measuring(host, attempt > 0 and rule.host) as alone_note:
                 print(f"[grade] measuring: bin/{m.chapter} {' '.join(args)}{again}{alone_note}", file=sys.stderr,
                       flush=True)
                 started = time.monotonic()
