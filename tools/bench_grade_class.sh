@@ -3,7 +3,7 @@
 # solutions, eight negative cases of tests/negative; tests/tools/make_class.py --bench) graded by
 # tools/grade-class on every GPU of the machine, cold (fresh build folders, ccache off), and one row
 # per submission written to a CSV: student, status, wall_s, gpu, points, max, not_assessed, reason,
-# class_wall_s, gpus, grade_args.
+# class_wall_s, gpus, grade_args, commit (COURSE_COMMIT if set, else git's HEAD).
 #
 #   tools/bench_grade_class.sh                         # in the foreground
 #   tools/bench_grade_class.sh --background --wait 540 # detached (setsid), then follow it 540 s
@@ -65,7 +65,9 @@ if [ -n "$wait_s" ]; then follow "$wait_s"; exit $?; fi
 exit_with() { touch "$work/ended"; exit "$1"; }
 [ "$child" = 1 ] || rm -rf "$work"   # a foreground run starts afresh too
 mkdir -p "$work"
-echo "== $(date '+%Y-%m-%d %H:%M:%S') bench_grade_class: commit ${COURSE_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo "?")}"
+# COURSE_COMMIT names the tree when git cannot (a copy of a working tree whose .git is older).
+commit=${COURSE_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo "?")}
+echo "== $(date '+%Y-%m-%d %H:%M:%S') bench_grade_class: commit $commit"
 nvidia-smi -L 2>/dev/null || echo "(nvidia-smi lists no GPU: the GPU tests will not run)"
 python3 tests/tools/make_class.py "$work/class" --bench || exit_with 1
 export CCACHE_DISABLE=1   # cold: nothing reused from an earlier build
@@ -78,19 +80,19 @@ class_wall=$((SECONDS - start))
 echo "== tools/grade-class exited $rc after $class_wall s"
 [ -f "$work/out/gradebook.csv" ] || exit_with 1
 mkdir -p "$(dirname "$csv")"
-python3 - "$work/out/gradebook.csv" "$csv" "$class_wall" "${grade_args[*]}" <<'EOF'
+python3 - "$work/out/gradebook.csv" "$csv" "$class_wall" "${grade_args[*]}" "$commit" <<'EOF'
 import csv, subprocess, sys
-book, dest, wall, args = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+book, dest, wall, args, commit = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
 gpus = subprocess.run(["nvidia-smi", "-L"], stdout=subprocess.PIPE, text=True).stdout.count("GPU ") if \
     subprocess.run(["which", "nvidia-smi"], stdout=subprocess.DEVNULL).returncode == 0 else 0
 cols = ["student", "status", "wall_s", "gpu", "points", "max", "not_assessed", "reason", "class_wall_s", "gpus",
-        "grade_args"]
+        "grade_args", "commit"]
 with open(book, newline="") as f, open(dest, "w", newline="") as g:
-    w = csv.writer(g)
+    w = csv.writer(g, lineterminator="\n")
     w.writerow(cols)
     for r in csv.DictReader(f):
         w.writerow([r["student"], r["status"], r["wall_s"], r["gpu"], r["total"], r["max"], r["not_assessed"],
-                    r["reason"][:200], wall, gpus, args])
+                    r["reason"][:200], wall, gpus, args, commit])
 print(f"bench_grade_class: {dest}")
 EOF
 echo "$csv (class of 12 in $class_wall s)" >"$work/csv-written"
