@@ -1293,7 +1293,8 @@ class ExtrasAndRepeats(unittest.TestCase):
         self.assertTrue(lines[1].startswith("01_timing add,2,50,60,60,22,53,0.943396,"))
 
     def test_seed_and_repeat_arguments(self):
-        for argv in (["--seed", "abc"], ["--repeat", "0"], ["--extra-tests", "/nonexistent/x"]):
+        for argv in (["--seed", "abc"], ["--repeat", "0"], ["--extra-tests", "/nonexistent/x"],
+                     ["--host-lock", "/proc/no-such-folder/host.lock"]):
             with self.subTest(argv=argv), redirect_stderr(io.StringIO()):
                 with self.assertRaises(SystemExit) as e:
                     cli.parse_args(argv)
