@@ -262,8 +262,9 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                         "the grade is the first run's")
     p.add_argument("--host-lock", metavar="FILE",
                    help="a lock file shared by the grades running at once on this host (tools/grade-class passes "
-                        "one): each step holds it shared, and a measurement taken again (a value short of full "
-                        "marks) holds it alone, so no other grade builds, tests or measures meanwhile")
+                        "one): each step holds it shared, and a host measurement (a rule with \"host\": true) "
+                        "taken again, its value short of full marks, holds it alone: no other grade builds, tests "
+                        "or measures meanwhile")
     p.add_argument("--reuse-tests", metavar="DIR",
                    help="with --no-build: take the test results from an earlier grade of the same build folder "
                         "(its --out DIR: junit.xml and test.log) instead of running CTest again; for --repeat runs "
