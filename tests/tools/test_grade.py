@@ -662,7 +662,7 @@ class Options(unittest.TestCase):
 
 FAKE_EXE = """#!/usr/bin/env python3
 # Stands in for a chapter executable: writes the fixture CSV where --csv says, counts its runs.
-# With FAKE_HOST_LOCK set, it also notes whether another grade could take that lock shared now.
+# With FAKE_HOST_LOCK set, it also notes how the grader holds that lock now: free, shared, alone.
 import fcntl, os, shutil, sys
 from pathlib import Path
 here = Path(sys.argv[0]).resolve().parent
@@ -671,10 +671,14 @@ with open(here / "calls.txt", "a") as f:
 if os.environ.get("FAKE_HOST_LOCK"):
     fd = os.open(os.environ["FAKE_HOST_LOCK"], os.O_RDWR)
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        seen = "shared"
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        seen = "free"
     except OSError:
-        seen = "alone"
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            seen = "shared"
+        except OSError:
+            seen = "alone"
     with open(here / "lock.txt", "a") as f:
         f.write(seen + "\\n")
 if "--no-gpu" in sys.argv:

@@ -275,11 +275,9 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     if args.reuse_tests and not all((Path(args.reuse_tests) / f).is_file() for f in ("junit.xml", "test.log")):
         p.error(f"--reuse-tests {args.reuse_tests}: needs junit.xml and test.log there (an earlier grade's --out)")
     if args.host_lock:
-        try:
-            Path(args.host_lock).parent.mkdir(parents=True, exist_ok=True)
-            os.close(os.open(args.host_lock, os.O_RDWR | os.O_CREAT, 0o666))
-        except OSError as e:
-            p.error(f"--host-lock {args.host_lock}: cannot open it for locking ({e.strerror})")
+        why = hostlock.HostLock.check(Path(args.host_lock))
+        if why:
+            p.error(f"--host-lock {args.host_lock}: {why}")
     if args.jobs < 1:
         p.error("--jobs must be at least 1")
     if args.test_timeout is not None and not (args.test_timeout >= 0 and math.isfinite(args.test_timeout)):

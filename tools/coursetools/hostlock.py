@@ -64,6 +64,24 @@ class HostLock:
         path.parent.mkdir(parents=True, exist_ok=True)
         return os.open(str(path), os.O_RDWR | os.O_CREAT, 0o666)
 
+    @staticmethod
+    def check(path: Path) -> Optional[str]:
+        """Why `path` cannot serve as the lock (None: it can): a folder that cannot be made, a file
+        that cannot be opened, a file system that refuses flock (an NFS mount without locks)."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(str(path), os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as e:
+            return f"cannot open it ({e.strerror})"
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as e:
+            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                return f"cannot lock it ({e.strerror}): put it on a local file system"
+        finally:
+            os.close(fd)
+        return None
+
     def _take(self, fd: int, mode: int, deadline: Optional[float]) -> bool:
         """flock(fd, mode), polled until `deadline` (None: wait for ever); True when taken."""
         while True:
@@ -83,7 +101,12 @@ class HostLock:
             if not self._take(turn, fcntl.LOCK_EX, deadline):
                 return False
             main = self._open(self.path)
-            if not self._take(main, mode, deadline):
+            try:
+                taken = self._take(main, mode, deadline)
+            except BaseException:  # Ctrl-C in a poll: no descriptor (and no lock) left behind
+                os.close(main)
+                raise
+            if not taken:
                 os.close(main)
                 return False
             self._main, self._mode = main, mode
