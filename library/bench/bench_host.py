@@ -92,6 +92,20 @@ def write_csv(path, data):
             w.writerows(data)
 
 
+def order_effect(round_rows, peer="dotcourse_auto", before="dotcourse_gpu"):
+    """Whether `peer` is slower right after `before`: per n, the median of its block medians timed
+    just after `before` and of those timed after any other peer (07_library_host_rounds.csv's
+    rows). [(n, after_ms, other_ms, blocks_after, blocks_other)], for the sizes that have both."""
+    out = []
+    for n in sorted({r["n"] for r in round_rows}):
+        mine = [r for r in round_rows if r["n"] == n and r["peer"] == peer]
+        after = [r["median_ms"] for r in mine if r["after"] == before]
+        other = [r["median_ms"] for r in mine if r["after"] != before]
+        if after and other:
+            out.append((n, statistics.median(after), statistics.median(other), len(after), len(other)))
+    return out
+
+
 def read_bandwidth(pool, threads, x, y, reps):
     """Seconds for `threads` threads to read x and y, each thread its part of both: the largest
     element of its part seen as uint64 (a SIMD reduction that needs no arithmetic per byte, three
@@ -247,6 +261,11 @@ def main():
                   + (f"  ({path}, n_gpu = {n_gpu})" if path else ""), flush=True)
         write_csv(args.out / "07_library_host.csv", rows)  # after every n: a run cut short keeps what it measured
         write_csv(args.out / "07_library_host_rounds.csv", round_rows)
+
+    # The order effect the rounds spread: dotcourse_auto right after dotcourse_gpu against after others.
+    for n, after_ms, other_ms, k_after, k_other in order_effect(round_rows):
+        print(f"order: n = 2^{int(math.log2(n)):2d}  dotcourse_auto after dotcourse_gpu {1e3 * after_ms:9.2f} us "
+              f"({k_after} block(s)), after another peer {1e3 * other_ms:9.2f} us ({k_other})", flush=True)
 
     # The call's own cost at n = 16: the same two arrays every call, per call in blocks of calls.
     call_rows = []
