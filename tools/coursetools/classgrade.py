@@ -611,6 +611,13 @@ def copy_submission(tree: Path, dest: Path) -> List[str]:
     return left_out
 
 
+def _given(args: Sequence[str], *names: str) -> bool:
+    """Whether the instructor's tools/grade options already set one of `names` (--opt V, --opt=V,
+    or a short -jN)."""
+    return any(a in names or a.startswith(tuple(n + "=" if n.startswith("--") else n for n in names))
+               for a in args)
+
+
 def grade_one(sub: Submission, key: str, worker: Worker, opts: Options,
               clock: Callable[[], float] = time.monotonic) -> dict:
     """Grades one submission on one worker and returns its record (also written to
@@ -629,11 +636,10 @@ def grade_one(sub: Submission, key: str, worker: Worker, opts: Options,
     left_out = copy_submission(Path(sub.tree), copy)
     grader = opts.grader or [sys.executable, str(worker.course.dest / "tools" / "grade")]
     cmd = grader + ["--tree", str(copy), "--out", str(out), "--build-dir", str(worker.build_dir)]
-    if worker.cores and not any(a in ("--jobs", "-j") or a.startswith(("--jobs=", "-j")) for a in opts.grade_args):
+    if worker.cores and not _given(opts.grade_args, "--jobs", "-j"):
         cmd += ["--jobs", str(worker.cores)]
     cmd += opts.grade_args
-    if opts.host_lock is not None and not any(a == "--host-lock" or a.startswith("--host-lock=")
-                                              for a in opts.grade_args):
+    if opts.host_lock is not None and not _given(opts.grade_args, "--host-lock"):
         cmd += ["--host-lock", str(opts.host_lock)]
     # Not the paths this command was started from (PWD, OLDPWD): the grade runs in its scratch folder.
     env = {k: v for k, v in os.environ.items() if k not in ("PWD", "OLDPWD")}
