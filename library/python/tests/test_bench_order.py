@@ -30,3 +30,20 @@ def test_blocks_after_the_gpu_peer_apart_from_the_others():
     assert (n, k_after, k_other) == (1024, 2, 2)
     assert after == pytest.approx(0.0016) and other == pytest.approx(0.001)
     assert bench.order_effect(rows, peer="cpu16") == []
+
+
+def test_short_blocks_up_to_2_24_and_every_rep_timed():
+    bench = load_bench()
+    for n in (1 << 10, 1 << 20, 1 << 24):
+        rounds, per_round = bench.blocks_for(n, bench.reps_for(n))
+        assert rounds == 25 and rounds * per_round >= bench.reps_for(n)
+    assert bench.blocks_for(1 << 20, bench.reps_for(1 << 20)) == (25, 3)
+    assert bench.blocks_for(1 << 28, 15) == (5, 3)
+    assert bench.blocks_for(1 << 10, 1) == (25, 1)  # at least one call per block
+
+
+def test_control_gap_is_the_same_code_twice():
+    bench = load_bench()
+    med = {("cpu16", 1024): 0.0010, (bench.CONTROL, 1024): 0.0012, ("cpu16", 1 << 26): 5.0}
+    assert bench.control_gap(med, 1024) == pytest.approx(0.2)
+    assert bench.control_gap(med, 1 << 26) is None  # the control did not run there
