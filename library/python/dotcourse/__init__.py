@@ -36,7 +36,8 @@ array, so its memory cannot be freed while it is registered; at most `pin_arrays
 4) and `pin_bytes` bytes (default 1 GiB) stay registered, the least recently used is unregistered
 and released first, and close() releases them all (ctx.unpin() does it at any time). Arrays
 under 1 MiB are never registered (staging them costs little), nor are arrays seen only once (a
-fresh array in every call pays nothing for the cache), and a Context whose arrays keep pushing
+fresh array in every call pays nothing for the cache: the extension notes the last 4 x pin_arrays
+first sightings itself and runs no Python for them), and a Context whose arrays keep pushing
 each other out of the cache stops registering new ones. Context(..., pin_arrays=0) turns it off.
 """
 from ._auto import LastCall

@@ -273,7 +273,7 @@ class Context:
         """Tells the extension's fast path what it reads from Python's side: for which n NumPy's
         dot runs, from which n registered arrays go to the GPU, whether the cache registers."""
         self._core.set_fast(self._numpy_from, self._numpy_below,
-                            SIZE_MAX if self._pin_from is None else self._pin_from, bool(self._pins.capacity))
+                            SIZE_MAX if self._pin_from is None else self._pin_from, self._pins.capacity)
 
     # ---- where a host dot runs ------------------------------------------------------------------
 
@@ -497,8 +497,9 @@ class Context:
         return self._live().dot(x, y, where)  # type: ignore[no-any-return]
 
     def _pin_pair(self, x: Any, y: Any) -> None:
-        """The registration cache's step for a float32 NumPy pair the GPU will read (the extension
-        calls it only then): registers an array on its second call (see the package's docstring)."""
+        """The registration cache's step for a float32 pair the GPU will read, from a producer the
+        extension's fast path does not take (that path notes sightings itself: _pin_seen): registers
+        an array on its second call (see the package's docstring)."""
         pins = self._pins
         with pins.lock:
             if pins.known(x) is None:
@@ -507,6 +508,19 @@ class Context:
                 py = y.ctypes.data
                 if py != x.ctypes.data:
                     pins.see(y, py)
+
+    def _pin_seen(self, x: Any, px: int, sx: int, y: Any, py: int, sy: int) -> None:
+        """The registration cache's step from the extension's fast path, which notes first sightings
+        itself and calls this only for the rest: per array, 1 when it saw this array at this address
+        before (registered now, as a second sighting), 2 when the address is registered (a use, or
+        see()'s own sighting of another array there), 0 for nothing to do."""
+        pins = self._pins
+        with pins.lock:
+            for a, p, s in ((x, px, sx), (y, py, sy)):
+                if s == 1:
+                    pins.second(a, p)
+                elif s == 2:
+                    pins.see(a, p)
 
     def _host_float32(self, x: Any, y: Any, n: int, code: int = 0) -> float:
         """A float32 host pair that did not take the extension's fast path (another producer)."""

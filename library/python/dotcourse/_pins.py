@@ -71,6 +71,19 @@ class PinCache:
         self.by_id[id(a)] = key
         self.bytes += a.nbytes
 
+    def second(self, a: Any, ptr: int) -> None:
+        """`a`'s second sighting at ptr, the first having been noted by the extension's fast path
+        (which keeps first sightings itself, so that a new array costs no Python call): registers
+        it as see() registers an array seen before."""
+        if self.known(a) is not None:
+            return
+        key = (ptr, a.nbytes)
+        self.seen[key] = weakref.ref(a)
+        self.seen.move_to_end(key)
+        while len(self.seen) > 4 * self.capacity:
+            self.seen.popitem(last=False)
+        self.see(a, ptr)
+
     def _evict(self, key: Tuple[int, int]) -> None:
         a, uses = self.entries.pop(key)
         del self.by_id[id(a)]

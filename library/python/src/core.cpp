@@ -23,6 +23,7 @@
 #define PY_ARRAY_UNIQUE_SYMBOL dotcourse_core_ARRAY_API
 #include <numpy/arrayobject.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -277,11 +278,16 @@ class Core {
     if (ctx != nullptr) check(api.destroy(ctx));
   }
 
-  void set_fast(std::size_t numpy_from, std::size_t numpy_below, std::size_t pin_from, bool pins) {
+  // pin_arrays: the registration cache's capacity (0: off); the first sightings kept here are 4 times
+  // as many, as _pins.PinCache keeps.
+  void set_fast(std::size_t numpy_from, std::size_t numpy_below, std::size_t pin_from, std::size_t pin_arrays) {
     numpy_from_ = numpy_from;
     numpy_below_ = numpy_below;
     pin_from_ = pin_from;
-    pins_ = pins;
+    pins_ = pin_arrays > 0;
+    sightings_.clear();  // releases the weak references (the GIL is held)
+    sightings_.resize(pins_ ? 4 * pin_arrays : 0);
+    next_sighting_ = 0;
   }
 
   // Context.dot. Two float32 NumPy vectors: here, from end to end. Anything else: the owner's
@@ -311,10 +317,13 @@ class Core {
 
   int host_register(std::uintptr_t p, std::size_t bytes) {
     live();
-    return api.host_register(ctx_, reinterpret_cast<const void*>(p), bytes);
+    const int s = api.host_register(ctx_, reinterpret_cast<const void*>(p), bytes);
+    if (s == DOTCOURSE_OK) registered_.push_back(p);
+    return s;
   }
   void host_unregister(std::uintptr_t p) {
     live();
+    registered_.erase(std::remove(registered_.begin(), registered_.end(), p), registered_.end());
     check(api.host_unregister(ctx_, reinterpret_cast<const void*>(p)));
   }
 
@@ -418,11 +427,18 @@ class Core {
       if (f == nullptr) throw nb::python_error();
       return nb::steal(f);
     }
-    // The registration cache, where the GPU will read the arrays (see dotcourse._pins).
+    // The registration cache, where the GPU will read the arrays (see dotcourse._pins). A new array
+    // is only noted here; Python's side runs for one seen before or one at a registered address.
     const bool wants_gpu = code == 2 || (code == 0 && n >= pin_from_);
     if (wants_gpu && pins_ && n * sizeof(float) >= kPinMin) {
-      nb::object owner = nb::borrow(PyWeakref_GetObject(owner_.ptr()));
-      if (!owner.is_none()) owner.attr("_pin_pair")(x, y);
+      const std::size_t bytes = n * sizeof(float);
+      const auto ax = reinterpret_cast<std::uintptr_t>(px), ay = reinterpret_cast<std::uintptr_t>(py);
+      const int sx = sighting(x.ptr(), ax, bytes);
+      const int sy = y.ptr() == x.ptr() || ay == ax ? 0 : sighting(y.ptr(), ay, bytes);
+      if (sx != 0 || sy != 0) {
+        nb::object owner = nb::borrow(PyWeakref_GetObject(owner_.ptr()));
+        if (!owner.is_none()) owner.attr("_pin_seen")(x, ax, sx, y, ay, sy);
+      }
     }
     Buffers b;  // exported for the call only where it releases the GIL (see float_vector)
     if (n >= kReleaseGil) {
@@ -438,6 +454,34 @@ class Core {
     }
     const float r = call_dot_ex(px, py, n, code);
     return nb::steal(PyFloat_FromDouble(r));
+  }
+
+  // What the registration cache must do with array `a` at p: 2 if p is registered (a use, for Python's
+  // side to count), 1 if this same object was noted here at p before (its second sighting: Python's
+  // side registers it), 0 for a first sighting, noted here (a weak reference, the oldest note
+  // replaced). A Python call on every new array cost a calibrated context its place against the same
+  // CPU dot on a context without the cache (library/bench/bench_host.py, from the n where its plan
+  // registers): right after the caller wrote a large new array, the interpreter's own memory waits
+  // behind that array's write-back, and the wait grows with the array.
+  int sighting(PyObject* a, std::uintptr_t p, std::size_t bytes) {
+    if (std::find(registered_.begin(), registered_.end(), p) != registered_.end()) return 2;
+    for (Sighting& s : sightings_) {
+      if (s.p != p || s.bytes != bytes) continue;
+      if (PyWeakref_GetObject(s.ref.ptr()) == a) {
+        s = Sighting{};
+        return 1;
+      }
+      s = Sighting{};  // another array at a reused address: its note is stale
+    }
+    if (sightings_.empty()) return 0;
+    PyObject* ref = PyWeakref_NewRef(a, nullptr);
+    if (ref == nullptr) {  // an object without weak references: never registered (staged)
+      PyErr_Clear();
+      return 0;
+    }
+    sightings_[next_sighting_] = Sighting{p, bytes, nb::steal(ref)};
+    next_sighting_ = (next_sighting_ + 1) % sightings_.size();
+    return 0;
   }
 
   float call_dot_ex(const float* x, const float* y, std::size_t n, int code) {
@@ -466,6 +510,14 @@ class Core {
   std::size_t numpy_below_ = 0;
   std::size_t pin_from_ = SIZE_MAX;
   bool pins_ = false;
+  struct Sighting {
+    std::uintptr_t p = 0;
+    std::size_t bytes = 0;
+    nb::object ref;  // a weak reference to the array
+  };
+  std::vector<Sighting> sightings_;  // first sightings (see sighting()), 4 x the cache's capacity
+  std::size_t next_sighting_ = 0;
+  std::vector<std::uintptr_t> registered_;  // the addresses Python's cache registered through this Core
   nb::object owner_;  // a weak reference to the Context (no cycle: the Context holds this Core)
   Last last_;
   nb::object last_other_;
