@@ -95,18 +95,36 @@ def test_off_below_the_floor_and_where_cpu(spied):
     assert calls == []
 
 
+class Lib:
+    """The Core's register/unregister, recorded (registration needs a GPU)."""
+
+    def __init__(self):
+        self.registered = {}
+
+    def register(self, p, nbytes):
+        self.registered[p] = nbytes
+        return 0
+
+    def unregister(self, p):
+        del self.registered[p]
+
+
+def test_pin_seen_acts_on_each_flag():
+    ctx = dotcourse.Context(1, device="cpu", calibration="none")
+    lib = Lib()
+    ctx._pins = dotcourse._pins.PinCache(lib, 2, 1 << 30)
+    x, y, z = (np.ones(N, np.float32) for _ in range(3))
+    ctx._pin_seen(x, ptr(x), 1, y, ptr(y), 0)  # x seen before: registered; y: nothing to do
+    assert lib.registered == {ptr(x): x.nbytes}
+    ctx._pin_seen(x, ptr(x), 2, y, ptr(y), 1)  # x at a registered address: one more use; y registered
+    assert ctx._pins.entries[(ptr(x), x.nbytes)][1] == 2 and ptr(y) in lib.registered
+    view = x[:]  # another object at x's registered address: Python's own first sighting, no new registration
+    ctx._pin_seen(view, ptr(x), 2, z, ptr(z), 0)
+    assert set(lib.registered) == {ptr(x), ptr(y)} and ctx._pins.entries[(ptr(x), x.nbytes)][1] == 2
+    ctx.close()
+
+
 def test_pin_cache_second_registers_as_see_does():
-    class Lib:
-        def __init__(self):
-            self.registered = {}
-
-        def register(self, p, nbytes):
-            self.registered[p] = nbytes
-            return 0
-
-        def unregister(self, p):
-            del self.registered[p]
-
     lib = Lib()
     cache = dotcourse._pins.PinCache(lib, 2, 1 << 30)
     x = np.ones(N, np.float32)
