@@ -7,8 +7,8 @@ with the result on the host after every call.
 At n = 2^10, 2^12, ..., 2^28 (--max-log2), from fresh arrays in every call (copies made outside the
 timed region: nothing is registered, as for a program that makes new arrays each time), each peer
 is timed in blocks of calls, in rounds with the peers in another order each round (so that a
-busy stretch of the host, or the peer before, weighs on all of them alike; 25 rounds up to 2^24,
-5 above):
+busy stretch of the host, or the peer before, weighs on all of them alike; 100 rounds up to 2^16,
+25 up to 2^24, 5 above):
     numpy            numpy.dot(x, y)
     cpu16            this library's threaded CPU dot, where="cpu", 16 threads (a CPU-only context)
     cupy             float(cupy.dot(cupy.asarray(x), cupy.asarray(y)))
@@ -91,12 +91,14 @@ def reps_for(n):
 
 
 def blocks_for(n, reps):
-    """(rounds, calls per block) for `reps` timed calls of each peer at n. Up to 2^24, 25 rounds of
+    """(rounds, calls per block) for `reps` timed calls of each peer at n. Up to 2^24, many rounds of
     short blocks: on the H200 host a block's median at 2^20 ranged from 0.10 to 0.24 ms for the
     same CPU dot (a block of a few calls lands in one state of the host), so with 5 blocks the
-    medians of two peers running the same code differed by a third. Above, where a call lasts
-    milliseconds and a block spans many states, 5 rounds (each call's copies cost hundreds of ms)."""
-    rounds = 25 if n <= 1 << 24 else 5
+    medians of two peers running the same code differed by a third. 100 rounds up to 2^16, where
+    a call lasts microseconds and 5% of it is a few hundred nanoseconds (with 25, the control was
+    still 4% apart at 2^10), 25 up to 2^24. Above, where a call lasts milliseconds and a block spans
+    many states, 5 rounds (each call's copies cost hundreds of ms)."""
+    rounds = 100 if n <= 1 << 16 else 25 if n <= 1 << 24 else 5
     return rounds, max(1, -(-reps // rounds))
 
 

@@ -23,9 +23,10 @@ PATH_CODES = {v: k for k, v in PATHS.items()}
 # library costs less (tens of nanoseconds, small n on the calling thread); inside it both arrays sit
 # in the core's caches and NumPy's float32 dot does half the arithmetic of the library's double
 # accumulators; above it the library's threads read host memory faster than one thread can. It is
-# where calibrations on H200 hosts put it (library/bench/bench_host.py); Context.calibrate
-# measures the window of this host.
-NUMPY_FROM = 1 << 12
+# where calibrations on H200 hosts put it (library/bench/bench_host.py's calibrate(), in every run
+# of d5b7668; at 2^12 the library's CPU dot was the faster once the bench warmed each block up);
+# Context.calibrate measures the window of this host.
+NUMPY_FROM = 1 << 13
 NUMPY_BELOW = 1 << 18
 
 

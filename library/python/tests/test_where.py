@@ -50,7 +50,7 @@ def test_cpu_path_matches_the_reference(cpu, n):
 
 def test_auto_takes_the_library_at_small_n_and_numpy_only_below_a_measured_bound(cpu):
     assert cpu.last_call is None
-    assert (cpu.plan["numpy_from"], cpu.plan["numpy_below"]) == (1 << 12, 1 << 18), \
+    assert (cpu.plan["numpy_from"], cpu.plan["numpy_below"]) == (1 << 13, 1 << 18), \
         "uncalibrated: NumPy's dot only where both arrays fit a core's caches"
     x, y, ref, bound = inputs(16, 4)
     assert abs(cpu.dot(x, y) - ref) <= bound
