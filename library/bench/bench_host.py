@@ -300,11 +300,11 @@ def main():
         print(f"order: n = 2^{int(math.log2(n)):2d}  dotcourse_auto after dotcourse_gpu {1e3 * after_ms:9.2f} us "
               f"({k_after} block(s)), after another peer {1e3 * other_ms:9.2f} us ({k_other})", flush=True)
     # The bench's own noise: the same CPU dot timed as two peers.
-    control_med = {(r["peer"], r["n"]): r["median_ms"] for r in rows}
+    med = {(r["peer"], r["n"]): r["median_ms"] for r in rows}
     for n in sizes:
-        gap = control_gap(control_med, n)
+        gap = control_gap(med, n)
         if gap is not None:
-            a, b = control_med[("cpu16", n)], control_med[(CONTROL, n)]
+            a, b = med[("cpu16", n)], med[(CONTROL, n)]
             print(f"noise: n = 2^{int(math.log2(n)):2d}  cpu16 {1e3 * a:9.2f} us, the same code as {CONTROL} "
                   f"{1e3 * b:9.2f} us: {100 * gap:.1f}% apart", flush=True)
 
@@ -362,7 +362,6 @@ def main():
 
     # The targets.
     targets = []
-    med = {(r["peer"], r["n"]): r["median_ms"] for r in rows}
     peer_names = [name for name, _ in peers if name in ("numpy", "cpu16", "cupy", "torch")]
 
     def noise_note(n):

@@ -50,10 +50,7 @@ class PinCache:
             return
         ref = self.seen.get(key)
         if ref is None or ref() is not a:  # first sighting (or another array at a reused address)
-            self.seen[key] = weakref.ref(a)
-            self.seen.move_to_end(key)
-            while len(self.seen) > 4 * self.capacity:
-                self.seen.popitem(last=False)
+            self._note(key, a)
             return
         del self.seen[key]
         if entry is not None:  # a dead array's registration at the same address: drop it first
@@ -77,12 +74,15 @@ class PinCache:
         it as see() registers an array seen before."""
         if self.known(a) is not None:
             return
-        key = (ptr, a.nbytes)
+        self._note((ptr, a.nbytes), a)
+        self.see(a, ptr)
+
+    def _note(self, key: Tuple[int, int], a: Any) -> None:
+        """A first sighting: a weak reference, at most 4 x capacity of them, the oldest dropped."""
         self.seen[key] = weakref.ref(a)
         self.seen.move_to_end(key)
         while len(self.seen) > 4 * self.capacity:
             self.seen.popitem(last=False)
-        self.see(a, ptr)
 
     def _evict(self, key: Tuple[int, int]) -> None:
         a, uses = self.entries.pop(key)

@@ -446,7 +446,8 @@ class Core {
       b.held = 1;
       if (!float_vector(y.ptr(), &b.y)) throw std::runtime_error("dotcourse: y changed under the call");
       b.held = 2;
-      // _pin_pair above ran Python code: the held buffers must still be the memory and length read.
+      // _pin_seen above may have run Python code: the held buffers must still be the memory and
+      // length read.
       const auto same = [n](const Py_buffer& v, const float* p) {
         return v.buf == p && v.len == static_cast<Py_ssize_t>(n * sizeof(float));
       };
